@@ -1,0 +1,51 @@
+//===- FpDialect.td - The fp dialect definition ------------*- tablegen -*-===//
+//
+// The `fp` dialect describes Fixed-Point RNN layers at tensor level: the
+// fixed-point loop, the diagonal scans, and the per-token primitives that
+// channel mixers and FP-Mamba layers are written with.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_DIALECT_FPDIALECT_TD
+#define FP_DIALECT_FPDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def FP_Dialect : Dialect {
+  let name = "fp";
+  let cppNamespace = "::mlir::fp";
+  let summary = "Fixed-Point RNN layers at tensor level";
+  let description = [{
+    The `fp` dialect models Fixed-Point RNNs (Movahedi et al., NeurIPS 2025):
+    a dense linear RNN obtained as the fixed point of a cheap diagonal one,
+    iterating "channel mixer, then diagonal scan" until the output stops
+    changing.
+
+    Conventions shared by every op:
+
+    * Activations are ranked tensors whose first two dimensions are the
+      *token* dimensions, batch `B` and time `T` (usually dynamic, `?`); the
+      remaining dimensions are *feature* dimensions and are static.
+      `tensor<?x?x1024xf32>` is one vector of 1024 channels per token.
+    * Parameters (`fp.param`) have only feature dimensions, all static.
+    * Per-token ops (`fp.linear`, norms, `fp.slice`, `fp.matmul`, ...) act
+      independently at every `(b, t)`; only `fp.shift`, `fp.scan`,
+      `fp.selective_scan` and `fp.causal_conv` couple time steps.
+    * Same-shape elementwise arithmetic uses upstream `arith` and `math` ops
+      on tensors; `fp.broadcast` makes broadcasts explicit.
+    * `fp.fixed_point` is the loop: its body computes one application of the
+      fixed-point map `f`, and the op iterates it under the solver rule of the
+      reference implementation.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+class FP_Op<string mnemonic, list<Trait> traits = []>
+    : Op<FP_Dialect, mnemonic, traits>;
+
+#endif // FP_DIALECT_FPDIALECT_TD

@@ -1,0 +1,564 @@
+//===- FpOps.td - fp dialect operations --------------------*- tablegen -*-===//
+//
+// Operations of the fp dialect: the fixed-point loop, parameters, the
+// time-coupling ops (shift, scans, causal convolution) and the per-token
+// primitives channel mixers and FP-RNN layers are written with.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_DIALECT_FPOPS_TD
+#define FP_DIALECT_FPOPS_TD
+
+include "fp/Dialect/FpDialect.td"
+include "fp/Dialect/FpAttrs.td"
+include "fp/Dialect/FpInterfaces.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/Traits.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/LoopLikeInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def FP_FloatTensor : RankedTensorOf<[AnyFloat]>;
+
+class FP_FloatTensorOfRank<list<int> ranks>
+    : RankedTensorOf<[AnyFloat], [HasAnyRankOfPred<ranks>]>;
+
+def FP_Vector : FP_FloatTensorOfRank<[1]>;
+def FP_Matrix : FP_FloatTensorOfRank<[2]>;
+
+/// A ranked float tensor with at least one dimension.
+def FP_FeatureTensor : Type<
+    And<[FP_FloatTensor.predicate,
+         CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() >= 1">]>,
+    "ranked float tensor of rank >= 1", "::mlir::RankedTensorType">;
+
+/// An activation: (batch, time, features...).
+def FP_TokenTensor : Type<
+    And<[FP_FloatTensor.predicate,
+         CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() >= 2">]>,
+    "ranked float tensor of rank >= 2 (batch, time, features...)",
+    "::mlir::RankedTensorType">;
+
+/// An activation with exactly one feature dimension: (batch, time, channels).
+def FP_ChannelTensor : FP_FloatTensorOfRank<[3]>;
+
+def FP_StaticFloatTensor : Type<
+    And<[FP_FloatTensor.predicate,
+         CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).hasStaticShape()">]>,
+    "statically shaped float tensor", "::mlir::RankedTensorType">;
+
+def FP_IterationCounts : 1DTensorOf<[I32]>;
+
+//===----------------------------------------------------------------------===//
+// Fixed-point loop
+//===----------------------------------------------------------------------===//
+
+def FP_FixedPointOp : FP_Op<"fixed_point", [
+    AutomaticAllocationScope,
+    RecursiveMemoryEffects,
+    SingleBlockImplicitTerminator<"::mlir::fp::YieldOp">,
+    DeclareOpInterfaceMethods<RegionBranchOpInterface,
+        ["getEntrySuccessorOperands"]>,
+    DeclareOpInterfaceMethods<LoopLikeOpInterface,
+        ["getRegionIterArgs", "getYieldedValuesMutable", "getLoopResults"]>
+    ]> {
+  let summary = "iterate a map to its fixed point";
+  let description = [{
+    Computes a fixed point `y* = f(y*)` of the map `f` given by the body, by
+    relaxed iteration from the initial values, under the solver rule of the
+    reference implementation (spec §3). The body receives the current
+    iterates as block arguments and yields `f` of them; values defined above
+    the op are captured and are constant across iterations.
+
+    Each iterate is an activation whose dimension 0 is the batch; the solver
+    is per sample. One step, for every sample `b`:
+
+    ```
+    f_y = body(y)
+    ρ_b = max over tokens t of ‖y[b,t] − f_y[b,t]‖∞ / (‖f_y[b,t]‖∞ + 1e-8)
+    y   ← η_b·f_y + (1 − η_b)·y
+    ```
+
+    with ρ the maximum over all iterates. The solver keeps the best residual
+    so far per sample, decays η_b by `relax_decay` after `relax_patience`
+    steps without improvement, and continues while the `quantile` (1 in
+    evaluation) of the best residuals is at least `tolerance`, some η_b is at
+    least 1e-3, and the step count is below the cap (`max_iter_train` or
+    `max_iter_eval`). At least one step is taken.
+
+    Results: the relaxed iterates at exit (the fixed point; not `f` of it)
+    and, per sample, the number of solver steps plus one, counting the one
+    differentiable application of the body that the layer makes at the fixed
+    point (spec §3.6). `docs/dialect.md` describes the semantics in full.
+
+    The `backward` attribute selects how `fp-derive-backward` differentiates
+    through the fixed point.
+
+    ```mlir
+    %y, %iters = fp.fixed_point (%it = %zero) : tensor<?x?x64xf32>
+        solver <tolerance = 0.1, quantile = 0.75,
+                max_iter_train = 100, max_iter_eval = 1000,
+                            relax_start = 0.99, relax_decay = 0.9, relax_patience = 15>
+        backward <one_step> {
+      %s = fp.shift %it by 1 : tensor<?x?x64xf32>
+      ...
+      fp.yield %next : tensor<?x?x64xf32>
+    }
+    ```
+  }];
+
+  let arguments = (ins Variadic<FP_TokenTensor>:$inits,
+                       FP_SolverAttr:$solver,
+                       FP_BackwardAttr:$backward);
+  let results = (outs Variadic<FP_TokenTensor>:$fixed_points,
+                      FP_IterationCounts:$iterations);
+  let regions = (region SizedRegion<1>:$body);
+
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::ValueRange":$inits,
+                   "::mlir::fp::SolverAttr":$solver,
+                   "::mlir::fp::BackwardAttr":$backward,
+                   CArg<"::llvm::function_ref<void(::mlir::OpBuilder &, "
+                        "::mlir::Location, ::mlir::ValueRange)>",
+                        "nullptr">:$bodyBuilder)>
+  ];
+
+  let extraClassDeclaration = [{
+    /// The iteration-count result type for iterates `inits`:
+    /// `tensor<Bxi32>` with `B` the batch size of the first iterate.
+    static ::mlir::RankedTensorType
+    getIterationCountsType(::mlir::MLIRContext *context,
+                           ::mlir::TypeRange iterateTypes);
+
+    ::mlir::Block *getBodyBlock() { return &getBody().front(); }
+    YieldOp getYield();
+    unsigned getNumIterates() { return getInits().size(); }
+  }];
+}
+
+def FP_YieldOp : FP_Op<"yield", [
+    Pure, ReturnLike, Terminator, HasParent<"FixedPointOp">]> {
+  let summary = "yield the next iterates of a fixed-point body";
+  let description = [{
+    Terminates the body of `fp.fixed_point`, yielding `f(y)` for each
+    iterate `y`, in the order of the iteration arguments.
+
+    ```mlir
+    fp.yield %next : tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<FP_TokenTensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+  let hasVerifier = 1;
+  let builders = [OpBuilder<(ins), [{ /* nothing to build */ }]>];
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+def FP_ParamOp : FP_Op<"param", [Pure]> {
+  let summary = "a trainable parameter of the enclosing layer";
+  let description = [{
+    The value of the layer parameter `name`: a statically shaped tensor the
+    runtime creates with initialiser `init`, passes to every call, and
+    updates during training. `decay` marks parameters in the weight-decay
+    group of the optimiser. Parameters are constant within a call.
+
+    ```mlir
+    %w = fp.param "in_proj" init <fan_in_uniform> decay : tensor<256x128xf32>
+    %a = fp.param "A_log" init <s4d_real> : tensor<256x16xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, FP_InitAttr:$init,
+                       UnitAttr:$decay);
+  let results = (outs FP_StaticFloatTensor:$result);
+  let assemblyFormat = [{
+    $name `init` $init (`decay` $decay^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear maps and weight normalisation
+//===----------------------------------------------------------------------===//
+
+def FP_WeightNormOp : FP_Op<"weight_norm", [
+    Pure, AllTypesMatch<["weight", "result"]>]> {
+  let summary = "the effective weight of a weight-normalised linear map";
+  let description = [{
+    `result[i, :] = gain[i] · weight[i, :] / ‖weight[i, :]‖₂`: each output row
+    rescaled to norm `gain[i]` (no epsilon, as PyTorch's `weight_norm`).
+
+    ```mlir
+    %w = fp.weight_norm %v, %g : tensor<32x256xf32>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins FP_Matrix:$weight, FP_Vector:$gain);
+  let results = (outs FP_Matrix:$result);
+  let assemblyFormat = [{
+    $weight `,` $gain attr-dict `:` type($weight) `,` type($gain)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_LinearOp : FP_Op<"linear", [Pure, AttrSizedOperandSegments]> {
+  let summary = "per-token linear map, optionally weight-normalised";
+  let description = [{
+    `result[..., o] = Σ_i W[o, i] · input[..., i] + bias[o]` over the last
+    dimension, with `weight` of shape `out × in` (PyTorch's layout). With
+    `gain`, the map is weight-normalised: `W = fp.weight_norm(weight, gain)`.
+
+    ```mlir
+    %xz = fp.linear %u, %w : (tensor<?x?x128xf32>, tensor<512x128xf32>)
+                              -> tensor<?x?x512xf32>
+    %a = fp.linear %p, %v gain %g bias %b
+        : (tensor<?x?x512xf32>, tensor<2x512xf32>, tensor<2xf32>,
+           tensor<2xf32>) -> tensor<?x?x2xf32>
+    ```
+  }];
+  let arguments = (ins FP_FeatureTensor:$input, FP_Matrix:$weight,
+                       Optional<FP_Vector>:$gain, Optional<FP_Vector>:$bias);
+  let results = (outs FP_FeatureTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`gain` $gain^)? (`bias` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Time-coupling ops
+//===----------------------------------------------------------------------===//
+
+def FP_ShiftOp : FP_Op<"shift", [Pure, SameOperandsAndResultType]> {
+  let summary = "shift an activation along time, filling with zeros";
+  let description = [{
+    `result[b, t] = input[b, t − offset]` where `0 ≤ t − offset < T`, and 0
+    elsewhere. `offset = 1` is the causal shift `ȳ` of the reference
+    (`ȳ_0 = 0`); `offset = -1` is its adjoint.
+
+    ```mlir
+    %ybar = fp.shift %y by 1 : tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins FP_TokenTensor:$input, I64Attr:$offset);
+  let results = (outs FP_TokenTensor:$result);
+  let assemblyFormat = "$input `by` $offset attr-dict `:` type($input)";
+}
+
+def FP_ScanOp : FP_Op<"scan", [
+    Pure, AllTypesMatch<["coeff", "input", "result"]>]> {
+  let summary = "diagonal first-order linear recurrence over time";
+  let description = [{
+    `h_t = coeff_t ⊙ h_{t−1} + input_t` along dimension 1 (time), from
+    `h_{−1} = 0`, independently for every batch entry and feature element
+    (channels, and a state dimension when there is one). With `reverse`,
+    the recurrence runs backward in time: `h_t = coeff_t ⊙ h_{t+1} + input_t`
+    from `h_T = 0` — the adjoint of the forward scan is a reverse scan with
+    the coefficients shifted by −1.
+
+    ```mlir
+    %h = fp.scan %lambda, %u : tensor<?x?x256xf32>
+    %g = fp.scan reverse %c, %dh : tensor<?x?x256xf32>
+    ```
+  }];
+  let arguments = (ins FP_TokenTensor:$coeff, FP_TokenTensor:$input,
+                       UnitAttr:$reverse);
+  let results = (outs FP_TokenTensor:$result);
+  let assemblyFormat = [{
+    (`reverse` $reverse^)? $coeff `,` $input attr-dict `:` type($result)
+  }];
+}
+
+def FP_SelectiveScanOp : FP_Op<"selective_scan", [
+    Pure, AllTypesMatch<["u", "delta", "result"]>,
+    AllTypesMatch<["B", "C"]>]> {
+  let summary = "Mamba-1 selective scan with state expansion";
+  let description = [{
+    The discretised state-space recurrence of Mamba-1 (spec §1.4), with state
+    `S_t ∈ R^{d×N}` from `S_{−1} = 0`, for every batch entry:
+
+    ```
+    S_t[i, n] = exp(delta_t[i] · A[i, n]) · S_{t−1}[i, n]
+              + delta_t[i] · B_t[n] · u_t[i]
+    result_t[i] = Σ_n C_t[n] · S_t[i, n] + D[i] · u_t[i]
+    ```
+
+    `delta` is the step size after its softplus (`Δ > 0`); `A` is the
+    (negative) state matrix, `B` and `C` are shared across the `d` channels,
+    and the optional `skip` term `D` multiplies the scan input.
+
+    ```mlir
+    %s = fp.selective_scan %u, %dt, %A, %B, %C skip %D
+        : tensor<?x?x64xf32>, tensor<64x16xf32>, tensor<?x?x16xf32>,
+          tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins FP_ChannelTensor:$u, FP_ChannelTensor:$delta,
+                       FP_Matrix:$A, FP_ChannelTensor:$B, FP_ChannelTensor:$C,
+                       Optional<FP_Vector>:$D);
+  let results = (outs FP_ChannelTensor:$result);
+  let assemblyFormat = [{
+    $u `,` $delta `,` $A `,` $B `,` $C (`skip` $D^)? attr-dict `:`
+    type($u) `,` type($A) `,` type($B) (`,` type($D)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_CausalConvOp : FP_Op<"causal_conv", [
+    Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "depthwise causal convolution over time";
+  let description = [{
+    `result[b, t, c] = bias[c] + Σ_{k<K} weight[c, k] · input[b, t−K+1+k, c]`
+    with zero left padding: `weight[:, K−1]` multiplies the current token.
+
+    ```mlir
+    %x = fp.causal_conv %xr, %w bias %b
+        : tensor<?x?x256xf32>, tensor<256x4xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins FP_ChannelTensor:$input, FP_Matrix:$weight,
+                       Optional<FP_Vector>:$bias);
+  let results = (outs FP_ChannelTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? attr-dict `:`
+    type($input) `,` type($weight) (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisations
+//===----------------------------------------------------------------------===//
+
+def FP_L2NormOp : FP_Op<"l2norm", [Pure, SameOperandsAndResultType]> {
+  let summary = "L2-normalise along the last dimension";
+  let description = [{
+    `result = input / max(‖input‖₂, eps)` over the last dimension (PyTorch's
+    `F.normalize`: a clamp, not `+ eps`).
+
+    ```mlir
+    %b = fp.l2norm %braw eps 1.000000e-05 : tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins FP_FeatureTensor:$input, F64Attr:$eps);
+  let results = (outs FP_FeatureTensor:$result);
+  let assemblyFormat = "$input `eps` $eps attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def FP_LayerNormOp : FP_Op<"layer_norm", [
+    Pure, AllTypesMatch<["input", "result"]>,
+    AllTypesMatch<["weight", "bias"]>]> {
+  let summary = "LayerNorm over the last dimension";
+  let description = [{
+    `result = (input − mean) / sqrt(var + eps) · weight + bias` over the last
+    dimension, with the biased variance.
+
+    ```mlir
+    %y = fp.layer_norm %s, %gamma, %beta eps 1.000000e-05
+        : tensor<?x?x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins FP_FeatureTensor:$input, FP_Vector:$weight,
+                       FP_Vector:$bias, F64Attr:$eps);
+  let results = (outs FP_FeatureTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `eps` $eps attr-dict `:`
+    type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_RMSNormOp : FP_Op<"rms_norm", [
+    Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "RMSNorm over the last dimension";
+  let description = [{
+    `result = input / sqrt(mean(input²) + eps) · weight` over the last
+    dimension.
+
+    ```mlir
+    %h = fp.rms_norm %r, %w eps 1.000000e-05
+        : tensor<?x?x128xf32>, tensor<128xf32>
+    ```
+  }];
+  let arguments = (ins FP_FeatureTensor:$input, FP_Vector:$weight,
+                       F64Attr:$eps);
+  let results = (outs FP_FeatureTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `eps` $eps attr-dict `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise activations
+//===----------------------------------------------------------------------===//
+
+class FP_ActivationOp<string mnemonic, string formula, string name>
+    : FP_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "elementwise " # name;
+  let description = "`result = " # formula # "`, elementwise.\n\n"
+      # "```mlir\n%r = fp." # mnemonic # " %x : tensor<?x?x64xf32>\n```";
+  let arguments = (ins FP_FloatTensor:$input);
+  let results = (outs FP_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def FP_SiluOp : FP_ActivationOp<"silu", "x · σ(x)", "SiLU">;
+def FP_SigmoidOp : FP_ActivationOp<"sigmoid", "1 / (1 + e^(−x))",
+                                   "logistic sigmoid">;
+def FP_SoftplusOp : FP_ActivationOp<"softplus",
+    "log(1 + e^x), and x itself for x > 20 (as Mamba's kernel)", "softplus">;
+
+//===----------------------------------------------------------------------===//
+// Shape and layout
+//===----------------------------------------------------------------------===//
+
+def FP_BroadcastOp : FP_Op<"broadcast", [
+    Pure, AllTypesMatch<["like", "result"]>]> {
+  let summary = "broadcast a tensor to the shape of another";
+  let description = [{
+    Replicates `input` to the shape of `like` (only its shape is read).
+    `dims` lists, in increasing order, the result dimension that each input
+    dimension maps to; every other result dimension is broadcast.
+
+    ```mlir
+    // D[i] for every token: (64) -> (B, T, 64)
+    %db = fp.broadcast %d, %x dims [2] : tensor<64xf32>, tensor<?x?x64xf32>
+    // α[b, t] for every channel: (B, T) -> (B, T, 64)
+    %ab = fp.broadcast %a, %x dims [0, 1] : tensor<?x?xf32>, tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins FP_FloatTensor:$input, FP_FloatTensor:$like,
+                       DenseI64ArrayAttr:$dims);
+  let results = (outs FP_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $like `dims` $dims attr-dict `:` type($input) `,` type($like)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_ReduceSumOp : FP_Op<"reduce_sum", [Pure]> {
+  let summary = "sum over some dimensions";
+  let description = [{
+    Sums `input` over the dimensions `dims` (increasing), which are removed
+    from the result. A per-token dot product is an `arith.mulf` followed by
+    a sum over the last dimension.
+
+    ```mlir
+    %dot = fp.reduce_sum %uv dims [2] : tensor<?x?x64xf32> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins FP_FeatureTensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs FP_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_SliceOp : FP_Op<"slice", [Pure]> {
+  let summary = "a contiguous range of the last dimension";
+  let description = [{
+    `result[..., j] = input[..., start + j]` for `0 ≤ j < end − start`.
+
+    ```mlir
+    %dt = fp.slice %xdbl[0 : 8] : tensor<?x?x40xf32> -> tensor<?x?x8xf32>
+    ```
+  }];
+  let arguments = (ins FP_FeatureTensor:$input, I64Attr:$start, I64Attr:$end);
+  let results = (outs FP_FeatureTensor:$result);
+  let assemblyFormat = [{
+    $input `[` $start `:` $end `]` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_ConcatOp : FP_Op<"concat", [Pure]> {
+  let summary = "concatenate along the last dimension";
+  let description = [{
+    Joins the inputs along their last dimension; all other dimensions agree.
+
+    ```mlir
+    %p = fp.concat %x, %ybar : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+                              -> tensor<?x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<FP_FeatureTensor>:$inputs);
+  let results = (outs FP_FeatureTensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_ReshapeOp : FP_Op<"reshape", [Pure]> {
+  let summary = "reshape the static trailing dimensions";
+  let description = [{
+    Reinterprets the static trailing dimensions of `input` in row-major order.
+    The leading dimensions up to the last dynamic one are kept unchanged, and
+    the remaining (static) dimensions must hold as many elements in the
+    result as in the input.
+
+    ```mlir
+    %m = fp.reshape %v : tensor<?x?x64xf32> -> tensor<?x?x8x8xf32>
+    ```
+  }];
+  let arguments = (ins FP_FloatTensor:$input);
+  let results = (outs FP_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def FP_MatmulOp : FP_Op<"matmul", [Pure]> {
+  let summary = "batched product of small per-token matrices";
+  let description = [{
+    `result[..., i, j] = Σ_k L[..., i, k] · R[..., k, j]` where `L` is `lhs`
+    or, with `transpose_lhs`, its transpose over the last two dimensions
+    (likewise `R`). Leading dimensions are batch dimensions and agree.
+
+    ```mlir
+    // S = L Lᵀ per token
+    %s = fp.matmul %l, %l {transpose_rhs}
+        : tensor<?x?x8x8xf32>, tensor<?x?x8x8xf32> -> tensor<?x?x8x8xf32>
+    ```
+  }];
+  let arguments = (ins FP_TokenTensor:$lhs, FP_TokenTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs FP_TokenTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_TriuOp : FP_Op<"triu", [Pure]> {
+  let summary = "unpack a vector into an upper-triangular matrix";
+  let description = [{
+    Fills an `m × m` upper-triangular matrix, row-major over the upper
+    triangle (row `i` ascending, column `j ≥ i` ascending), from the
+    `m(m+1)/2` entries of the last dimension; zeros below the diagonal. The
+    Cholesky-structured factors of the Kronecker mixer (spec §2.3).
+
+    ```mlir
+    %l = fp.triu %theta : tensor<?x?x36xf32> -> tensor<?x?x8x8xf32>
+    ```
+  }];
+  let arguments = (ins FP_FeatureTensor:$input);
+  let results = (outs FP_TokenTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // FP_DIALECT_FPOPS_TD

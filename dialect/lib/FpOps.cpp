@@ -1,0 +1,660 @@
+//===- FpOps.cpp - fp dialect operations ------------------------*- C++ -*-===//
+//
+// Verifiers of the fp ops, and the custom syntax, builders and control-flow
+// interfaces of `fp.fixed_point`. Shapes are checked wherever both sides are
+// static; a dynamic dimension is compatible with any size.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Dialect/FpOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::fp;
+
+//===----------------------------------------------------------------------===//
+// Shape helpers
+//===----------------------------------------------------------------------===//
+
+/// Two dimension sizes agree unless both are static and differ.
+static bool areCompatible(int64_t lhs, int64_t rhs) {
+  return ShapedType::isDynamic(lhs) || ShapedType::isDynamic(rhs) ||
+         lhs == rhs;
+}
+
+/// A dimension size for a message: '?' for a dynamic one.
+static std::string formatDim(int64_t size) {
+  return ShapedType::isDynamic(size) ? "?" : std::to_string(size);
+}
+
+static RankedTensorType getTensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// Checks that every value in `values` has the element type of `reference`.
+static LogicalResult verifySameElementType(Operation *op, Value reference,
+                                           ValueRange values) {
+  Type expected = getTensorType(reference).getElementType();
+  for (Value value : values) {
+    if (!value)
+      continue;
+    if (getTensorType(value).getElementType() != expected)
+      return op->emitOpError("expects all operands and results to have "
+                             "element type ")
+             << expected << ", got " << value.getType();
+  }
+  return success();
+}
+
+/// Checks that `dims` is strictly increasing and below `rank`.
+static LogicalResult verifyDimList(Operation *op, ArrayRef<int64_t> dims,
+                                   int64_t rank, StringRef what) {
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    if (dim < 0 || dim >= rank)
+      return op->emitOpError("expects ")
+             << what << " in [0, " << rank << "), got " << dim;
+    if (i > 0 && dims[i - 1] >= dim)
+      return op->emitOpError("expects ") << what << " to be strictly increasing";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FixedPointOp
+//===----------------------------------------------------------------------===//
+
+RankedTensorType FixedPointOp::getIterationCountsType(MLIRContext *context,
+                                                      TypeRange iterateTypes) {
+  int64_t batch = ShapedType::kDynamic;
+  if (!iterateTypes.empty())
+    if (auto type = dyn_cast<RankedTensorType>(iterateTypes.front()))
+      if (type.getRank() >= 1)
+        batch = type.getDimSize(0);
+  return RankedTensorType::get({batch}, IntegerType::get(context, 32));
+}
+
+void FixedPointOp::build(
+    OpBuilder &builder, OperationState &state, ValueRange inits,
+    SolverAttr solver, BackwardAttr backward,
+    function_ref<void(OpBuilder &, Location, ValueRange)> bodyBuilder) {
+  OpBuilder::InsertionGuard guard(builder);
+  state.addOperands(inits);
+  state.addAttribute(getSolverAttrName(state.name), solver);
+  state.addAttribute(getBackwardAttrName(state.name), backward);
+
+  TypeRange iterateTypes = inits.getTypes();
+  state.addTypes(iterateTypes);
+  state.addTypes(getIterationCountsType(builder.getContext(), iterateTypes));
+
+  Region *body = state.addRegion();
+  Block *block = builder.createBlock(body);
+  for (Value init : inits)
+    block->addArgument(init.getType(), init.getLoc());
+  if (bodyBuilder)
+    bodyBuilder(builder, state.location, block->getArguments());
+  else
+    ensureTerminator(*body, builder, state.location);
+}
+
+YieldOp FixedPointOp::getYield() {
+  return cast<YieldOp>(getBodyBlock()->getTerminator());
+}
+
+/// fixed-point-op ::= `fp.fixed_point` `(` assignment-list `)` `:` type-list
+///                    `solver` solver-attr `backward` backward-attr
+///                    attr-dict-with-keyword region
+ParseResult FixedPointOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::Argument> regionArgs;
+  SmallVector<OpAsmParser::UnresolvedOperand> inits;
+  SmallVector<Type> types;
+  SMLoc initsLoc = parser.getCurrentLocation();
+  if (parser.parseAssignmentList(regionArgs, inits) ||
+      parser.parseColonTypeList(types))
+    return failure();
+  if (regionArgs.size() != types.size())
+    return parser.emitError(initsLoc)
+           << "expected " << regionArgs.size()
+           << " types for the iteration arguments, got " << types.size();
+  for (auto [arg, type] : llvm::zip_equal(regionArgs, types))
+    arg.type = type;
+  if (parser.resolveOperands(inits, types, initsLoc, result.operands))
+    return failure();
+
+  MLIRContext *context = parser.getContext();
+  Attribute solver, backward;
+  if (parser.parseKeyword("solver") ||
+      !(solver = SolverAttr::parse(parser, Type())) ||
+      parser.parseKeyword("backward") ||
+      !(backward = BackwardAttr::parse(parser, Type())))
+    return failure();
+  result.addAttribute(getSolverAttrName(result.name), solver);
+  result.addAttribute(getBackwardAttrName(result.name), backward);
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, regionArgs))
+    return failure();
+  FixedPointOp::ensureTerminator(*body, parser.getBuilder(), result.location);
+
+  result.addTypes(types);
+  result.addTypes(getIterationCountsType(context, types));
+  return success();
+}
+
+void FixedPointOp::print(OpAsmPrinter &p) {
+  p << " (";
+  llvm::interleaveComma(
+      llvm::zip_equal(getBodyBlock()->getArguments(), getInits()), p,
+      [&](auto pair) { p << std::get<0>(pair) << " = " << std::get<1>(pair); });
+  p << ") : ";
+  llvm::interleaveComma(getInits().getTypes(), p);
+  p << " solver ";
+  p.printStrippedAttrOrType(getSolver());
+  p << " backward ";
+  p.printStrippedAttrOrType(getBackward());
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(),
+      /*elidedAttrs=*/{getSolverAttrName(), getBackwardAttrName()});
+  p << ' ';
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/true);
+}
+
+LogicalResult FixedPointOp::verify() {
+  if (getInits().empty())
+    return emitOpError("expects at least one iteration argument");
+  if (getFixedPoints().size() != getInits().size())
+    return emitOpError("expects one fixed-point result per iteration "
+                       "argument, got ")
+           << getFixedPoints().size() << " for " << getInits().size();
+  for (auto [index, init, result] :
+       llvm::enumerate(getInits(), getFixedPoints())) {
+    if (init.getType() != result.getType())
+      return emitOpError("expects result #")
+             << index << " to have the type of iteration argument #" << index
+             << ", " << init.getType() << ", got " << result.getType();
+  }
+  int64_t batch = getTensorType(getInits().front()).getDimSize(0);
+  for (auto [index, init] : llvm::enumerate(getInits())) {
+    int64_t size = getTensorType(init).getDimSize(0);
+    if (!areCompatible(size, batch))
+      return emitOpError("expects every iteration argument to have batch "
+                         "size ")
+             << formatDim(batch) << ", got " << formatDim(size) << " for #" << index;
+  }
+  int64_t counts = getIterations().getType().getDimSize(0);
+  if (!areCompatible(counts, batch))
+    return emitOpError("expects one iteration count per sample (")
+           << formatDim(batch) << "), got " << formatDim(counts);
+
+  Block *block = getBodyBlock();
+  if (block->getNumArguments() != getInits().size())
+    return emitOpError("expects the body to take ")
+           << getInits().size() << " argument(s), one per iterate, got "
+           << block->getNumArguments();
+  for (auto [index, arg, init] :
+       llvm::enumerate(block->getArguments(), getInits())) {
+    if (arg.getType() != init.getType())
+      return emitOpError("expects body argument #")
+             << index << " to have type " << init.getType() << ", got "
+             << arg.getType();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// YieldOp
+//===----------------------------------------------------------------------===//
+
+// The yield is checked against its loop here rather than in a region
+// verifier of FixedPointOp, so these messages come before the generic
+// control-flow-edge checks of RegionBranchOpInterface.
+LogicalResult YieldOp::verify() {
+  auto loop = cast<FixedPointOp>((*this)->getParentOp());
+  if (getValues().size() != loop.getInits().size())
+    return emitOpError("expects ")
+           << loop.getInits().size()
+           << " yielded value(s), one per iterate, got " << getValues().size();
+  for (auto [index, value, init] :
+       llvm::enumerate(getValues(), loop.getInits())) {
+    if (value.getType() != init.getType())
+      return emitOpError("expects yielded value #")
+             << index << " to have type " << init.getType() << ", got "
+             << value.getType();
+  }
+  return success();
+}
+
+OperandRange FixedPointOp::getEntrySuccessorOperands(RegionSuccessor) {
+  return getInits();
+}
+
+void FixedPointOp::getSuccessorRegions(
+    RegionBranchPoint point, SmallVectorImpl<RegionSuccessor> &regions) {
+  // The body runs at least once, then either again or the op exits with the
+  // yielded (relaxed) iterates as its fixed-point results.
+  regions.push_back(RegionSuccessor(&getBody(), getBodyBlock()->getArguments()));
+  if (!point.isParent())
+    regions.push_back(RegionSuccessor(
+        getOperation(), getOperation()->getResults().take_front(
+                            getNumIterates())));
+}
+
+SmallVector<Region *> FixedPointOp::getLoopRegions() { return {&getBody()}; }
+
+Block::BlockArgListType FixedPointOp::getRegionIterArgs() {
+  return getBodyBlock()->getArguments();
+}
+
+std::optional<MutableArrayRef<OpOperand>>
+FixedPointOp::getYieldedValuesMutable() {
+  return getYield().getValuesMutable();
+}
+
+std::optional<ResultRange> FixedPointOp::getLoopResults() {
+  return getOperation()->getResults().take_front(getNumIterates());
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  if (getName().empty())
+    return emitOpError("expects a non-empty parameter name");
+  RankedTensorType type = getTensorType(getResult());
+  for (auto [index, size] : llvm::enumerate(type.getShape()))
+    if (size < 1)
+      return emitOpError("expects every dimension to be positive, got ")
+             << size << " for dimension " << index;
+  InitKind kind = getInit().getKind();
+  bool needsRank = kind == InitKind::FanInUniform || kind == InitKind::S4DReal;
+  if (needsRank && type.getRank() < 1)
+    return emitOpError("initialiser '")
+           << stringifyInitKind(kind) << "' needs a parameter of rank >= 1";
+  if (kind == InitKind::RowNorm && type.getRank() != 1)
+    return emitOpError("initialiser 'row_norm' needs a parameter of rank 1 "
+                       "(one gain per row), got rank ")
+           << type.getRank();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// WeightNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WeightNormOp::verify() {
+  if (failed(verifySameElementType(*this, getWeight(), {getGain()})))
+    return failure();
+  int64_t rows = getTensorType(getWeight()).getDimSize(0);
+  int64_t gains = getTensorType(getGain()).getDimSize(0);
+  if (!areCompatible(rows, gains))
+    return emitOpError("expects one gain per weight row (")
+           << formatDim(rows) << "), got " << formatDim(gains);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearOp::verify() {
+  if (failed(verifySameElementType(*this, getInput(),
+                                   {getWeight(), getGain(), getBias(),
+                                    getResult()})))
+    return failure();
+  RankedTensorType input = getTensorType(getInput());
+  RankedTensorType weight = getTensorType(getWeight());
+  RankedTensorType result = getTensorType(getResult());
+  int64_t outSize = weight.getDimSize(0), inSize = weight.getDimSize(1);
+  int64_t rank = input.getRank();
+  if (!areCompatible(input.getDimSize(rank - 1), inSize))
+    return emitOpError("expects the input's last dimension (")
+           << formatDim(input.getDimSize(rank - 1))
+           << ") to match the weight's input size (" << formatDim(inSize) << ")";
+  if (result.getRank() != rank)
+    return emitOpError("expects a result of rank ")
+           << rank << ", got " << result.getRank();
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    if (!areCompatible(input.getDimSize(i), result.getDimSize(i)))
+      return emitOpError("expects result dimension ")
+             << i << " (" << formatDim(result.getDimSize(i))
+             << ") to match the input's (" << formatDim(input.getDimSize(i)) << ")";
+  if (!areCompatible(result.getDimSize(rank - 1), outSize))
+    return emitOpError("expects the result's last dimension (")
+           << formatDim(result.getDimSize(rank - 1))
+           << ") to match the weight's output size (" << formatDim(outSize) << ")";
+  for (auto [name, value] :
+       {std::pair<StringRef, Value>{"gain", getGain()}, {"bias", getBias()}}) {
+    if (value && !areCompatible(getTensorType(value).getDimSize(0), outSize))
+      return emitOpError("expects the ")
+             << name << " to have the weight's output size (" << formatDim(outSize)
+             << "), got " << formatDim(getTensorType(value).getDimSize(0));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SelectiveScanOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SelectiveScanOp::verify() {
+  if (failed(verifySameElementType(*this, getU(),
+                                   {getA(), getB(), getD()})))
+    return failure();
+  RankedTensorType u = getTensorType(getU());
+  RankedTensorType a = getTensorType(getA());
+  RankedTensorType b = getTensorType(getB());
+  int64_t channels = u.getDimSize(2), states = a.getDimSize(1);
+  if (!areCompatible(a.getDimSize(0), channels))
+    return emitOpError("expects 'A' to have one row per channel (")
+           << formatDim(channels) << "), got " << formatDim(a.getDimSize(0));
+  for (int64_t i = 0; i < 2; ++i)
+    if (!areCompatible(b.getDimSize(i), u.getDimSize(i)))
+      return emitOpError("expects 'B' and 'C' to have the batch and time "
+                         "sizes of 'u'");
+  if (!areCompatible(b.getDimSize(2), states))
+    return emitOpError("expects 'B' and 'C' to have the state size of 'A' (")
+           << formatDim(states) << "), got " << formatDim(b.getDimSize(2));
+  if (getD() && !areCompatible(getTensorType(getD()).getDimSize(0), channels))
+    return emitOpError("expects the skip 'D' to have one entry per channel (")
+           << formatDim(channels) << "), got "
+           << formatDim(getTensorType(getD()).getDimSize(0));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CausalConvOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CausalConvOp::verify() {
+  if (failed(verifySameElementType(*this, getInput(),
+                                   {getWeight(), getBias()})))
+    return failure();
+  int64_t channels = getTensorType(getInput()).getDimSize(2);
+  RankedTensorType weight = getTensorType(getWeight());
+  if (!areCompatible(weight.getDimSize(0), channels))
+    return emitOpError("expects one weight row per channel (")
+           << formatDim(channels) << "), got " << formatDim(weight.getDimSize(0));
+  if (ShapedType::isDynamic(weight.getDimSize(1)) || weight.getDimSize(1) < 1)
+    return emitOpError("expects a static kernel width >= 1, got ")
+           << formatDim(weight.getDimSize(1));
+  if (getBias() &&
+      !areCompatible(getTensorType(getBias()).getDimSize(0), channels))
+    return emitOpError("expects one bias per channel (")
+           << formatDim(channels) << "), got "
+           << formatDim(getTensorType(getBias()).getDimSize(0));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisations
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyEps(Operation *op, double eps) {
+  if (!(eps > 0) || !std::isfinite(eps))
+    return op->emitOpError("expects a positive finite eps, got ") << eps;
+  return success();
+}
+
+/// Checks a per-feature affine vector against the input's last dimension.
+static LogicalResult verifyFeatureVector(Operation *op, Value input,
+                                         Value vector, StringRef name) {
+  RankedTensorType type = getTensorType(input);
+  int64_t features = type.getDimSize(type.getRank() - 1);
+  int64_t size = getTensorType(vector).getDimSize(0);
+  if (!areCompatible(size, features))
+    return op->emitOpError("expects the ")
+           << name << " to have the input's last dimension (" << formatDim(features)
+           << "), got " << formatDim(size);
+  return success();
+}
+
+LogicalResult L2NormOp::verify() {
+  return verifyEps(*this, getEps().convertToDouble());
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifySameElementType(*this, getInput(), {getWeight()})) ||
+      failed(verifyEps(*this, getEps().convertToDouble())))
+    return failure();
+  return verifyFeatureVector(*this, getInput(), getWeight(), "weight");
+}
+
+LogicalResult RMSNormOp::verify() {
+  if (failed(verifySameElementType(*this, getInput(), {getWeight()})) ||
+      failed(verifyEps(*this, getEps().convertToDouble())))
+    return failure();
+  return verifyFeatureVector(*this, getInput(), getWeight(), "weight");
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  if (failed(verifySameElementType(*this, getInput(), {getLike()})))
+    return failure();
+  RankedTensorType input = getTensorType(getInput());
+  RankedTensorType like = getTensorType(getLike());
+  ArrayRef<int64_t> dims = getDims();
+  if (static_cast<int64_t>(dims.size()) != input.getRank())
+    return emitOpError("expects one entry in 'dims' per input dimension (")
+           << input.getRank() << "), got " << dims.size();
+  if (failed(verifyDimList(*this, dims, like.getRank(), "'dims'")))
+    return failure();
+  for (auto [index, dim] : llvm::enumerate(dims))
+    if (!areCompatible(input.getDimSize(index), like.getDimSize(dim)))
+      return emitOpError("expects input dimension ")
+             << index << " (" << formatDim(input.getDimSize(index))
+             << ") to match result dimension " << dim << " ("
+             << formatDim(like.getDimSize(dim)) << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceSumOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceSumOp::verify() {
+  if (failed(verifySameElementType(*this, getInput(), {getResult()})))
+    return failure();
+  RankedTensorType input = getTensorType(getInput());
+  RankedTensorType result = getTensorType(getResult());
+  ArrayRef<int64_t> dims = getDims();
+  if (dims.empty())
+    return emitOpError("expects at least one dimension to reduce");
+  if (failed(verifyDimList(*this, dims, input.getRank(), "'dims'")))
+    return failure();
+  SmallVector<int64_t> kept;
+  for (int64_t i = 0; i < input.getRank(); ++i)
+    if (!llvm::is_contained(dims, i))
+      kept.push_back(input.getDimSize(i));
+  if (result.getRank() != static_cast<int64_t>(kept.size()))
+    return emitOpError("expects a result of rank ")
+           << kept.size() << ", got " << result.getRank();
+  for (auto [index, size] : llvm::enumerate(kept))
+    if (!areCompatible(size, result.getDimSize(index)))
+      return emitOpError("expects result dimension ")
+             << index << " to be " << formatDim(size) << ", got "
+             << formatDim(result.getDimSize(index));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceOp::verify() {
+  if (failed(verifySameElementType(*this, getInput(), {getResult()})))
+    return failure();
+  RankedTensorType input = getTensorType(getInput());
+  RankedTensorType result = getTensorType(getResult());
+  int64_t start = getStart(), end = getEnd();
+  int64_t rank = input.getRank(), size = input.getDimSize(rank - 1);
+  if (start < 0 || end <= start)
+    return emitOpError("expects 0 <= start < end, got [")
+           << start << " : " << end << "]";
+  if (!ShapedType::isDynamic(size) && end > size)
+    return emitOpError("expects the range [")
+           << start << " : " << end << "] to lie within the last dimension ("
+           << size << ")";
+  if (result.getRank() != rank)
+    return emitOpError("expects a result of rank ")
+           << rank << ", got " << result.getRank();
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    if (!areCompatible(input.getDimSize(i), result.getDimSize(i)))
+      return emitOpError("expects result dimension ")
+             << i << " to match the input's";
+  if (result.getDimSize(rank - 1) != end - start)
+    return emitOpError("expects the result's last dimension to be ")
+           << end - start << ", got " << formatDim(result.getDimSize(rank - 1));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConcatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("expects at least one input");
+  if (failed(verifySameElementType(*this, getResult(), getInputs())))
+    return failure();
+  RankedTensorType result = getTensorType(getResult());
+  int64_t rank = result.getRank();
+  int64_t total = 0;
+  for (auto [index, input] : llvm::enumerate(getInputs())) {
+    RankedTensorType type = getTensorType(input);
+    if (type.getRank() != rank)
+      return emitOpError("expects every input to have the result's rank (")
+             << rank << "), got " << type.getRank() << " for input #" << index;
+    for (int64_t i = 0; i + 1 < rank; ++i)
+      if (!areCompatible(type.getDimSize(i), result.getDimSize(i)))
+        return emitOpError("expects input #")
+               << index << " to match the result in dimension " << i;
+    int64_t size = type.getDimSize(rank - 1);
+    total = ShapedType::isDynamic(size) || ShapedType::isDynamic(total)
+                ? ShapedType::kDynamic
+                : total + size;
+  }
+  if (!areCompatible(total, result.getDimSize(rank - 1)))
+    return emitOpError("expects the result's last dimension to be the sum "
+                       "of the inputs' (")
+           << formatDim(total) << "), got " << formatDim(result.getDimSize(rank - 1));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  if (failed(verifySameElementType(*this, getInput(), {getResult()})))
+    return failure();
+  RankedTensorType input = getTensorType(getInput());
+  RankedTensorType result = getTensorType(getResult());
+  // Keep every dimension up to the last dynamic one of the input.
+  int64_t kept = 0;
+  for (int64_t i = 0; i < input.getRank(); ++i)
+    if (input.isDynamicDim(i))
+      kept = i + 1;
+  if (result.getRank() < kept)
+    return emitOpError("expects the result to keep the input's leading "
+                       "dimensions up to its last dynamic one (")
+           << kept << ")";
+  for (int64_t i = 0; i < kept; ++i)
+    if (input.getDimSize(i) != result.getDimSize(i))
+      return emitOpError("expects result dimension ")
+             << i << " to be " << formatDim(input.getDimSize(i)) << ", got "
+             << formatDim(result.getDimSize(i));
+  int64_t inputElements = 1, resultElements = 1;
+  for (int64_t i = kept; i < input.getRank(); ++i)
+    inputElements *= input.getDimSize(i);
+  for (int64_t i = kept; i < result.getRank(); ++i) {
+    if (result.isDynamicDim(i))
+      return emitOpError("expects the reshaped dimensions of the result to "
+                         "be static");
+    resultElements *= result.getDimSize(i);
+  }
+  if (inputElements != resultElements)
+    return emitOpError("expects the reshaped dimensions to hold ")
+           << inputElements << " elements, got " << resultElements;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::verify() {
+  if (failed(verifySameElementType(*this, getLhs(), {getRhs(), getResult()})))
+    return failure();
+  RankedTensorType lhs = getTensorType(getLhs());
+  RankedTensorType rhs = getTensorType(getRhs());
+  RankedTensorType result = getTensorType(getResult());
+  int64_t rank = lhs.getRank();
+  if (rhs.getRank() != rank || result.getRank() != rank)
+    return emitOpError("expects operands and result of equal rank, got ")
+           << rank << ", " << rhs.getRank() << " and " << result.getRank();
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    if (!areCompatible(lhs.getDimSize(i), rhs.getDimSize(i)) ||
+        !areCompatible(lhs.getDimSize(i), result.getDimSize(i)))
+      return emitOpError("expects batch dimension ") << i << " to agree";
+  auto matrixDims = [&](RankedTensorType type, bool transposed) {
+    int64_t rows = type.getDimSize(rank - 2), cols = type.getDimSize(rank - 1);
+    return transposed ? std::make_pair(cols, rows) : std::make_pair(rows, cols);
+  };
+  auto [m, k] = matrixDims(lhs, getTransposeLhs());
+  auto [k2, n] = matrixDims(rhs, getTransposeRhs());
+  if (!areCompatible(k, k2))
+    return emitOpError("expects contracting sizes to agree, got ")
+           << formatDim(k) << " and " << formatDim(k2);
+  if (!areCompatible(result.getDimSize(rank - 2), m) ||
+      !areCompatible(result.getDimSize(rank - 1), n))
+    return emitOpError("expects result matrices of shape ")
+           << formatDim(m) << "x" << formatDim(n) << ", got "
+           << formatDim(result.getDimSize(rank - 2)) << "x"
+           << formatDim(result.getDimSize(rank - 1));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TriuOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TriuOp::verify() {
+  if (failed(verifySameElementType(*this, getInput(), {getResult()})))
+    return failure();
+  RankedTensorType input = getTensorType(getInput());
+  RankedTensorType result = getTensorType(getResult());
+  int64_t rank = input.getRank();
+  if (result.getRank() != rank + 1)
+    return emitOpError("expects a result of rank ")
+           << rank + 1 << ", got " << result.getRank();
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    if (!areCompatible(input.getDimSize(i), result.getDimSize(i)))
+      return emitOpError("expects result dimension ")
+             << i << " to match the input's";
+  int64_t packed = input.getDimSize(rank - 1);
+  int64_t m = result.getDimSize(rank);
+  if (ShapedType::isDynamic(packed) || ShapedType::isDynamic(m) ||
+      result.getDimSize(rank - 1) != m)
+    return emitOpError("expects static square result matrices");
+  if (packed != m * (m + 1) / 2)
+    return emitOpError("expects ")
+           << m * (m + 1) / 2 << " packed entries for " << m << "x" << m
+           << " upper-triangular matrices, got " << packed;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TableGen'd op definitions
+//===----------------------------------------------------------------------===//
+
+#define GET_OP_CLASSES
+#include "fp/Dialect/FpOps.cpp.inc"

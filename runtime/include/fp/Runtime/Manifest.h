@@ -1,0 +1,145 @@
+//===- Manifest.h - The JSON manifest of a model library --------*- C++ -*-===//
+//
+// Every model.so carries a JSON manifest (returned by fp_model_manifest())
+// describing what it contains: its layers with their parameters, solver
+// defaults and entry-point symbol names, the targets and dtypes compiled in,
+// and optionally how the layers stack into a language model. This header
+// declares the plain C++ structs the manifest parses into and the parser,
+// which validates the document completely so that later code can trust it.
+// The schema is documented in docs/abi.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_MANIFEST_H
+#define FP_RUNTIME_MANIFEST_H
+
+#include "fp/Runtime/ModelABI.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fp::rt {
+
+/// Thrown by parseManifest() when the text is not valid JSON or does not
+/// follow the schema. The message says what is wrong and where, e.g.
+/// "layers[0].params[1].shape[0] must be a positive integer, got -3".
+class ManifestError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// How to initialise a parameter. `kind` names the initialiser (interpreted
+/// by the trainer, e.g. "uniform_fan_in", "normal", "ones"); every other
+/// numeric member of the JSON object is an argument (e.g. "std": 0.02).
+struct InitSpec {
+  std::string kind;
+  std::map<std::string, double> args;
+};
+
+/// One trainable parameter of a layer. Parameters are passed to the entry
+/// points in the order of LayerInfo::params.
+struct ParamInfo {
+  std::string name;
+  std::vector<int64_t> shape; ///< Every extent is positive.
+  InitSpec init;
+  bool weightDecay = true;
+
+  /// The number of elements, the product of the extents.
+  int64_t numElements() const;
+};
+
+/// How a layer's backward treats the fixed point (design §5).
+enum class BackwardMode {
+  OneStep,   ///< Gradient of one extra application at the fixed point.
+  Truncated, ///< Backpropagate through `steps` chained applications.
+  Neumann,   ///< Neumann series of `steps` terms.
+  Implicit,  ///< Solve the adjoint fixed point to `tolerance`.
+};
+
+/// The backward mode of a layer and its argument.
+struct BackwardSpec {
+  BackwardMode mode = BackwardMode::OneStep;
+  int32_t steps = 0;    ///< Truncated and Neumann only.
+  double tolerance = 0; ///< Implicit only.
+};
+
+/// The solver settings compiled into a layer (spec §3); a call may override
+/// some of them through fp_solver_overrides.
+struct SolverDefaults {
+  double tolerance = 0;      ///< Relative residual to reach, in (0, inf).
+  double trainQuantile = 0;  ///< Fraction of the batch that must converge.
+  int32_t maxIterTrain = 0;  ///< Iteration cap in training, >= 1.
+  int32_t maxIterEval = 0;   ///< Iteration cap in evaluation, >= 1.
+  double relaxStart = 0;     ///< Initial relaxation step size, in (0, 1].
+  double relaxDecay = 0;     ///< Step-size decay factor, in (0, 1].
+  int32_t relaxPatience = 0; ///< Non-improving steps before a decay, >= 1.
+  BackwardSpec backward;
+};
+
+/// The symbol names of a layer's entry points.
+struct EntryPointNames {
+  std::string bufferSizes;
+  std::string forward;
+  std::string backward;
+};
+
+/// One layer definition of the library.
+struct LayerInfo {
+  std::string name;
+  int64_t dModel = 0; ///< Width D of the layer's input and output.
+  EntryPointNames entryPoints;
+  std::vector<ParamInfo> params;
+  /// Absent for layers without a fixed-point solve.
+  std::optional<SolverDefaults> solver;
+};
+
+/// The final normalisation of a language model.
+enum class FinalNorm { None, RmsNorm, LayerNorm };
+
+/// How the runtime assembles a language model from the layers (spec §6).
+struct ModelInfo {
+  int64_t vocab = 0;
+  int64_t dModel = 0;
+  /// Layer names, bottom to top; each names an entry of Manifest::layers and
+  /// may repeat (every occurrence gets its own parameters).
+  std::vector<std::string> stack;
+  FinalNorm finalNorm = FinalNorm::RmsNorm;
+  bool tiedHead = true;
+};
+
+/// A parsed and validated manifest.
+struct Manifest {
+  uint32_t abiVersion = 0;
+  std::string generator;
+  std::string source; ///< Empty when the manifest names no source file.
+  std::vector<fp_target> targets;
+  std::vector<fp_dtype> dtypes;
+  std::vector<LayerInfo> layers;
+  std::optional<ModelInfo> model;
+
+  bool hasTarget(fp_target target) const;
+  bool hasDType(fp_dtype dtype) const;
+  /// The layer called `name`, or null.
+  const LayerInfo *findLayer(std::string_view name) const;
+};
+
+/// Parses and validates a manifest. Throws ManifestError on malformed JSON,
+/// a missing or mistyped required field, an unknown target/dtype/mode string,
+/// a non-positive extent, a duplicate name or a dangling stack entry. Unknown
+/// extra keys are ignored so that newer generators stay readable.
+Manifest parseManifest(std::string_view text);
+
+/// The manifest spelling of targets, dtypes and enums ("cpu", "f32", ...).
+const char *toString(fp_target target);
+const char *toString(fp_dtype dtype);
+const char *toString(BackwardMode mode);
+const char *toString(FinalNorm norm);
+
+} // namespace fp::rt
+
+#endif // FP_RUNTIME_MANIFEST_H

@@ -1,0 +1,141 @@
+/*===- ModelABI.h - The model.so C ABI shared by fpc and the runtime -*- C -*-===*\
+|*                                                                            *|
+|* A compiled model library (model.so) exports the functions declared here.   *|
+|* fpc's code generator emits them; the runtime's loader dlopen()s the        *|
+|* library, checks fp_model_abi_version() against FP_MODEL_ABI_VERSION,       *|
+|* parses the JSON manifest and resolves the per-layer entry points whose     *|
+|* names the manifest lists.                                                  *|
+|*                                                                            *|
+|* The header is plain C (C99/C++17), depends on nothing but <stddef.h> and   *|
+|* <stdint.h>, and is the only file both subtrees include. Any change to a    *|
+|* struct layout or a signature bumps FP_MODEL_ABI_VERSION.                   *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef FP_RUNTIME_MODELABI_H
+#define FP_RUNTIME_MODELABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The ABI version this header describes.
+#define FP_MODEL_ABI_VERSION 1u
+
+/// Library-level symbols every model.so exports.
+#define FP_SYMBOL_ABI_VERSION "fp_model_abi_version"
+#define FP_SYMBOL_MANIFEST "fp_model_manifest"
+#define FP_SYMBOL_LAST_ERROR "fp_model_last_error"
+
+/// Where a call runs.
+typedef enum fp_target {
+  FP_TARGET_CPU = 0,
+  FP_TARGET_CUDA = 1,
+} fp_target;
+
+/// Element type of every floating-point buffer of a call.
+typedef enum fp_dtype {
+  FP_DTYPE_F32 = 0,
+  FP_DTYPE_F64 = 1,
+  FP_DTYPE_BF16 = 2, /* storage only; accumulation in f32 */
+} fp_dtype;
+
+/// Status codes returned by entry points. On failure the library keeps a
+/// message for the calling thread, readable with fp_model_last_error().
+typedef enum fp_status {
+  FP_OK = 0,
+  FP_ERROR_INVALID_ARGUMENT = 1,
+  FP_ERROR_UNSUPPORTED = 2, /* target or dtype not compiled in */
+  FP_ERROR_WORKSPACE = 3,   /* workspace missing or too small */
+  FP_ERROR_DEVICE = 4,      /* a CUDA or BLAS call failed */
+} fp_status;
+
+/// Per-call overrides of the solver settings compiled into a layer (spec §3).
+/// A field holding its "keep" value (negative, or NaN for reals) leaves the
+/// compiled default in place.
+typedef struct fp_solver_overrides {
+  int32_t max_iter;       /* iteration cap; < 0: keep (train or eval default) */
+  int32_t fixed_iters;    /* > 0: run exactly this many steps (benchmarks) */
+  double tolerance;       /* NaN: keep */
+  double quantile;        /* NaN: keep */
+} fp_solver_overrides;
+
+/// Statistics a call reports. Arrays are caller-owned host memory of length
+/// `batch`, or NULL when not wanted.
+typedef struct fp_solver_stats {
+  int32_t *iterations;    /* per sample: solver steps + 1 (spec §3.6) */
+  float *residuals;       /* per sample: best relative residual reached */
+  int32_t steps;          /* solver steps taken by the whole batch */
+  int32_t backward_steps; /* steps of an iterative backward (implicit mode) */
+} fp_solver_stats;
+
+/// Arguments of one layer forward. Buffers live on the call's target, are
+/// dense row-major and of the call's dtype; `params` follows the order of the
+/// layer's parameter list in the manifest.
+typedef struct fp_forward_args {
+  uint32_t struct_size; /* sizeof(fp_forward_args), checked by the library */
+  fp_target target;
+  fp_dtype dtype;
+  void *stream;         /* cudaStream_t on FP_TARGET_CUDA, else NULL */
+  int64_t batch;        /* B */
+  int64_t seq_len;      /* T */
+  int32_t training;     /* nonzero: training-mode solver rule and caps */
+  int32_t num_params;
+  const void *const *params;
+  const void *input;    /* B x T x D */
+  void *output;         /* B x T x D */
+  void *saved;          /* saved-for-backward buffer, or NULL (inference) */
+  void *workspace;
+  size_t workspace_bytes;
+  const fp_solver_overrides *solver; /* may be NULL */
+  fp_solver_stats *stats;            /* may be NULL */
+} fp_forward_args;
+
+/// Arguments of one layer backward, after a forward with `saved` set.
+typedef struct fp_backward_args {
+  uint32_t struct_size; /* sizeof(fp_backward_args) */
+  fp_target target;
+  fp_dtype dtype;
+  void *stream;
+  int64_t batch;
+  int64_t seq_len;
+  int32_t num_params;
+  const void *const *params;
+  const void *input;       /* the forward's input */
+  const void *saved;       /* as filled by the forward */
+  const void *grad_output; /* B x T x D */
+  void *grad_input;        /* B x T x D, overwritten */
+  void *const *grad_params; /* one per parameter, accumulated into (+=) */
+  void *workspace;
+  size_t workspace_bytes;
+  fp_solver_stats *stats;  /* may be NULL */
+} fp_backward_args;
+
+/// Sizes a caller must allocate for a call shape.
+typedef struct fp_buffer_sizes {
+  size_t forward_workspace_bytes;
+  size_t saved_bytes;
+  size_t backward_workspace_bytes;
+} fp_buffer_sizes;
+
+/// Library-level entry points.
+typedef uint32_t (*fp_abi_version_fn)(void);
+typedef const char *(*fp_manifest_fn)(void);
+typedef const char *(*fp_last_error_fn)(void);
+
+/// Per-layer entry points; their symbol names are listed in the manifest
+/// (`layers[i].entry_points.{buffer_sizes,forward,backward}`).
+typedef fp_status (*fp_buffer_sizes_fn)(fp_target target, fp_dtype dtype,
+                                        int64_t batch, int64_t seq_len,
+                                        fp_buffer_sizes *sizes);
+typedef fp_status (*fp_forward_fn)(const fp_forward_args *args);
+typedef fp_status (*fp_backward_fn)(const fp_backward_args *args);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FP_RUNTIME_MODELABI_H */

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Install everything fpc needs from Debian's archive. Idempotent: a no-op when
+# every package is already present. Run as root (or with sudo available).
+#
+# The compiler is pinned to one MLIR/LLVM major version; CUDA is optional and
+# comes from the toolkit at /usr/local/cuda when present (never installed here).
+set -euo pipefail
+
+LLVM_MAJOR=22
+
+packages=(
+  # Compiler: MLIR/LLVM (carry mlir-tblgen, FileCheck, not, lit).
+  "libmlir-${LLVM_MAJOR}-dev" "mlir-${LLVM_MAJOR}-tools"
+  "llvm-${LLVM_MAJOR}-dev" "llvm-${LLVM_MAJOR}-tools"
+  # Runtime: LibTorch (CPU), fmt, a BLAS for the host kernels.
+  libtorch-dev libfmt-dev libopenblas-dev nlohmann-json3-dev
+  # Build and test.
+  cmake ninja-build ccache g++ googletest libgtest-dev libgmock-dev
+  python3 clang-format clang-tidy git
+  # Plots.
+  python3-matplotlib
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root (missing: ${missing[*]})" >&2; exit 1; }
+  SUDO=sudo
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

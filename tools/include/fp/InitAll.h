@@ -1,0 +1,40 @@
+//===- InitAll.h - Register every fp dialect, pass and translation -*- C++ -*-===//
+//
+// The one place that lists what the fp tools register, so fp-opt,
+// fp-translate and fpc agree.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_INITALL_H
+#define FP_INITALL_H
+
+#include "fp/Dialect/FpDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace mlir::fp {
+
+/// Registers the fp dialect and the upstream dialects fp programs use.
+inline void registerAllFpDialects(DialectRegistry &registry) {
+  registry.insert<FPDialect, arith::ArithDialect, func::FuncDialect,
+                  math::MathDialect, scf::SCFDialect, tensor::TensorDialect>();
+}
+
+/// Registers the fp passes and the upstream passes the fp pipeline uses.
+inline void registerAllFpPasses() {
+  registerCanonicalizerPass();
+  registerCSEPass();
+  registerInlinerPass();
+  registerLoopInvariantCodeMotionPass();
+  registerSymbolDCEPass();
+}
+
+} // namespace mlir::fp
+
+#endif // FP_INITALL_H
