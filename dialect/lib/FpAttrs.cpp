@@ -167,8 +167,8 @@ LogicalResult BackwardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    APFloat toleranceValue) {
   double tolerance = toleranceValue.convertToDouble();
   StringRef name = stringifyBackwardMode(mode);
-  bool takesSteps = mode == BackwardMode::Truncated ||
-                    mode == BackwardMode::Neumann;
+  bool takesSteps =
+      mode == BackwardMode::Truncated || mode == BackwardMode::Neumann;
   bool takesTolerance = mode == BackwardMode::Implicit;
   if (takesSteps && steps < 1)
     return emitError() << "backward mode '" << name
@@ -180,7 +180,6 @@ LogicalResult BackwardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "tolerance, got "
                        << tolerance;
   if (!takesTolerance && tolerance != 0)
-    return emitError() << "backward mode '" << name
-                       << "' takes no tolerance";
+    return emitError() << "backward mode '" << name << "' takes no tolerance";
   return success();
 }

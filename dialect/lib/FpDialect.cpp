@@ -8,10 +8,28 @@
 #include "fp/Dialect/FpAttrs.h"
 #include "fp/Dialect/FpOps.h"
 
+#include "mlir/Transforms/InliningUtils.h"
+
 using namespace mlir;
 using namespace mlir::fp;
 
 #include "fp/Dialect/FpOpsDialect.cpp.inc"
+
+namespace {
+/// Every fp op may be inlined anywhere: a mixer or map written as a function
+/// is called from a fixed-point body and from a layer head, and inlined into
+/// both before hoisting and fusion.
+struct FpInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+  bool isLegalToInline(Region *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
 
 void FPDialect::initialize() {
   addOperations<
@@ -19,4 +37,5 @@ void FPDialect::initialize() {
 #include "fp/Dialect/FpOps.cpp.inc"
       >();
   registerAttributes();
+  addInterfaces<FpInlinerInterface>();
 }

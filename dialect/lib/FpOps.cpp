@@ -21,8 +21,7 @@ using namespace mlir::fp;
 
 /// Two dimension sizes agree unless both are static and differ.
 static bool areCompatible(int64_t lhs, int64_t rhs) {
-  return ShapedType::isDynamic(lhs) || ShapedType::isDynamic(rhs) ||
-         lhs == rhs;
+  return ShapedType::isDynamic(lhs) || ShapedType::isDynamic(rhs) || lhs == rhs;
 }
 
 /// A dimension size for a message: '?' for a dynamic one.
@@ -57,7 +56,8 @@ static LogicalResult verifyDimList(Operation *op, ArrayRef<int64_t> dims,
       return op->emitOpError("expects ")
              << what << " in [0, " << rank << "), got " << dim;
     if (i > 0 && dims[i - 1] >= dim)
-      return op->emitOpError("expects ") << what << " to be strictly increasing";
+      return op->emitOpError("expects ")
+             << what << " to be strictly increasing";
   }
   return success();
 }
@@ -184,7 +184,8 @@ LogicalResult FixedPointOp::verify() {
     if (!areCompatible(size, batch))
       return emitOpError("expects every iteration argument to have batch "
                          "size ")
-             << formatDim(batch) << ", got " << formatDim(size) << " for #" << index;
+             << formatDim(batch) << ", got " << formatDim(size) << " for #"
+             << index;
   }
   int64_t counts = getIterations().getType().getDimSize(0);
   if (!areCompatible(counts, batch))
@@ -237,11 +238,12 @@ void FixedPointOp::getSuccessorRegions(
     RegionBranchPoint point, SmallVectorImpl<RegionSuccessor> &regions) {
   // The body runs at least once, then either again or the op exits with the
   // yielded (relaxed) iterates as its fixed-point results.
-  regions.push_back(RegionSuccessor(&getBody(), getBodyBlock()->getArguments()));
+  regions.push_back(
+      RegionSuccessor(&getBody(), getBodyBlock()->getArguments()));
   if (!point.isParent())
     regions.push_back(RegionSuccessor(
-        getOperation(), getOperation()->getResults().take_front(
-                            getNumIterates())));
+        getOperation(),
+        getOperation()->getResults().take_front(getNumIterates())));
 }
 
 SmallVector<Region *> FixedPointOp::getLoopRegions() { return {&getBody()}; }
@@ -303,9 +305,8 @@ LogicalResult WeightNormOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult LinearOp::verify() {
-  if (failed(verifySameElementType(*this, getInput(),
-                                   {getWeight(), getGain(), getBias(),
-                                    getResult()})))
+  if (failed(verifySameElementType(
+          *this, getInput(), {getWeight(), getGain(), getBias(), getResult()})))
     return failure();
   RankedTensorType input = getTensorType(getInput());
   RankedTensorType weight = getTensorType(getWeight());
@@ -315,7 +316,8 @@ LogicalResult LinearOp::verify() {
   if (!areCompatible(input.getDimSize(rank - 1), inSize))
     return emitOpError("expects the input's last dimension (")
            << formatDim(input.getDimSize(rank - 1))
-           << ") to match the weight's input size (" << formatDim(inSize) << ")";
+           << ") to match the weight's input size (" << formatDim(inSize)
+           << ")";
   if (result.getRank() != rank)
     return emitOpError("expects a result of rank ")
            << rank << ", got " << result.getRank();
@@ -323,17 +325,20 @@ LogicalResult LinearOp::verify() {
     if (!areCompatible(input.getDimSize(i), result.getDimSize(i)))
       return emitOpError("expects result dimension ")
              << i << " (" << formatDim(result.getDimSize(i))
-             << ") to match the input's (" << formatDim(input.getDimSize(i)) << ")";
+             << ") to match the input's (" << formatDim(input.getDimSize(i))
+             << ")";
   if (!areCompatible(result.getDimSize(rank - 1), outSize))
     return emitOpError("expects the result's last dimension (")
            << formatDim(result.getDimSize(rank - 1))
-           << ") to match the weight's output size (" << formatDim(outSize) << ")";
+           << ") to match the weight's output size (" << formatDim(outSize)
+           << ")";
   for (auto [name, value] :
        {std::pair<StringRef, Value>{"gain", getGain()}, {"bias", getBias()}}) {
     if (value && !areCompatible(getTensorType(value).getDimSize(0), outSize))
       return emitOpError("expects the ")
-             << name << " to have the weight's output size (" << formatDim(outSize)
-             << "), got " << formatDim(getTensorType(value).getDimSize(0));
+             << name << " to have the weight's output size ("
+             << formatDim(outSize) << "), got "
+             << formatDim(getTensorType(value).getDimSize(0));
   }
   return success();
 }
@@ -343,8 +348,7 @@ LogicalResult LinearOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult SelectiveScanOp::verify() {
-  if (failed(verifySameElementType(*this, getU(),
-                                   {getA(), getB(), getD()})))
+  if (failed(verifySameElementType(*this, getU(), {getA(), getB(), getD()})))
     return failure();
   RankedTensorType u = getTensorType(getU());
   RankedTensorType a = getTensorType(getA());
@@ -372,14 +376,15 @@ LogicalResult SelectiveScanOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CausalConvOp::verify() {
-  if (failed(verifySameElementType(*this, getInput(),
-                                   {getWeight(), getBias()})))
+  if (failed(
+          verifySameElementType(*this, getInput(), {getWeight(), getBias()})))
     return failure();
   int64_t channels = getTensorType(getInput()).getDimSize(2);
   RankedTensorType weight = getTensorType(getWeight());
   if (!areCompatible(weight.getDimSize(0), channels))
     return emitOpError("expects one weight row per channel (")
-           << formatDim(channels) << "), got " << formatDim(weight.getDimSize(0));
+           << formatDim(channels) << "), got "
+           << formatDim(weight.getDimSize(0));
   if (ShapedType::isDynamic(weight.getDimSize(1)) || weight.getDimSize(1) < 1)
     return emitOpError("expects a static kernel width >= 1, got ")
            << formatDim(weight.getDimSize(1));
@@ -409,8 +414,8 @@ static LogicalResult verifyFeatureVector(Operation *op, Value input,
   int64_t size = getTensorType(vector).getDimSize(0);
   if (!areCompatible(size, features))
     return op->emitOpError("expects the ")
-           << name << " to have the input's last dimension (" << formatDim(features)
-           << "), got " << formatDim(size);
+           << name << " to have the input's last dimension ("
+           << formatDim(features) << "), got " << formatDim(size);
   return success();
 }
 
@@ -545,7 +550,8 @@ LogicalResult ConcatOp::verify() {
   if (!areCompatible(total, result.getDimSize(rank - 1)))
     return emitOpError("expects the result's last dimension to be the sum "
                        "of the inputs' (")
-           << formatDim(total) << "), got " << formatDim(result.getDimSize(rank - 1));
+           << formatDim(total) << "), got "
+           << formatDim(result.getDimSize(rank - 1));
   return success();
 }
 

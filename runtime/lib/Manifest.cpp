@@ -300,8 +300,8 @@ BackwardSpec parseBackward(const Node &node) {
     backward.mode = lookupEnum(node, node.string(), backwardModeNames);
     if (backward.mode != BackwardMode::OneStep)
       node.fail("is '" + node.string() +
-                "', which needs an argument; write {\"mode\": \"" +
-                node.string() + "\", ...}");
+                R"(', which needs an argument; write {"mode": ")" +
+                node.string() + R"(", ...})");
     return backward;
   }
   if (!node.json().is_object())

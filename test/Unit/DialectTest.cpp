@@ -1,4 +1,4 @@
-//===- DialectTest.cpp - Build and verify fp IR through the C++ API -*- C++ -*-===//
+//===- DialectTest.cpp - Build and verify fp IR via the C++ API -*- C++ -*-===//
 //
 // Builds fp programs with the C++ builders (what the frontend and the passes
 // do), verifies them, and checks that the verifier rejects broken ones with
@@ -143,9 +143,9 @@ TEST_F(FpDialectTest, SolverAttrRejectsBadSettings) {
   auto emit = [&]() { return emitError(loc); };
   auto make = [&](double tolerance, double quantile, int64_t maxIterTrain) {
     return SolverAttr::getChecked(emit, &context, llvm::APFloat(tolerance),
-                                  llvm::APFloat(quantile), maxIterTrain, int64_t{1000},
-                                  llvm::APFloat(0.99), llvm::APFloat(0.9),
-                                  int64_t{15});
+                                  llvm::APFloat(quantile), maxIterTrain,
+                                  int64_t{1000}, llvm::APFloat(0.99),
+                                  llvm::APFloat(0.9), int64_t{15});
   };
   EXPECT_FALSE(make(/*tolerance=*/0.0, 0.75, 100));
   EXPECT_FALSE(make(0.1, /*quantile=*/1.5, 100));

@@ -1,4 +1,4 @@
-//===- InitAll.h - Register every fp dialect, pass and translation -*- C++ -*-===//
+//===- InitAll.h - Register every dialect, pass and translation -*- C++ -*-===//
 //
 // The one place that lists what the fp tools register, so fp-opt,
 // fp-translate and fpc agree.
@@ -11,6 +11,7 @@
 #include "fp/Dialect/FpDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -24,6 +25,8 @@ namespace mlir::fp {
 inline void registerAllFpDialects(DialectRegistry &registry) {
   registry.insert<FPDialect, arith::ArithDialect, func::FuncDialect,
                   math::MathDialect, scf::SCFDialect, tensor::TensorDialect>();
+  // Lets the inliner inline func.call, e.g. a mixer or map into a body.
+  func::registerInlinerExtension(registry);
 }
 
 /// Registers the fp passes and the upstream passes the fp pipeline uses.

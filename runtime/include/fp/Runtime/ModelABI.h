@@ -1,4 +1,4 @@
-/*===- ModelABI.h - The model.so C ABI shared by fpc and the runtime -*- C -*-===*\
+/*===- ModelABI.h - The model.so C ABI shared by fpc and runtime --*- C -*-===*\
 |*                                                                            *|
 |* A compiled model library (model.so) exports the functions declared here.   *|
 |* fpc's code generator emits them; the runtime's loader dlopen()s the        *|
@@ -57,10 +57,10 @@ typedef enum fp_status {
 /// A field holding its "keep" value (negative, or NaN for reals) leaves the
 /// compiled default in place.
 typedef struct fp_solver_overrides {
-  int32_t max_iter;       /* iteration cap; < 0: keep (train or eval default) */
-  int32_t fixed_iters;    /* > 0: run exactly this many steps (benchmarks) */
-  double tolerance;       /* NaN: keep */
-  double quantile;        /* NaN: keep */
+  int32_t max_iter;    /* iteration cap; < 0: keep (train or eval default) */
+  int32_t fixed_iters; /* > 0: run exactly this many steps (benchmarks) */
+  double tolerance;    /* NaN: keep */
+  double quantile;     /* NaN: keep */
 } fp_solver_overrides;
 
 /// Statistics a call reports. Arrays are caller-owned host memory of length
@@ -79,15 +79,15 @@ typedef struct fp_forward_args {
   uint32_t struct_size; /* sizeof(fp_forward_args), checked by the library */
   fp_target target;
   fp_dtype dtype;
-  void *stream;         /* cudaStream_t on FP_TARGET_CUDA, else NULL */
-  int64_t batch;        /* B */
-  int64_t seq_len;      /* T */
-  int32_t training;     /* nonzero: training-mode solver rule and caps */
+  void *stream;     /* cudaStream_t on FP_TARGET_CUDA, else NULL */
+  int64_t batch;    /* B */
+  int64_t seq_len;  /* T */
+  int32_t training; /* nonzero: training-mode solver rule and caps */
   int32_t num_params;
   const void *const *params;
-  const void *input;    /* B x T x D */
-  void *output;         /* B x T x D */
-  void *saved;          /* saved-for-backward buffer, or NULL (inference) */
+  const void *input; /* B x T x D */
+  void *output;      /* B x T x D */
+  void *saved;       /* saved-for-backward buffer, or NULL (inference) */
   void *workspace;
   size_t workspace_bytes;
   const fp_solver_overrides *solver; /* may be NULL */
@@ -104,14 +104,14 @@ typedef struct fp_backward_args {
   int64_t seq_len;
   int32_t num_params;
   const void *const *params;
-  const void *input;       /* the forward's input */
-  const void *saved;       /* as filled by the forward */
-  const void *grad_output; /* B x T x D */
-  void *grad_input;        /* B x T x D, overwritten */
+  const void *input;        /* the forward's input */
+  const void *saved;        /* as filled by the forward */
+  const void *grad_output;  /* B x T x D */
+  void *grad_input;         /* B x T x D, overwritten */
   void *const *grad_params; /* one per parameter, accumulated into (+=) */
   void *workspace;
   size_t workspace_bytes;
-  fp_solver_stats *stats;  /* may be NULL */
+  fp_solver_stats *stats; /* may be NULL */
 } fp_backward_args;
 
 /// Sizes a caller must allocate for a call shape.

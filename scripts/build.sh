@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Configure (once) and build fpc. Usage: scripts/build.sh [extra cmake args]
+# Environment: FP_BUILD_DIR (default: build), FP_JOBS (default: nproc).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${FP_BUILD_DIR:-$root/build}
+jobs=${FP_JOBS:-$(nproc)}
+
+if [ ! -f "$build/build.ninja" ] || [ $# -gt 0 ]; then
+  cmake -S "$root" -B "$build" -G Ninja "$@"
+fi
+ninja -C "$build" -j "$jobs"
