@@ -1,0 +1,113 @@
+//===- Mixers.h - Channel mixers of FP-RNNs ---------------------*- C++ -*-===//
+//
+// The channel mixers Q(p) of spec §2, applied as Q(p)·v per token:
+// Householder products, DPLR, Kronecker (row or spectral normalisation),
+// block-diagonal "Monarch", and identity. Parameter projections from the
+// mixer input p are weight-normalised linears, as in the reference.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_REFERENCE_MIXERS_H
+#define FP_RUNTIME_REFERENCE_MIXERS_H
+
+#include "fp/Runtime/Reference/Primitives.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace fp::rt::ref {
+
+/// Q(p)·v for p [..., mIn] and v [..., d].
+class Mixer : public torch::nn::Module {
+public:
+  virtual torch::Tensor forward(const torch::Tensor &p,
+                                const torch::Tensor &v) = 0;
+};
+
+/// Elementwise activation applied to the mixer's vector parameters.
+enum class MixerActivation { Silu, Identity };
+
+/// Householder product (spec §2.1) or, with `sum`, DPLR (§2.2), rank r:
+/// u_i = nrm(act(W_u p)_i), α_i = σ(W_α p + b_α)_i;
+/// product: v ← v − 2 α_i u_i (u_iᵀ v) for i = 0..r−1;
+/// sum:     Q v = v − 2 Σ_i α_i u_i (u_iᵀ v).
+class HouseholderMixer : public Mixer {
+public:
+  HouseholderMixer(int64_t mIn, int64_t d, int64_t rank, bool sum,
+                   MixerActivation activation, double eps, torch::Dtype dtype);
+  torch::Tensor forward(const torch::Tensor &p,
+                        const torch::Tensor &v) override;
+
+  /// The unit vectors [..., r, d] and strengths [..., r] for input p.
+  std::pair<torch::Tensor, torch::Tensor> parameters(const torch::Tensor &p);
+
+  int64_t d, rank;
+  bool sum;
+  MixerActivation activation;
+  double eps;
+  std::shared_ptr<WNLinear> uProj, alphaProj;
+};
+
+/// How Kronecker factors are normalised (spec §2.3, §10.1).
+enum class KroneckerNorm { Row, Spectral };
+
+/// Kronecker mixer (spec §2.3): Q = I − 2 (Uᵀ ⊗ V) with U = diag(γ₁) S₁,
+/// V = diag(γ₂) S₂, S_k = L_k L_kᵀ normalised by rows or spectrally.
+class KroneckerMixer : public Mixer {
+public:
+  KroneckerMixer(int64_t mIn, int64_t d, KroneckerNorm norm,
+                 MixerActivation activation, double eps, torch::Dtype dtype);
+  torch::Tensor forward(const torch::Tensor &p,
+                        const torch::Tensor &v) override;
+
+  /// The factors U [..., m1, m1] and V [..., m2, m2] for input p.
+  std::pair<torch::Tensor, torch::Tensor> factors(const torch::Tensor &p);
+
+  /// d = m1 · m2 with m1 the largest divisor of d not above ⌊√d⌋.
+  static std::pair<int64_t, int64_t> factorize(int64_t d);
+
+  int64_t d, m1, m2;
+  KroneckerNorm norm;
+  MixerActivation activation;
+  double eps;
+  std::shared_ptr<WNLinear> thetaProj, gateProj;
+};
+
+/// The reference's power-iteration estimate of the dominant eigenvalue of
+/// each matrix in M [..., m, m] (16 steps from 𝟙/√d, spec §2.3).
+torch::Tensor powerIterationEigenvalue(const torch::Tensor &M, int64_t d);
+
+/// Block-diagonal mixer ("monarch", spec §2.4): blocks of size r,
+/// out_c = v_c − α_c P_c v_c with P_c = L_c L_cᵀ / (max column norm + eps).
+class MonarchMixer : public Mixer {
+public:
+  MonarchMixer(int64_t mIn, int64_t d, int64_t blockSize,
+               MixerActivation activation, double eps, torch::Dtype dtype);
+  torch::Tensor forward(const torch::Tensor &p,
+                        const torch::Tensor &v) override;
+
+  int64_t d, blockSize, numBlocks;
+  MixerActivation activation;
+  double eps;
+  std::shared_ptr<WNLinear> thetaProj, alphaProj;
+};
+
+/// Q = I.
+class IdentityMixer : public Mixer {
+public:
+  torch::Tensor forward(const torch::Tensor &p,
+                        const torch::Tensor &v) override;
+};
+
+/// Builds a mixer by name: householder | dplr | kronecker | monarch |
+/// identity. Throws std::invalid_argument for an unknown name or a shape it
+/// cannot take.
+std::shared_ptr<Mixer> makeMixer(const std::string &name, int64_t mIn,
+                                 int64_t d, int64_t rank, KroneckerNorm norm,
+                                 MixerActivation activation, double eps,
+                                 torch::Dtype dtype);
+
+} // namespace fp::rt::ref
+
+#endif // FP_RUNTIME_REFERENCE_MIXERS_H

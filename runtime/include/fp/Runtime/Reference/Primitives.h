@@ -1,0 +1,111 @@
+//===- Primitives.h - Eager building blocks of the reference ----*- C++ -*-===//
+//
+// The tensor operations the reference models are written with, each a direct
+// transcription of the spec's math (spec §0, §1): time shift, L2
+// normalisation with a clamp, Mamba's softplus, depthwise causal convolution,
+// the selective scan and the first-order linear recurrence, and the
+// weight-normalised linear layer. Everything is differentiable with autograd
+// and works in any floating dtype.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_REFERENCE_PRIMITIVES_H
+#define FP_RUNTIME_REFERENCE_PRIMITIVES_H
+
+#include <torch/torch.h>
+
+namespace fp::rt::ref {
+
+/// `result[:, t] = x[:, t − offset]` inside [0, T), zero elsewhere: the
+/// causal shift along dimension 1 (time) for offset = 1.
+torch::Tensor shiftTime(const torch::Tensor &x, int64_t offset = 1);
+
+/// `x / max(‖x‖₂, eps)` over the last dimension (F.normalize semantics).
+torch::Tensor l2Normalize(const torch::Tensor &x, double eps);
+
+/// softplus with Mamba's threshold: x itself for x > 20.
+torch::Tensor mambaSoftplus(const torch::Tensor &x);
+
+/// Depthwise causal convolution of x [B, T, C] with weight [C, K] and an
+/// optional bias [C]; weight[:, K−1] multiplies the current token.
+torch::Tensor causalConv(const torch::Tensor &x, const torch::Tensor &weight,
+                         const torch::Tensor &bias);
+
+/// Mamba-1's selective scan (spec §1.4) with S_{−1} = 0:
+///   S_t = exp(Δ_t ⊗ A) ⊙ S_{t−1} + (Δ_t ⊙ u_t) ⊗ B_t
+///   y_t = S_t C_t + D ⊙ u_t
+/// u, delta: [B, T, d]; A: [d, N]; Bm, Cm: [B, T, N]; D: [d] or undefined.
+torch::Tensor selectiveScan(const torch::Tensor &u, const torch::Tensor &delta,
+                            const torch::Tensor &A, const torch::Tensor &Bm,
+                            const torch::Tensor &Cm, const torch::Tensor &D);
+
+/// h_t = a_t ⊙ h_{t−1} + b_t along dimension 1 from h_{−1} = 0.
+torch::Tensor linearRecurrence(const torch::Tensor &a, const torch::Tensor &b);
+
+/// PyTorch's default Linear initialisation: U(±1/√fanIn).
+void initFanInUniform(torch::Tensor &tensor, int64_t fanIn);
+
+/// A weight-normalised linear map (spec §0): W_i = g_i · V_i / ‖V_i‖₂, with
+/// trainable `weight_g` [out] and `weight_v` [out, in] and an optional
+/// `bias` [out]. Initialised as PyTorch's weight_norm of a default Linear.
+class WNLinear : public torch::nn::Module {
+public:
+  WNLinear(int64_t inFeatures, int64_t outFeatures, bool withBias,
+           torch::Dtype dtype);
+
+  /// The effective weight [out, in].
+  torch::Tensor weight() const;
+  torch::Tensor forward(const torch::Tensor &x) const;
+
+  torch::Tensor weightG, weightV, bias;
+};
+
+/// A bias-free linear map with the default initialisation, parameter
+/// `weight` [out, in].
+class Linear : public torch::nn::Module {
+public:
+  Linear(int64_t inFeatures, int64_t outFeatures, torch::Dtype dtype,
+         bool withBias = false);
+  torch::Tensor forward(const torch::Tensor &x) const;
+
+  torch::Tensor weight, bias;
+  /// Keeps its bias when the LM wrapper zeroes Linear biases (Mamba's dt
+  /// bias, spec §1.2).
+  bool keepBiasInit = false;
+};
+
+/// Registers `weight` [C, K] and `bias` [C] of a depthwise causal
+/// convolution on a fresh submodule `name` of `owner`, with PyTorch's Conv1d
+/// initialisation U(±1/√K).
+std::pair<torch::Tensor, torch::Tensor>
+registerCausalConv(torch::nn::Module &owner, const std::string &name,
+                   int64_t channels, int64_t kernel, torch::Dtype dtype);
+
+/// Mamba's dt bias initialisation (spec §1.2): softplus⁻¹ of
+/// clamp(exp(U(log dtMin, log dtMax)), floor).
+torch::Tensor initDtBias(int64_t channels, double dtMin, double dtMax,
+                         double floor, torch::Dtype dtype);
+
+/// RMSNorm over the last dimension with a `weight` parameter (ones).
+class RMSNorm : public torch::nn::Module {
+public:
+  RMSNorm(int64_t features, double eps, torch::Dtype dtype);
+  torch::Tensor forward(const torch::Tensor &x) const;
+
+  torch::Tensor weight;
+  double eps;
+};
+
+/// LayerNorm over the last dimension with `weight` (ones) and `bias` (zeros).
+class LayerNorm : public torch::nn::Module {
+public:
+  LayerNorm(int64_t features, double eps, torch::Dtype dtype);
+  torch::Tensor forward(const torch::Tensor &x) const;
+
+  torch::Tensor weight, bias;
+  double eps;
+};
+
+} // namespace fp::rt::ref
+
+#endif // FP_RUNTIME_REFERENCE_PRIMITIVES_H

@@ -1,0 +1,200 @@
+//===- Trainer.h - Train, checkpoint and evaluate a model -------*- C++ -*-===//
+//
+// The training loop of fp-train. A Trainer owns one run directory:
+//
+//   config.json      the resolved TrainConfig (plus versions, eval lengths)
+//   metrics.jsonl    one JSON object per logged training step and per
+//                    validation
+//   checkpoint.pt    model, optimiser, step, RNG states and config, written
+//                    atomically; resume() continues from it exactly
+//   eval.json        scores per evaluated length at the end of the run
+//
+// docs/training.md documents every field.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_TRAIN_TRAINER_H
+#define FP_RUNTIME_TRAIN_TRAINER_H
+
+#include "fp/Runtime/Reference/SequenceModel.h"
+#include "fp/Runtime/Tasks/Task.h"
+#include "fp/Runtime/Train/Progress.h"
+#include "fp/Runtime/Train/TrainConfig.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace fp::rt {
+
+/// The scores of a model on many sequences of one length, aggregated over the
+/// chunks they were run in.
+struct LengthScores {
+  int64_t length = 0;
+  /// loss and tokenAccuracy are weighted by supervised tokens,
+  /// sequenceAccuracy and extra by sequences.
+  Scores scores;
+  /// Fixed-point iterations per sample (spec §3.6), mean and max over layers
+  /// and samples; 0 for models without a fixed point.
+  double itersMean = 0;
+  int64_t itersMax = 0;
+};
+
+/// Knobs of a Trainer that are not part of the run's configuration.
+struct TrainerOptions {
+  ProgressMode progress = ProgressMode::Auto;
+  std::FILE *progressStream = stderr;
+  /// Stop after this step as if the process had been killed there: no
+  /// final checkpoint, no evaluation. For tests of resume; -1: never.
+  int64_t stopAfterStep = -1;
+  /// On SIGINT or SIGTERM, finish the current step, write a checkpoint and
+  /// stop (RunOutcome::Interrupted) instead of dying.
+  bool handleSignals = false;
+};
+
+enum class RunOutcome {
+  /// Trained to the configured steps, checkpointed and evaluated.
+  Finished,
+  /// Stopped by a signal after writing a checkpoint.
+  Interrupted,
+  /// Stopped at TrainerOptions::stopAfterStep.
+  Stopped,
+};
+
+/// The names of the files of a run directory.
+struct RunFiles {
+  static constexpr const char *config = "config.json";
+  static constexpr const char *metrics = "metrics.jsonl";
+  static constexpr const char *checkpoint = "checkpoint.pt";
+  static constexpr const char *eval = "eval.json";
+};
+
+/// The seed of the validation set (training distribution, held out by
+/// seed) and of the evaluation batches, derived from the run's seed.
+uint64_t validationSeed(uint64_t seed);
+uint64_t evaluationSeed(uint64_t seed);
+
+/// Trains `model` on `task` as `config` says, in `directory`.
+///
+/// The caller builds the model (after torch::manual_seed(config.seed), so a
+/// fresh run is reproducible) and the task from the same config; the
+/// Trainer moves the model to config.device and sets the thread count.
+class Trainer {
+public:
+  /// Throws std::invalid_argument when config.device is unusable (e.g. cuda
+  /// without a GPU) or the configuration needs something the task lacks.
+  Trainer(TrainConfig config, std::shared_ptr<SequenceModel> model,
+          std::shared_ptr<const Task> task, std::filesystem::path directory,
+          TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer &) = delete;
+  Trainer &operator=(const Trainer &) = delete;
+
+  /// A fresh run: creates the directory, writes config.json, trains from
+  /// step 0, writes the final checkpoint and eval.json.
+  RunOutcome start();
+
+  /// Loads checkpoint.pt of the run in the directory, if there is one (a run
+  /// that died before its first checkpoint restarts from step 0). Throws
+  /// std::invalid_argument when config.steps is below the steps already
+  /// done. resume() calls it unless it was called before.
+  void restore();
+
+  /// Continues the run in the directory from its checkpoint (restore()):
+  /// metrics.jsonl is cut back to the checkpoint's step, config.json is
+  /// rewritten (config.steps may have changed), and the run goes on to
+  /// config.steps. On the CPU, a resumed run reproduces the uninterrupted
+  /// run's losses bit for bit.
+  RunOutcome resume();
+
+  /// Optimiser steps done so far.
+  int64_t step() const { return currentStep; }
+  const TrainConfig &config() const { return trainConfig; }
+  SequenceModel &model() { return *seqModel; }
+
+  /// Scores on the validation set (the training distribution at the
+  /// training length, evalCount sequences from validationSeed()), in eval
+  /// mode.
+  LengthScores validate();
+  /// Scores at every length of task.evalLengths(), evalCount sequences each
+  /// from evaluationSeed(), run evalBatch at a time, in eval mode.
+  std::vector<LengthScores> evaluate();
+
+  /// Writes checkpoint.pt atomically (checkpoint.pt.tmp, then rename).
+  void saveCheckpoint();
+  /// Restores model, optimiser, step, RNGs and log window from
+  /// checkpoint.pt; throws std::runtime_error when it was written for another
+  /// configuration (config.steps aside).
+  void loadCheckpoint();
+
+private:
+  /// Accumulators of the current --log-every window (part of the
+  /// checkpoint, so that a resumed run logs the same means).
+  struct Window {
+    int64_t steps = 0;
+    double lossSum = 0;
+    double gradNormSum = 0;
+    double itersSum = 0;
+    int64_t itersMax = 0;
+    int64_t tokens = 0;
+    double seconds = 0;
+  };
+
+  RunOutcome train();
+  LengthScores scoreInChunks(const Batch &batch, int64_t length);
+  int64_t drawIterationCap();
+  void logTrainingStep(double lr, int64_t cap);
+  void logValidation(const LengthScores &scores);
+  void writeEvaluation(const std::vector<LengthScores> &results);
+  void appendMetrics(const nlohmann::ordered_json &record);
+  double elapsedSeconds() const;
+  std::filesystem::path file(const char *name) const {
+    return directory / name;
+  }
+
+  TrainConfig trainConfig;
+  std::shared_ptr<SequenceModel> seqModel;
+  std::shared_ptr<const Task> task;
+  std::filesystem::path directory;
+  TrainerOptions options;
+  torch::Device device;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  /// The trainer's own RNG (Gamma iteration caps).
+  std::mt19937_64 rng;
+  int64_t currentStep = 0;
+  int64_t lastCheckpointStep = -1;
+  bool restored = false;
+  Window window;
+  /// Seconds of earlier sessions of this run.
+  double elapsedBefore = 0;
+  std::chrono::steady_clock::time_point sessionStart;
+  std::unique_ptr<ProgressReporter> progress;
+  std::optional<Batch> validationBatch;
+};
+
+/// Cuts `path` (a metrics.jsonl) back to the records whose "step" is at most
+/// `step`, dropping malformed (e.g. half-written) lines; rewrites it
+/// atomically. A missing file is left missing.
+void truncateMetrics(const std::filesystem::path &path, int64_t step);
+
+/// Writes `content` to `path` atomically (path + ".tmp", then rename).
+void writeFileAtomically(const std::filesystem::path &path,
+                         const std::string &content);
+
+/// The JSON written to config.json: toJson(config) plus "fpc_version",
+/// "torch_version" and the task's "eval_lengths" (informational; ignored by
+/// trainConfigFromJson()).
+nlohmann::ordered_json configFileJson(const TrainConfig &config,
+                                      const Task &task);
+
+} // namespace fp::rt
+
+#endif // FP_RUNTIME_TRAIN_TRAINER_H

@@ -1,0 +1,152 @@
+//===- FPMamba.cpp - The reference FP-Mamba layer ---------------*- C++ -*-===//
+//
+// Spec §1: the iteration-invariant precomputation (§1.3), the fixed-point
+// map f (§1.4), the solve without gradient (§3), one differentiable
+// application at the fixed point and the output head (§1.5, §4).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/Reference/Layers.h"
+
+#include <cmath>
+
+using namespace fp::rt;
+using namespace fp::rt::ref;
+
+/// The reference's dt rank: ceil(D / 16) unless configured.
+static int64_t resolveDtRank(const ModelConfig &config) {
+  return config.dtRank > 0 ? config.dtRank : (config.dModel + 15) / 16;
+}
+
+static KroneckerNorm resolveKroneckerNorm(const ModelConfig &config,
+                                          KroneckerNorm kindDefault) {
+  if (config.kroneckerNorm.empty())
+    return kindDefault;
+  if (config.kroneckerNorm == "row")
+    return KroneckerNorm::Row;
+  if (config.kroneckerNorm == "spectral")
+    return KroneckerNorm::Spectral;
+  throw std::invalid_argument("unknown Kronecker normalisation '" +
+                              config.kroneckerNorm +
+                              "'; expected row or spectral");
+}
+
+/// A_log[i, n] = log(n + 1): S4D-real, A = −(1..N) on every channel.
+static torch::Tensor initALog(int64_t channels, int64_t states,
+                              torch::Dtype dtype) {
+  auto options = torch::TensorOptions().dtype(dtype);
+  return torch::log(torch::arange(1, states + 1, options))
+      .unsqueeze(0)
+      .repeat({channels, 1});
+}
+
+FPMambaLayer::FPMambaLayer(const ModelConfig &config)
+    : config(config), d(config.expand * config.dModel),
+      dtRank(resolveDtRank(config)) {
+  torch::Dtype dtype = config.dtype;
+  int64_t states = config.dState;
+  inProj = register_module(
+      "in_proj", std::make_shared<Linear>(config.dModel, 2 * d, dtype));
+  if (config.useShortConv)
+    std::tie(convWeight, convBias) =
+        registerCausalConv(*this, "conv1d", d, config.dConv, dtype);
+  xProj = register_module(
+      "x_proj", std::make_shared<Linear>(d, dtRank + 2 * states, dtype));
+  dtProj =
+      register_module("dt_proj", std::make_shared<Linear>(dtRank, d, dtype));
+  {
+    torch::NoGradGuard noGrad;
+    double bound = 1.0 / std::sqrt(static_cast<double>(dtRank));
+    dtProj->weight.uniform_(-bound, bound);
+  }
+  dtProj->bias = dtProj->register_parameter(
+      "bias", initDtBias(d, 1e-3, 1e-1, 1e-4, dtype));
+  dtProj->keepBiasInit = true;
+  aLog = register_parameter("A_log", initALog(d, states, dtype));
+  dSkip = register_parameter(
+      "D", torch::ones({d}, torch::TensorOptions().dtype(dtype)));
+  bcYProj = register_module(
+      "bc_y_proj", std::make_shared<WNLinear>(d, 2 * states, false, dtype));
+  if (!config.gluInLoop)
+    zYProj = register_module("z_y_proj",
+                             std::make_shared<WNLinear>(d, d, false, dtype));
+  int64_t mixerInput = config.mixerHDep && !config.symmMixer ? 2 * d : d;
+  mixer = register_module(
+      "mixer", makeMixer(config.mixer, mixerInput, d, config.mixerRank,
+                         resolveKroneckerNorm(config, KroneckerNorm::Row),
+                         MixerActivation::Silu, config.normEps, dtype));
+  outNorm = register_module(
+      "out_norm", std::make_shared<LayerNorm>(d, config.normEps, dtype));
+  outProj = register_module("out_proj",
+                            std::make_shared<Linear>(d, config.dModel, dtype));
+}
+
+FPMambaInvariants FPMambaLayer::precompute(const torch::Tensor &u) {
+  FPMambaInvariants inv;
+  torch::Tensor xz = inProj->forward(u);
+  torch::Tensor xRaw = xz.narrow(-1, 0, d);
+  inv.z = xz.narrow(-1, d, d);
+  // Without the short convolution, x is the raw projection: no activation
+  // (spec §10.4).
+  inv.x = config.useShortConv
+              ? torch::silu(causalConv(xRaw, convWeight, convBias))
+              : xRaw;
+  int64_t states = config.dState;
+  torch::Tensor xDbl = xProj->forward(inv.x);
+  torch::Tensor dtLow = xDbl.narrow(-1, 0, dtRank);
+  inv.bx = xDbl.narrow(-1, dtRank, states);
+  inv.cx = xDbl.narrow(-1, dtRank + states, states);
+  inv.delta = mambaSoftplus(
+      torch::nn::functional::linear(dtLow, dtProj->weight) + dtProj->bias);
+  inv.A = -torch::exp(aLog);
+  return inv;
+}
+
+torch::Tensor FPMambaLayer::applyMap(const torch::Tensor &y,
+                                     const FPMambaInvariants &inv) {
+  torch::Tensor yBar = shiftTime(y, 1);
+  torch::Tensor p;
+  if (!config.mixerHDep)
+    p = inv.x;
+  else if (config.symmMixer)
+    p = inv.x + yBar;
+  else
+    p = torch::cat({inv.x, yBar}, -1);
+  // The mixer acts on x − y (unshifted) and y is added back (spec §1.4).
+  torch::Tensor mixed = mixer->forward(p, inv.x - y) + y;
+
+  int64_t states = config.dState;
+  torch::Tensor bcY = bcYProj->forward(yBar);
+  torch::Tensor b = inv.bx + bcY.narrow(-1, 0, states);
+  torch::Tensor c = inv.cx + bcY.narrow(-1, states, states);
+  if (config.bcNorm) {
+    b = l2Normalize(b, config.normEps);
+    c = l2Normalize(c, config.normEps);
+  }
+  torch::Tensor s = selectiveScan(mixed, inv.delta, inv.A, b, c, dSkip);
+  if (config.gluInLoop)
+    s = s * torch::silu(inv.z);
+  return outNorm->forward(s);
+}
+
+torch::Tensor FPMambaLayer::head(const torch::Tensor &yhat,
+                                 const FPMambaInvariants &inv) {
+  if (config.gluInLoop)
+    return outProj->forward(yhat);
+  torch::Tensor gate = inv.z + shiftTime(zYProj->forward(yhat), 1);
+  return outProj->forward(torch::silu(gate) * yhat);
+}
+
+torch::Tensor FPMambaLayer::forward(const torch::Tensor &u) {
+  FPMambaInvariants inv = precompute(u);
+  SolveResult solved = solveFixedPoint(
+      [&](const torch::Tensor &y) { return applyMap(y, inv); },
+      torch::zeros_like(inv.x), config.solver, is_training(), trainCap);
+  lastIterations = solved.iterations;
+  // y* is a constant for autograd: the gradient is that of one (or
+  // nBackwards) application of f at the fixed point (spec §4).
+  torch::Tensor yhat = solved.y.detach();
+  for (int64_t i = 0; i < config.nBackwards; ++i)
+    yhat = applyMap(yhat, inv);
+  return head(yhat, inv);
+}

@@ -1,0 +1,111 @@
+//===- FPRNN.cpp - The reference vector-state FP-RNN layer ------*- C++ -*-===//
+//
+// Spec §5.2: a diagonal linear recurrence with explicit (1 − λ) input
+// normalisation whose input is mixed by Q(p), iterated to its fixed point
+// with the FP-RNN solver constants, and a gated RMSNorm readout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/Reference/Layers.h"
+
+using namespace fp::rt;
+using namespace fp::rt::ref;
+
+SolverConfig fp::rt::ref::referenceSolverConfig(const std::string &kind) {
+  SolverConfig config;
+  if (kind == "fp_rnn") {
+    config.relaxStart = 1.0;
+    config.relaxDecay = 1.0;
+    config.trainQuantile = 0.9;
+  }
+  return config;
+}
+
+FPRNNLayer::FPRNNLayer(const ModelConfig &config)
+    : config(config), d(config.expand * config.dModel) {
+  torch::Dtype dtype = config.dtype;
+  auto options = torch::TensorOptions().dtype(dtype);
+  ioProj = register_module(
+      "io_proj", std::make_shared<Linear>(config.dModel, 2 * d, dtype));
+  if (config.useShortConv) {
+    // Four depthwise convolutions of the raw x (mix, b, λ, x) and one over
+    // the readout's 2d channels.
+    auto convs =
+        register_module("conv1d", std::make_shared<torch::nn::Module>());
+    torch::Tensor weight = torch::empty({4, d, config.dConv}, options);
+    torch::Tensor bias = torch::empty({4, d}, options);
+    initFanInUniform(weight, config.dConv);
+    initFanInUniform(bias, config.dConv);
+    convWeight = convs->register_parameter("weight", weight);
+    convBias = convs->register_parameter("bias", bias);
+    std::tie(readoutConvWeight, readoutConvBias) =
+        registerCausalConv(*this, "readout_conv", 2 * d, config.dConv, dtype);
+  }
+  bProj = register_module("b_proj", std::make_shared<Linear>(d, d, dtype));
+  lambdaProj = register_module(
+      "lambda_proj", std::make_shared<Linear>(d, d, dtype, /*withBias=*/true));
+  int64_t mixerInput = config.mixerHDep ? 2 * d : d;
+  KroneckerNorm norm = config.kroneckerNorm == "row" ? KroneckerNorm::Row
+                                                     : KroneckerNorm::Spectral;
+  if (!config.kroneckerNorm.empty() && config.kroneckerNorm != "row" &&
+      config.kroneckerNorm != "spectral")
+    throw std::invalid_argument("unknown Kronecker normalisation '" +
+                                config.kroneckerNorm +
+                                "'; expected row or spectral");
+  mixer = register_module(
+      "mixer", makeMixer(config.mixer, mixerInput, d, config.mixerRank, norm,
+                         MixerActivation::Silu, config.normEps, dtype));
+  cProj = register_module("c_proj", std::make_shared<Linear>(2 * d, d, dtype));
+  outNorm = register_module(
+      "out_norm", std::make_shared<RMSNorm>(d, config.normEps, dtype));
+  outProj = register_module("out_proj",
+                            std::make_shared<Linear>(d, config.dModel, dtype));
+}
+
+FPRNNInvariants FPRNNLayer::precompute(const torch::Tensor &u) {
+  FPRNNInvariants inv;
+  torch::Tensor xz = ioProj->forward(u);
+  torch::Tensor x = xz.narrow(-1, 0, d);
+  inv.z = xz.narrow(-1, d, d);
+  torch::Tensor xMix = x, xB = x, xLambda = x;
+  if (config.useShortConv) {
+    auto conv = [&](int64_t k) {
+      return torch::silu(causalConv(x, convWeight[k], convBias[k]));
+    };
+    xMix = conv(0);
+    xB = conv(1);
+    xLambda = conv(2);
+    x = conv(3);
+  }
+  inv.x = x;
+  inv.xMix = xMix;
+  inv.bx = torch::silu(bProj->forward(xB)) * x;
+  inv.lambda = torch::sigmoid(lambdaProj->forward(xLambda));
+  return inv;
+}
+
+torch::Tensor FPRNNLayer::applyMap(const torch::Tensor &h,
+                                   const FPRNNInvariants &inv) {
+  torch::Tensor p =
+      config.mixerHDep ? torch::cat({inv.xMix, shiftTime(h, 1)}, -1) : inv.xMix;
+  torch::Tensor mixed = mixer->forward(p, inv.bx - h) + h;
+  return linearRecurrence(inv.lambda, (1 - inv.lambda) * mixed);
+}
+
+torch::Tensor FPRNNLayer::forward(const torch::Tensor &u) {
+  FPRNNInvariants inv = precompute(u);
+  SolveResult solved = solveFixedPoint(
+      [&](const torch::Tensor &h) { return applyMap(h, inv); },
+      torch::zeros_like(inv.x), config.solver, is_training(), trainCap);
+  lastIterations = solved.iterations;
+  torch::Tensor yhat = solved.y.detach();
+  for (int64_t i = 0; i < config.nBackwards; ++i)
+    yhat = applyMap(yhat, inv);
+  torch::Tensor readoutIn =
+      config.useShortConv
+          ? torch::silu(causalConv(torch::cat({inv.x, yhat}, -1),
+                                   readoutConvWeight, readoutConvBias))
+          : torch::cat({inv.x, shiftTime(yhat, 1)}, -1);
+  torch::Tensor gated = torch::silu(cProj->forward(readoutIn)) * yhat;
+  return outProj->forward(outNorm->forward(torch::silu(inv.z) * gated));
+}

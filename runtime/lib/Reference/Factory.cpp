@@ -1,0 +1,65 @@
+//===- Factory.cpp - Build a reference model from its config ----*- C++ -*-===//
+//
+// makeReferenceModel checks a ModelConfig and builds the model it names: the
+// residual LM wrapper around FP-Mamba, Mamba or FP-RNN layers, or a baseline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/Baselines/Baselines.h"
+#include "fp/Runtime/Reference/LanguageModel.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+using namespace fp::rt;
+
+double ForwardStats::meanIterations() const {
+  if (iterations.empty())
+    return 0;
+  double total = 0;
+  int64_t count = 0;
+  for (const torch::Tensor &layer : iterations) {
+    total += layer.sum().item<double>();
+    count += layer.numel();
+  }
+  return count ? total / count : 0;
+}
+
+int64_t ForwardStats::maxIterations() const {
+  int64_t result = 0;
+  for (const torch::Tensor &layer : iterations)
+    if (layer.numel())
+      result = std::max(result, layer.max().item<int64_t>());
+  return result;
+}
+
+static void require(bool condition, const std::string &message) {
+  if (!condition)
+    throw std::invalid_argument(message);
+}
+
+std::shared_ptr<SequenceModel>
+fp::rt::makeReferenceModel(const ModelConfig &config) {
+  require(config.vocabSize > 0, "the vocabulary size must be positive");
+  require(config.padVocabMultiple > 0,
+          "the vocabulary padding multiple must be positive");
+  require(config.dModel > 0,
+          "the model width (d_model) must be positive, got " +
+              std::to_string(config.dModel));
+  require(config.nLayers > 0, "the number of layers must be positive, got " +
+                                  std::to_string(config.nLayers));
+  require(config.dtype == torch::kFloat32 || config.dtype == torch::kFloat64,
+          "the reference models run in f32 or f64");
+  const std::string &kind = config.kind;
+  if (kind == "fp_mamba" || kind == "mamba" || kind == "fp_rnn") {
+    require(config.expand > 0 && config.dState > 0 && config.dConv > 0,
+            "expand, d_state and d_conv must be positive");
+    require(config.nBackwards >= 1, "n_backwards must be at least 1");
+    return std::make_shared<ref::LanguageModel>(config);
+  }
+  if (auto baseline = makeBaselineModel(config))
+    return baseline;
+  throw std::invalid_argument("unknown model kind '" + kind +
+                              "'; expected fp_mamba, mamba, fp_rnn, lstm or "
+                              "transformer");
+}

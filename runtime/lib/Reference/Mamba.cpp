@@ -1,0 +1,61 @@
+//===- Mamba.cpp - The reference Mamba-1 layer ------------------*- C++ -*-===//
+//
+// Mamba-1 as mamba_ssm computes it (spec §5.4): in_proj to [x; z], short
+// causal convolution with SiLU, x_proj to [δ; B; C], Δ = softplus(W_dt δ +
+// b_dt), the selective scan with skip D, the SiLU(z) gate and out_proj.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/Reference/Layers.h"
+
+#include <cmath>
+
+using namespace fp::rt;
+using namespace fp::rt::ref;
+
+MambaLayer::MambaLayer(const ModelConfig &config)
+    : d(config.expand * config.dModel),
+      dtRank(config.dtRank > 0 ? config.dtRank : (config.dModel + 15) / 16),
+      dState(config.dState) {
+  torch::Dtype dtype = config.dtype;
+  auto options = torch::TensorOptions().dtype(dtype);
+  inProj = register_module(
+      "in_proj", std::make_shared<Linear>(config.dModel, 2 * d, dtype));
+  std::tie(convWeight, convBias) =
+      registerCausalConv(*this, "conv1d", d, config.dConv, dtype);
+  xProj = register_module(
+      "x_proj", std::make_shared<Linear>(d, dtRank + 2 * dState, dtype));
+  dtProj =
+      register_module("dt_proj", std::make_shared<Linear>(dtRank, d, dtype));
+  {
+    torch::NoGradGuard noGrad;
+    double bound = 1.0 / std::sqrt(static_cast<double>(dtRank));
+    dtProj->weight.uniform_(-bound, bound);
+  }
+  dtProj->bias = dtProj->register_parameter(
+      "bias", initDtBias(d, 1e-3, 1e-1, 1e-4, dtype));
+  dtProj->keepBiasInit = true;
+  aLog = register_parameter("A_log",
+                            torch::log(torch::arange(1, dState + 1, options))
+                                .unsqueeze(0)
+                                .repeat({d, 1}));
+  dSkip = register_parameter("D", torch::ones({d}, options));
+  outProj = register_module("out_proj",
+                            std::make_shared<Linear>(d, config.dModel, dtype));
+}
+
+torch::Tensor MambaLayer::forward(const torch::Tensor &u) {
+  torch::Tensor xz = inProj->forward(u);
+  torch::Tensor x =
+      torch::silu(causalConv(xz.narrow(-1, 0, d), convWeight, convBias));
+  torch::Tensor z = xz.narrow(-1, d, d);
+  torch::Tensor xDbl = xProj->forward(x);
+  torch::Tensor delta =
+      mambaSoftplus(torch::nn::functional::linear(xDbl.narrow(-1, 0, dtRank),
+                                                  dtProj->weight) +
+                    dtProj->bias);
+  torch::Tensor y = selectiveScan(
+      x, delta, -torch::exp(aLog), xDbl.narrow(-1, dtRank, dState),
+      xDbl.narrow(-1, dtRank + dState, dState), dSkip);
+  return outProj->forward(y * torch::silu(z));
+}

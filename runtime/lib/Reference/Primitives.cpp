@@ -1,0 +1,176 @@
+//===- Primitives.cpp - Eager building blocks of the reference --*- C++ -*-===//
+//
+// Straightforward LibTorch transcriptions of the spec's primitives. The
+// scans run a loop over time: sequences in the paper's tasks are short, and
+// this is the numeric oracle, not the fast path.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/Reference/Primitives.h"
+
+#include <cmath>
+
+using namespace fp::rt::ref;
+
+torch::Tensor fp::rt::ref::shiftTime(const torch::Tensor &x, int64_t offset) {
+  int64_t length = x.size(1);
+  if (offset == 0)
+    return x;
+  if (std::abs(offset) >= length)
+    return torch::zeros_like(x);
+  auto padShape = x.sizes().vec();
+  padShape[1] = std::abs(offset);
+  torch::Tensor zeros = torch::zeros(padShape, x.options());
+  if (offset > 0)
+    return torch::cat({zeros, x.narrow(1, 0, length - offset)}, 1);
+  return torch::cat({x.narrow(1, -offset, length + offset), zeros}, 1);
+}
+
+torch::Tensor fp::rt::ref::l2Normalize(const torch::Tensor &x, double eps) {
+  return x / x.norm(2, {-1}, /*keepdim=*/true).clamp_min(eps);
+}
+
+torch::Tensor fp::rt::ref::mambaSoftplus(const torch::Tensor &x) {
+  return torch::softplus(x, /*beta=*/1, /*threshold=*/20);
+}
+
+torch::Tensor fp::rt::ref::causalConv(const torch::Tensor &x,
+                                      const torch::Tensor &weight,
+                                      const torch::Tensor &bias) {
+  int64_t kernel = weight.size(1);
+  torch::Tensor result =
+      bias.defined() ? bias.expand_as(x).clone() : torch::zeros_like(x);
+  for (int64_t k = 0; k < kernel; ++k)
+    result = result + weight.select(1, k) * shiftTime(x, kernel - 1 - k);
+  return result;
+}
+
+torch::Tensor
+fp::rt::ref::selectiveScan(const torch::Tensor &u, const torch::Tensor &delta,
+                           const torch::Tensor &A, const torch::Tensor &Bm,
+                           const torch::Tensor &Cm, const torch::Tensor &D) {
+  int64_t length = u.size(1);
+  // [B, T, d, N] decay and input terms.
+  torch::Tensor decay = torch::exp(delta.unsqueeze(-1) * A);
+  torch::Tensor input = (delta * u).unsqueeze(-1) * Bm.unsqueeze(2);
+  torch::Tensor state = torch::zeros_like(decay.select(1, 0));
+  std::vector<torch::Tensor> outputs;
+  outputs.reserve(length);
+  for (int64_t t = 0; t < length; ++t) {
+    state = decay.select(1, t) * state + input.select(1, t);
+    outputs.push_back((state * Cm.select(1, t).unsqueeze(1)).sum(-1));
+  }
+  torch::Tensor y = torch::stack(outputs, 1);
+  if (D.defined())
+    y = y + D * u;
+  return y;
+}
+
+torch::Tensor fp::rt::ref::linearRecurrence(const torch::Tensor &a,
+                                            const torch::Tensor &b) {
+  int64_t length = a.size(1);
+  torch::Tensor h = torch::zeros_like(b.select(1, 0));
+  std::vector<torch::Tensor> outputs;
+  outputs.reserve(length);
+  for (int64_t t = 0; t < length; ++t) {
+    h = a.select(1, t) * h + b.select(1, t);
+    outputs.push_back(h);
+  }
+  return torch::stack(outputs, 1);
+}
+
+void fp::rt::ref::initFanInUniform(torch::Tensor &tensor, int64_t fanIn) {
+  double bound = 1.0 / std::sqrt(static_cast<double>(fanIn));
+  torch::NoGradGuard noGrad;
+  tensor.uniform_(-bound, bound);
+}
+
+//===----------------------------------------------------------------------===//
+// Modules
+//===----------------------------------------------------------------------===//
+
+WNLinear::WNLinear(int64_t inFeatures, int64_t outFeatures, bool withBias,
+                   torch::Dtype dtype) {
+  auto options = torch::TensorOptions().dtype(dtype);
+  torch::Tensor v = torch::empty({outFeatures, inFeatures}, options);
+  initFanInUniform(v, inFeatures);
+  weightV = register_parameter("weight_v", v);
+  weightG = register_parameter("weight_g", v.norm(2, {1}).detach().clone());
+  if (withBias) {
+    torch::Tensor b = torch::empty({outFeatures}, options);
+    initFanInUniform(b, inFeatures);
+    bias = register_parameter("bias", b);
+  }
+}
+
+torch::Tensor WNLinear::weight() const {
+  return weightG.unsqueeze(1) * weightV / weightV.norm(2, {1}, true);
+}
+
+torch::Tensor WNLinear::forward(const torch::Tensor &x) const {
+  return torch::nn::functional::linear(x, weight(), bias);
+}
+
+Linear::Linear(int64_t inFeatures, int64_t outFeatures, torch::Dtype dtype,
+               bool withBias) {
+  auto options = torch::TensorOptions().dtype(dtype);
+  torch::Tensor w = torch::empty({outFeatures, inFeatures}, options);
+  initFanInUniform(w, inFeatures);
+  weight = register_parameter("weight", w);
+  if (withBias) {
+    torch::Tensor b = torch::empty({outFeatures}, options);
+    initFanInUniform(b, inFeatures);
+    bias = register_parameter("bias", b);
+  }
+}
+
+torch::Tensor Linear::forward(const torch::Tensor &x) const {
+  return torch::nn::functional::linear(x, weight, bias);
+}
+
+RMSNorm::RMSNorm(int64_t features, double eps, torch::Dtype dtype) : eps(eps) {
+  weight = register_parameter(
+      "weight", torch::ones({features}, torch::TensorOptions().dtype(dtype)));
+}
+
+torch::Tensor RMSNorm::forward(const torch::Tensor &x) const {
+  return x * torch::rsqrt(x.pow(2).mean(-1, true) + eps) * weight;
+}
+
+LayerNorm::LayerNorm(int64_t features, double eps, torch::Dtype dtype)
+    : eps(eps) {
+  auto options = torch::TensorOptions().dtype(dtype);
+  weight = register_parameter("weight", torch::ones({features}, options));
+  bias = register_parameter("bias", torch::zeros({features}, options));
+}
+
+torch::Tensor LayerNorm::forward(const torch::Tensor &x) const {
+  return torch::layer_norm(x, {x.size(-1)}, weight, bias, eps);
+}
+
+std::pair<torch::Tensor, torch::Tensor>
+fp::rt::ref::registerCausalConv(torch::nn::Module &owner,
+                                const std::string &name, int64_t channels,
+                                int64_t kernel, torch::Dtype dtype) {
+  auto options = torch::TensorOptions().dtype(dtype);
+  auto holder =
+      owner.register_module(name, std::make_shared<torch::nn::Module>());
+  torch::Tensor weight = torch::empty({channels, kernel}, options);
+  torch::Tensor bias = torch::empty({channels}, options);
+  initFanInUniform(weight, kernel);
+  initFanInUniform(bias, kernel);
+  return {holder->register_parameter("weight", weight),
+          holder->register_parameter("bias", bias)};
+}
+
+torch::Tensor fp::rt::ref::initDtBias(int64_t channels, double dtMin,
+                                      double dtMax, double floor,
+                                      torch::Dtype dtype) {
+  auto options = torch::TensorOptions().dtype(dtype);
+  torch::Tensor dt = torch::exp(torch::rand({channels}, options) *
+                                    (std::log(dtMax) - std::log(dtMin)) +
+                                std::log(dtMin))
+                         .clamp_min(floor);
+  // softplus⁻¹(a) = a + log(1 − e^{−a}).
+  return dt + torch::log(-torch::expm1(-dt));
+}

@@ -1,0 +1,603 @@
+//===- Trainer.cpp - Train, checkpoint and evaluate a model -----*- C++ -*-===//
+//
+// The loop: for each step, draw the batch (a pure function of seed and
+// step), set the scheduled learning rate, run forward and the task's loss,
+// backward, clip, AdamW step, and account the step in the current log
+// window. Everything the next step depends on — parameters, AdamW moments
+// and step counts, the step, the trainer's RNG, the log window — goes into
+// the checkpoint, which is why a resumed run continues exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/Train/Trainer.h"
+
+#include "fp/Runtime/Train/Optimizer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace fp::rt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The signal that asked the run to stop, 0 when none.
+std::atomic<int> stopSignal{0};
+
+extern "C" void onStopSignal(int signal) { stopSignal.store(signal); }
+
+/// SplitMix64: decorrelates the seeds derived from the run's seed.
+uint64_t splitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+constexpr const char *kCheckpointFormat = "fpc-checkpoint-1";
+
+/// A finite double as is, NaN/inf as JSON null.
+nlohmann::ordered_json number(double value) {
+  return std::isfinite(value) ? nlohmann::ordered_json(value)
+                              : nlohmann::ordered_json();
+}
+
+/// The configuration JSON without the fields a resume may change.
+nlohmann::ordered_json comparableConfig(const TrainConfig &config) {
+  nlohmann::ordered_json json = toJson(config);
+  json["training"].erase("steps");
+  return json;
+}
+
+/// Reads a string stored with OutputArchive::write(key, IValue).
+std::string readString(torch::serialize::InputArchive &archive,
+                       const std::string &key) {
+  c10::IValue value;
+  archive.read(key, value);
+  if (!value.isString())
+    throw std::runtime_error(fmt::format("entry '{}' is not a string", key));
+  return value.toStringRef();
+}
+
+} // namespace
+
+uint64_t validationSeed(uint64_t seed) {
+  return splitMix64(seed ^ 0x56414C4944415445ull); // "VALIDATE"
+}
+
+uint64_t evaluationSeed(uint64_t seed) {
+  return splitMix64(seed ^ 0x4556414C55415445ull); // "EVALUATE"
+}
+
+//===----------------------------------------------------------------------===//
+// Files
+//===----------------------------------------------------------------------===//
+
+void writeFileAtomically(const fs::path &path, const std::string &content) {
+  fs::path temporary = path;
+  temporary += ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << content;
+    out.flush();
+    if (!out)
+      throw std::runtime_error(
+          fmt::format("cannot write '{}'", temporary.string()));
+  }
+  std::error_code error;
+  fs::rename(temporary, path, error);
+  if (error)
+    throw std::runtime_error(fmt::format("cannot rename '{}' to '{}': {}",
+                                         temporary.string(), path.string(),
+                                         error.message()));
+}
+
+void truncateMetrics(const fs::path &path, int64_t step) {
+  std::ifstream in(path);
+  if (!in)
+    return;
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    nlohmann::json record = nlohmann::json::parse(line, nullptr,
+                                                  /*allow_exceptions=*/false);
+    if (!record.is_object() || !record.contains("step") ||
+        !record["step"].is_number_integer())
+      continue;
+    if (record["step"].get<int64_t>() <= step)
+      kept += line + "\n";
+  }
+  in.close();
+  writeFileAtomically(path, kept);
+}
+
+nlohmann::ordered_json configFileJson(const TrainConfig &config,
+                                      const Task &task) {
+  nlohmann::ordered_json json = toJson(config);
+  json["fpc_version"] = fpcVersion();
+  json["torch_version"] = fmt::format("{}.{}.{}", TORCH_VERSION_MAJOR,
+                                      TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
+  json["task"]["eval_lengths"] = task.evalLengths();
+  return json;
+}
+
+//===----------------------------------------------------------------------===//
+// Trainer
+//===----------------------------------------------------------------------===//
+
+Trainer::Trainer(TrainConfig config, std::shared_ptr<SequenceModel> model,
+                 std::shared_ptr<const Task> task, fs::path directory,
+                 TrainerOptions options)
+    : trainConfig(std::move(config)), seqModel(std::move(model)),
+      task(std::move(task)), directory(std::move(directory)), options(options),
+      device(torch::kCPU),
+      rng(splitMix64(trainConfig.seed ^ 0x47414D4D41ull)) { // "GAMMA"
+  try {
+    device = torch::Device(trainConfig.device);
+  } catch (const c10::Error &) {
+    throw std::invalid_argument(
+        fmt::format("unknown device '{}'; expected cpu, cuda or cuda:<index>",
+                    trainConfig.device));
+  }
+  if (device.is_cuda() && !torch::cuda::is_available())
+    throw std::invalid_argument(
+        "--device cuda: CUDA is not available (this LibTorch has no CUDA "
+        "support or no GPU is visible); use --device cpu");
+  if (device.is_cuda() && device.has_index() &&
+      device.index() >= static_cast<int64_t>(torch::cuda::device_count()))
+    throw std::invalid_argument(
+        fmt::format("--device {}: only {} CUDA device(s) visible",
+                    trainConfig.device, torch::cuda::device_count()));
+  if (trainConfig.gammaCap && this->task->options().trainLength <= 0)
+    throw std::invalid_argument(
+        "--gamma-cap needs the training length, which the task does not "
+        "report; pass --train-len");
+  if (trainConfig.threads > 0)
+    torch::set_num_threads(static_cast<int>(trainConfig.threads));
+
+  seqModel->to(device);
+  seqModel->train();
+  optimizer = makeAdamW(*seqModel, trainConfig.optimizer);
+  sessionStart = std::chrono::steady_clock::now();
+}
+
+Trainer::~Trainer() = default;
+
+double Trainer::elapsedSeconds() const {
+  return elapsedBefore + std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - sessionStart)
+                             .count();
+}
+
+RunOutcome Trainer::start() {
+  fs::create_directories(directory);
+  writeFileAtomically(file(RunFiles::config),
+                      configFileJson(trainConfig, *task).dump(2) + "\n");
+  // A fresh run starts a fresh log.
+  writeFileAtomically(file(RunFiles::metrics), "");
+  return train();
+}
+
+void Trainer::restore() {
+  if (fs::exists(file(RunFiles::checkpoint)))
+    loadCheckpoint();
+  else
+    currentStep = 0;
+  if (currentStep > trainConfig.steps)
+    throw std::invalid_argument(fmt::format(
+        "the run in '{}' has already done {} steps; --steps {} would undo "
+        "some; pass --steps {} or more",
+        directory.string(), currentStep, trainConfig.steps, currentStep));
+  restored = true;
+}
+
+RunOutcome Trainer::resume() {
+  if (!restored)
+    restore();
+  truncateMetrics(file(RunFiles::metrics), currentStep);
+  writeFileAtomically(file(RunFiles::config),
+                      configFileJson(trainConfig, *task).dump(2) + "\n");
+  return train();
+}
+
+int64_t Trainer::drawIterationCap() {
+  // Spec §3.5: ceil(Gamma(shape 4, scale k/16 + 1)), k = training length. A
+  // fresh distribution per draw keeps the engine the whole RNG state.
+  double k = static_cast<double>(task->options().trainLength);
+  std::gamma_distribution<double> gamma(4.0, k / 16.0 + 1.0);
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(gamma(rng))));
+}
+
+RunOutcome Trainer::train() {
+  const ScheduleConfig schedule = trainConfig.schedule();
+  const int64_t totalSteps = trainConfig.steps;
+  progress = std::make_unique<ProgressReporter>(
+      options.progress, options.progressStream, currentStep, totalSteps);
+  if (currentStep > 0)
+    progress->note(
+        fmt::format("resuming at step {}/{}", currentStep, totalSteps));
+
+  using SignalHandler = void (*)(int);
+  SignalHandler previousInt = SIG_DFL, previousTerm = SIG_DFL;
+  if (options.handleSignals) {
+    stopSignal.store(0);
+    previousInt = std::signal(SIGINT, onStopSignal);
+    previousTerm = std::signal(SIGTERM, onStopSignal);
+  }
+  auto restoreSignals = [&] {
+    if (options.handleSignals) {
+      std::signal(SIGINT, previousInt);
+      std::signal(SIGTERM, previousTerm);
+    }
+  };
+
+  std::vector<torch::Tensor> parameters = seqModel->parameters();
+  seqModel->train();
+  bool warnedNonFinite = false;
+  while (currentStep < totalSteps) {
+    if (options.handleSignals && stopSignal.load() != 0) {
+      saveCheckpoint();
+      progress->finish();
+      progress->note(fmt::format(
+          "interrupted at step {}/{}; checkpoint written; continue with "
+          "fp-train --resume {}",
+          currentStep, totalSteps, directory.string()));
+      restoreSignals();
+      return RunOutcome::Interrupted;
+    }
+    auto stepStart = std::chrono::steady_clock::now();
+
+    int64_t cap = 0;
+    if (trainConfig.gammaCap) {
+      cap = drawIterationCap();
+      seqModel->setTrainIterationCap(cap);
+    }
+    Batch batch =
+        task->trainBatch(trainConfig.batchSize, trainConfig.seed, currentStep);
+    double lr = learningRate(schedule, currentStep);
+    setLearningRate(*optimizer, lr);
+
+    // Gradients to None, as PyTorch's zero_grad() (the same on every
+    // LibTorch): a parameter outside this step's graph gets no update.
+    for (torch::Tensor &parameter : parameters)
+      parameter.mutable_grad() = torch::Tensor();
+    torch::Tensor logits = seqModel->forward(batch.inputs.to(device));
+    torch::Tensor loss = task->loss(logits, batch);
+    loss.backward();
+    double gradNorm = clipGradients(parameters, trainConfig.optimizer.clipNorm);
+    optimizer->step();
+
+    double lossValue = loss.item<double>();
+    if (!std::isfinite(lossValue) && !warnedNonFinite) {
+      progress->note(fmt::format(
+          "warning: the loss is {} at step {}; consider a lower --lr",
+          lossValue, currentStep + 1));
+      warnedNonFinite = true;
+    }
+    const ForwardStats &stats = seqModel->lastStats();
+    window.steps += 1;
+    window.lossSum += lossValue;
+    window.gradNormSum += gradNorm;
+    window.itersSum += stats.meanIterations();
+    window.itersMax = std::max(window.itersMax, stats.maxIterations());
+    window.tokens += batch.inputs.numel();
+    window.seconds += std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - stepStart)
+                          .count();
+    ++currentStep;
+
+    bool logStep =
+        currentStep % trainConfig.logEvery == 0 || currentStep == totalSteps;
+    ProgressSnapshot snapshot;
+    snapshot.step = currentStep;
+    snapshot.totalSteps = totalSteps;
+    snapshot.loss = window.lossSum / window.steps;
+    snapshot.lr = lr;
+    snapshot.gradNorm = window.gradNormSum / window.steps;
+    snapshot.itersMean = window.itersSum / window.steps;
+    snapshot.itersMax = window.itersMax;
+    snapshot.tokensPerSecond =
+        window.seconds > 0 ? window.tokens / window.seconds : 0;
+    progress->update(snapshot, logStep);
+    if (logStep)
+      logTrainingStep(lr, cap);
+
+    if (trainConfig.evalEvery > 0 && currentStep % trainConfig.evalEvery == 0) {
+      LengthScores scores = validate();
+      logValidation(scores);
+      progress->note(fmt::format(
+          "validation at step {}: loss {:.4f}, token accuracy {:.4f}, "
+          "sequence accuracy {:.4f}",
+          currentStep, scores.scores.loss, scores.scores.tokenAccuracy,
+          scores.scores.sequenceAccuracy));
+    }
+    if (trainConfig.checkpointEvery > 0 &&
+        currentStep % trainConfig.checkpointEvery == 0)
+      saveCheckpoint();
+    if (currentStep == options.stopAfterStep) {
+      progress->finish();
+      restoreSignals();
+      return RunOutcome::Stopped;
+    }
+  }
+  restoreSignals();
+  progress->finish();
+
+  if (lastCheckpointStep != currentStep)
+    saveCheckpoint();
+  std::vector<LengthScores> results = evaluate();
+  writeEvaluation(results);
+  for (const LengthScores &result : results) {
+    std::string line = fmt::format(
+        "eval length {}: sequence accuracy {:.4f}, token accuracy {:.4f}",
+        result.length, result.scores.sequenceAccuracy,
+        result.scores.tokenAccuracy);
+    if (result.itersMax > 0)
+      line += fmt::format(", fp iterations {:.1f} (max {})", result.itersMean,
+                          result.itersMax);
+    progress->note(line);
+  }
+  progress->note(fmt::format("wrote {}", file(RunFiles::eval).string()));
+  return RunOutcome::Finished;
+}
+
+//===----------------------------------------------------------------------===//
+// Metrics
+//===----------------------------------------------------------------------===//
+
+void Trainer::appendMetrics(const nlohmann::ordered_json &record) {
+  std::ofstream out(file(RunFiles::metrics), std::ios::app);
+  out << record.dump() << "\n";
+  out.flush();
+  if (!out)
+    throw std::runtime_error(
+        fmt::format("cannot append to '{}'", file(RunFiles::metrics).string()));
+}
+
+void Trainer::logTrainingStep(double lr, int64_t cap) {
+  nlohmann::ordered_json record = {
+      {"step", currentStep},
+      {"kind", "train"},
+      {"loss", number(window.lossSum / window.steps)},
+      {"lr", lr},
+      {"grad_norm", number(window.gradNormSum / window.steps)},
+      {"fp_iters_mean", window.itersSum / window.steps},
+      {"fp_iters_max", window.itersMax},
+      {"tokens_per_s",
+       window.seconds > 0 ? window.tokens / window.seconds : 0.0},
+      {"elapsed_s", elapsedSeconds()},
+  };
+  if (trainConfig.gammaCap)
+    record["iter_cap"] = cap;
+  appendMetrics(record);
+  window = Window{};
+}
+
+void Trainer::logValidation(const LengthScores &scores) {
+  appendMetrics({
+      {"step", currentStep},
+      {"kind", "val"},
+      {"loss", number(scores.scores.loss)},
+      {"token_accuracy", number(scores.scores.tokenAccuracy)},
+      {"sequence_accuracy", number(scores.scores.sequenceAccuracy)},
+      {"extra", number(scores.scores.extra)},
+      {"fp_iters_mean", scores.itersMean},
+      {"fp_iters_max", scores.itersMax},
+      {"elapsed_s", elapsedSeconds()},
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Evaluation
+//===----------------------------------------------------------------------===//
+
+LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
+  bool wasTraining = seqModel->is_training();
+  seqModel->eval();
+  torch::NoGradGuard noGrad;
+
+  LengthScores result;
+  result.length = length;
+  double lossSum = 0, tokenHits = 0, sequenceHits = 0, extraSum = 0;
+  double itersSum = 0;
+  int64_t rowsRun = 0;
+  const int64_t rows = batch.inputs.size(0);
+  const int64_t chunkRows = std::max<int64_t>(trainConfig.evalBatch, 1);
+  for (int64_t first = 0; first < rows; first += chunkRows) {
+    int64_t count = std::min(chunkRows, rows - first);
+    Batch chunk{batch.inputs.narrow(0, first, count),
+                batch.targets.narrow(0, first, count)};
+    torch::Tensor logits = seqModel->forward(chunk.inputs.to(device));
+    Scores scores = task->score(logits, chunk);
+    lossSum += scores.loss * scores.tokens;
+    tokenHits += scores.tokenAccuracy * scores.tokens;
+    sequenceHits += scores.sequenceAccuracy * scores.sequences;
+    extraSum += scores.extra * scores.sequences;
+    result.scores.tokens += scores.tokens;
+    result.scores.sequences += scores.sequences;
+    const ForwardStats &stats = seqModel->lastStats();
+    itersSum += stats.meanIterations() * count;
+    result.itersMax = std::max(result.itersMax, stats.maxIterations());
+    rowsRun += count;
+  }
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Scores &total = result.scores;
+  total.loss = total.tokens ? lossSum / total.tokens : nan;
+  total.tokenAccuracy = total.tokens ? tokenHits / total.tokens : nan;
+  total.sequenceAccuracy =
+      total.sequences ? sequenceHits / total.sequences : nan;
+  total.extra = total.sequences ? extraSum / total.sequences : nan;
+  result.itersMean = rowsRun ? itersSum / rowsRun : 0;
+  if (wasTraining)
+    seqModel->train();
+  return result;
+}
+
+LengthScores Trainer::validate() {
+  if (!validationBatch)
+    validationBatch = task->trainBatch(
+        trainConfig.evalCount, validationSeed(trainConfig.seed), /*step=*/0);
+  return scoreInChunks(*validationBatch, task->options().trainLength);
+}
+
+std::vector<LengthScores> Trainer::evaluate() {
+  std::vector<LengthScores> results;
+  uint64_t seed = evaluationSeed(trainConfig.seed);
+  for (int64_t length : task->evalLengths())
+    results.push_back(scoreInChunks(
+        task->evalBatch(length, trainConfig.evalCount, seed), length));
+  return results;
+}
+
+void Trainer::writeEvaluation(const std::vector<LengthScores> &results) {
+  nlohmann::ordered_json lengths = nlohmann::ordered_json::array();
+  for (const LengthScores &result : results)
+    lengths.push_back({
+        {"length", result.length},
+        {"sequence_accuracy", number(result.scores.sequenceAccuracy)},
+        {"token_accuracy", number(result.scores.tokenAccuracy)},
+        {"loss", number(result.scores.loss)},
+        {"extra", number(result.scores.extra)},
+        {"fp_iters_mean", result.itersMean},
+        {"fp_iters_max", result.itersMax},
+        {"sequences", result.scores.sequences},
+        {"tokens", result.scores.tokens},
+    });
+  nlohmann::ordered_json json = {
+      {"task", trainConfig.task},
+      {"model", trainConfig.modelSource},
+      {"step", currentStep},
+      {"train_length", task->options().trainLength},
+      {"eval_count", trainConfig.evalCount},
+      {"lengths", lengths},
+  };
+  writeFileAtomically(file(RunFiles::eval), json.dump(2) + "\n");
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+
+void Trainer::saveCheckpoint() {
+  torch::serialize::OutputArchive archive;
+  archive.write("format", c10::IValue(std::string(kCheckpointFormat)));
+  archive.write("config", c10::IValue(toJson(trainConfig).dump()));
+
+  std::ostringstream engine;
+  engine << rng;
+  nlohmann::json state = {
+      {"step", currentStep},
+      {"elapsed_s", elapsedSeconds()},
+      {"rng", engine.str()},
+      {"window",
+       {{"steps", window.steps},
+        {"loss_sum", window.lossSum},
+        {"grad_norm_sum", window.gradNormSum},
+        {"iters_sum", window.itersSum},
+        {"iters_max", window.itersMax},
+        {"tokens", window.tokens},
+        {"seconds", window.seconds}}},
+  };
+  archive.write("trainer", c10::IValue(state.dump()));
+
+  torch::serialize::OutputArchive modelArchive;
+  seqModel->save(modelArchive);
+  archive.write("model", modelArchive);
+  torch::serialize::OutputArchive optimizerArchive;
+  optimizer->save(optimizerArchive);
+  archive.write("optimizer", optimizerArchive);
+
+  {
+    at::Generator cpu = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    archive.write("rng_cpu", cpu.get_state(), /*is_buffer=*/true);
+  }
+  if (device.is_cuda()) {
+    at::Generator cuda = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(cuda.mutex());
+    archive.write("rng_cuda", cuda.get_state(), /*is_buffer=*/true);
+  }
+
+  fs::path path = file(RunFiles::checkpoint);
+  fs::path temporary = path;
+  temporary += ".tmp";
+  archive.save_to(temporary.string());
+  std::error_code error;
+  fs::rename(temporary, path, error);
+  if (error)
+    throw std::runtime_error(fmt::format("cannot rename '{}' to '{}': {}",
+                                         temporary.string(), path.string(),
+                                         error.message()));
+  lastCheckpointStep = currentStep;
+}
+
+void Trainer::loadCheckpoint() {
+  fs::path path = file(RunFiles::checkpoint);
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path.string(), device);
+  } catch (const c10::Error &error) {
+    throw std::runtime_error(fmt::format("cannot read '{}': {}", path.string(),
+                                         error.what_without_backtrace()));
+  }
+  if (readString(archive, "format") != kCheckpointFormat)
+    throw std::runtime_error(
+        fmt::format("'{}' is not an fpc checkpoint of format {}", path.string(),
+                    kCheckpointFormat));
+  nlohmann::json saved = nlohmann::json::parse(readString(archive, "config"));
+  nlohmann::ordered_json savedComparable =
+      comparableConfig(trainConfigFromJson(saved));
+  if (savedComparable != comparableConfig(trainConfig))
+    throw std::runtime_error(
+        fmt::format("'{}' was written for another configuration than '{}'",
+                    path.string(), file(RunFiles::config).string()));
+
+  torch::serialize::InputArchive modelArchive;
+  archive.read("model", modelArchive);
+  seqModel->load(modelArchive);
+  torch::serialize::InputArchive optimizerArchive;
+  archive.read("optimizer", optimizerArchive);
+  optimizer->load(optimizerArchive);
+
+  nlohmann::json state = nlohmann::json::parse(readString(archive, "trainer"));
+  currentStep = state.at("step").get<int64_t>();
+  elapsedBefore = state.at("elapsed_s").get<double>();
+  sessionStart = std::chrono::steady_clock::now();
+  std::istringstream engine(state.at("rng").get<std::string>());
+  engine >> rng;
+  const nlohmann::json &w = state.at("window");
+  window.steps = w.at("steps").get<int64_t>();
+  window.lossSum = w.at("loss_sum").get<double>();
+  window.gradNormSum = w.at("grad_norm_sum").get<double>();
+  window.itersSum = w.at("iters_sum").get<double>();
+  window.itersMax = w.at("iters_max").get<int64_t>();
+  window.tokens = w.at("tokens").get<int64_t>();
+  window.seconds = w.at("seconds").get<double>();
+
+  {
+    torch::Tensor cpuState;
+    archive.read("rng_cpu", cpuState, /*is_buffer=*/true);
+    at::Generator cpu = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    cpu.set_state(cpuState.cpu());
+  }
+  if (device.is_cuda()) {
+    torch::Tensor cudaState;
+    if (archive.try_read("rng_cuda", cudaState, /*is_buffer=*/true)) {
+      at::Generator cuda = at::globalContext().defaultGenerator(device);
+      std::lock_guard<std::mutex> lock(cuda.mutex());
+      cuda.set_state(cudaState.cpu());
+    }
+  }
+  lastCheckpointStep = currentStep;
+}
+
+} // namespace fp::rt

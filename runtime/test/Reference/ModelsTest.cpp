@@ -1,0 +1,217 @@
+//===- ModelsTest.cpp - Reference models and primitives ---------*- C++ -*-===//
+//
+// The primitives against naive loops, the LM wrapper's structure and
+// initialisation (spec §6), causality of every reference model, convergence
+// of the FP-Mamba solve, and the factory's errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/Reference/LanguageModel.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace fp::rt;
+using namespace fp::rt::ref;
+
+namespace {
+
+torch::TensorOptions f64() {
+  return torch::TensorOptions().dtype(torch::kFloat64);
+}
+
+TEST(Primitives, ShiftMovesAlongTimeWithZeros) {
+  torch::Tensor x = torch::arange(1, 7, f64()).view({1, 3, 2});
+  torch::Tensor right = shiftTime(x, 1);
+  EXPECT_TRUE(torch::equal(
+      right, torch::tensor({{{0.0, 0.0}, {1.0, 2.0}, {3.0, 4.0}}}, f64())));
+  torch::Tensor left = shiftTime(x, -1);
+  EXPECT_TRUE(torch::equal(
+      left, torch::tensor({{{3.0, 4.0}, {5.0, 6.0}, {0.0, 0.0}}}, f64())));
+  EXPECT_TRUE(torch::equal(shiftTime(x, 3), torch::zeros_like(x)));
+}
+
+TEST(Primitives, SelectiveScanMatchesNaiveLoops) {
+  const int64_t B = 2, T = 5, d = 3, N = 4;
+  torch::Tensor u = torch::randn({B, T, d}, f64());
+  torch::Tensor delta = torch::rand({B, T, d}, f64()) + 0.1;
+  torch::Tensor A = -torch::rand({d, N}, f64()) - 0.5;
+  torch::Tensor Bm = torch::randn({B, T, N}, f64());
+  torch::Tensor Cm = torch::randn({B, T, N}, f64());
+  torch::Tensor D = torch::randn({d}, f64());
+  torch::Tensor y = selectiveScan(u, delta, A, Bm, Cm, D);
+  auto ua = u.accessor<double, 3>(), da = delta.accessor<double, 3>();
+  auto aa = A.accessor<double, 2>();
+  auto ba = Bm.accessor<double, 3>();
+  auto ca = Cm.accessor<double, 3>(), ya = y.accessor<double, 3>();
+  auto skip = D.accessor<double, 1>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < d; ++i) {
+      std::vector<double> state(N, 0.0);
+      for (int64_t t = 0; t < T; ++t) {
+        double out = skip[i] * ua[b][t][i];
+        for (int64_t n = 0; n < N; ++n) {
+          state[n] = std::exp(da[b][t][i] * aa[i][n]) * state[n] +
+                     da[b][t][i] * ba[b][t][n] * ua[b][t][i];
+          out += ca[b][t][n] * state[n];
+        }
+        EXPECT_NEAR(ya[b][t][i], out, 1e-12);
+      }
+    }
+}
+
+TEST(Primitives, CausalConvMatchesNaiveLoops) {
+  torch::Tensor x = torch::randn({2, 6, 3}, f64());
+  torch::Tensor w = torch::randn({3, 4}, f64());
+  torch::Tensor bias = torch::randn({3}, f64());
+  torch::Tensor y = causalConv(x, w, bias);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t t = 0; t < 6; ++t)
+      for (int64_t c = 0; c < 3; ++c) {
+        double expected = bias[c].item<double>();
+        for (int64_t k = 0; k < 4; ++k) {
+          int64_t source = t - 3 + k;
+          if (source >= 0)
+            expected += w[c][k].item<double>() * x[b][source][c].item<double>();
+        }
+        EXPECT_NEAR(y[b][t][c].item<double>(), expected, 1e-12);
+      }
+}
+
+TEST(Primitives, WeightNormStartsAtTheUnderlyingWeight) {
+  WNLinear linear(5, 3, /*withBias=*/false, torch::kFloat64);
+  EXPECT_LT((linear.weight() - linear.weightV).abs().max().item<double>(),
+            1e-15);
+}
+
+ModelConfig lmConfig(const std::string &kind) {
+  ModelConfig config;
+  config.kind = kind;
+  config.vocabSize = 13;
+  config.dModel = 8;
+  config.nLayers = 2;
+  config.dState = 4;
+  config.mixer = "kronecker";
+  config.dtype = torch::kFloat64;
+  return config;
+}
+
+TEST(LanguageModel, PadsVocabularyAndTiesTheHead) {
+  auto model = std::dynamic_pointer_cast<LanguageModel>(
+      makeReferenceModel(lmConfig("fp_mamba")));
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->embedding.size(0), 16); // 13 padded to a multiple of 8
+  torch::Tensor tokens = torch::randint(0, 13, {3, 7});
+  torch::Tensor logits = model->forward(tokens);
+  EXPECT_EQ(logits.sizes(), torch::IntArrayRef({3, 7, 16}));
+  // One iteration count per fixed-point layer and sample.
+  ASSERT_EQ(model->lastStats().iterations.size(), 2u);
+  EXPECT_EQ(model->lastStats().iterations[0].numel(), 3);
+  EXPECT_GE(model->lastStats().maxIterations(), 3);
+}
+
+TEST(LanguageModel, InitialisesLikeTheReferenceWrapper) {
+  auto model = makeReferenceModel(lmConfig("fp_mamba"));
+  bool sawDtBias = false, sawMixerBias = false, sawOutProj = false;
+  for (const auto &item : model->named_parameters()) {
+    const std::string &name = item.key();
+    const torch::Tensor &value = item.value();
+    if (name.find("dt_proj.bias") != std::string::npos) {
+      sawDtBias = true;
+      // softplus(b) = Δ₀ ∈ [1e-3, 1e-1].
+      torch::Tensor dt = torch::softplus(value);
+      EXPECT_TRUE(
+          ((dt >= 1e-3 - 1e-12) & (dt <= 1e-1 + 1e-12)).all().item<bool>());
+    } else if (name.find("mixer.gate_proj.bias") != std::string::npos) {
+      sawMixerBias = true;
+      EXPECT_EQ(value.abs().max().item<double>(), 0.0) << name;
+    } else if (name.find("out_proj.weight") != std::string::npos) {
+      sawOutProj = true;
+      double bound = 1.0 / std::sqrt(16.0) / std::sqrt(2.0);
+      EXPECT_LE(value.abs().max().item<double>(), bound) << name;
+    }
+    if (name.find("A_log") != std::string::npos) {
+      torch::Tensor expected =
+          torch::log(torch::arange(1, 5, f64())).expand({16, 4});
+      EXPECT_LT((value - expected).abs().max().item<double>(), 1e-15);
+    }
+  }
+  EXPECT_TRUE(sawDtBias && sawMixerBias && sawOutProj);
+}
+
+/// Logits at positions ≤ t do not depend on tokens after t. The FP solves run
+/// a fixed number of steps so the global stop rule cannot couple positions.
+void expectCausal(ModelConfig config) {
+  config.solver.fixedIters = 6;
+  torch::manual_seed(3);
+  auto model = makeReferenceModel(config);
+  model->eval();
+  torch::Tensor tokens = torch::randint(0, config.vocabSize, {2, 9});
+  torch::Tensor changed = tokens.clone();
+  changed.narrow(1, 5, 4).random_(0, config.vocabSize);
+  torch::Tensor a = model->forward(tokens), b = model->forward(changed);
+  EXPECT_LT((a.narrow(1, 0, 5) - b.narrow(1, 0, 5)).abs().max().item<double>(),
+            1e-12)
+      << config.kind;
+  EXPECT_GT((a - b).abs().max().item<double>(), 1e-6) << config.kind;
+}
+
+TEST(LanguageModel, ReferenceModelsAreCausal) {
+  for (std::string kind : {"fp_mamba", "mamba", "fp_rnn"}) {
+    ModelConfig config = lmConfig(kind);
+    config.useShortConv = true;
+    expectCausal(config);
+  }
+  ModelConfig householder = lmConfig("fp_mamba");
+  householder.mixer = "householder";
+  householder.mixerRank = 2;
+  expectCausal(householder);
+}
+
+TEST(FPMamba, SolveConvergesToAFixedPoint) {
+  torch::manual_seed(11);
+  ModelConfig config = lmConfig("fp_mamba");
+  config.solver.tolerance = 1e-6;
+  FPMambaLayer layer(config);
+  layer.eval();
+  torch::Tensor u = torch::randn({4, 6, config.dModel}, f64());
+  torch::NoGradGuard noGrad;
+  FPMambaInvariants inv = layer.precompute(u);
+  SolveResult solved = solveFixedPoint(
+      [&](const torch::Tensor &y) { return layer.applyMap(y, inv); },
+      torch::zeros_like(inv.x), config.solver, /*training=*/false);
+  EXPECT_LT(solved.steps, config.solver.maxIterEval);
+  // Evaluation needs every sample below tolerance.
+  EXPECT_LT(solved.bestResidual.max().item<double>(), 1e-6);
+  torch::Tensor residual =
+      relativeResidual(solved.y, layer.applyMap(solved.y, inv));
+  EXPECT_LT(residual.max().item<double>(), 1e-5);
+}
+
+TEST(Factory, RejectsBadConfigurations) {
+  auto expectError = [](ModelConfig config, const std::string &fragment) {
+    try {
+      makeReferenceModel(config);
+      FAIL() << "expected an error mentioning '" << fragment << "'";
+    } catch (const std::invalid_argument &error) {
+      EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos)
+          << error.what();
+    }
+  };
+  ModelConfig config = lmConfig("fp_mamba");
+  config.kind = "rwkv";
+  expectError(config, "unknown model kind 'rwkv'");
+  config = lmConfig("fp_mamba");
+  config.nLayers = 0;
+  expectError(config, "number of layers must be positive");
+  config = lmConfig("fp_mamba");
+  config.mixer = "monarch";
+  config.mixerRank = 3;
+  expectError(config, "powers of two");
+  config = lmConfig("fp_mamba");
+  config.kroneckerNorm = "frobenius";
+  expectError(config, "unknown Kronecker normalisation 'frobenius'");
+}
+
+} // namespace

@@ -1,0 +1,509 @@
+//===- TrainerTest.cpp - Training loop, checkpoints, evaluation -*- C++ -*-===//
+//
+// Runs the Trainer on a small task (predict the previous token) with an LSTM,
+// the reference FP-Mamba, and a toy model whose output depends on its
+// iteration cap and which reports fixed-point statistics. Checks: training
+// learns; an interrupted and resumed run reproduces the uninterrupted one bit
+// for bit (losses, learning rates, gradient norms, iteration caps, final
+// parameters, evaluation); stale metrics after a crash are cut; checkpoints of
+// another configuration are refused; chunked evaluation equals unchunked; Gamma
+// caps follow spec §3.5 and reach the model before its forward pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/Train/Trainer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include <unistd.h>
+
+using namespace fp::rt;
+using testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Targets are the previous input token (position 0 unsupervised). Training
+/// sequences have length 6.
+class ShiftTask : public Task {
+public:
+  std::string name() const override { return "shift"; }
+  int64_t vocabSize() const override { return 5; }
+  TaskDefaults defaults() const override { return {}; }
+  Batch trainBatch(int64_t batchSize, uint64_t seed,
+                   int64_t step) const override {
+    return make(batchSize, 6, seed * 1000003u + static_cast<uint64_t>(step));
+  }
+  std::vector<int64_t> evalLengths() const override { return {4, 12}; }
+  Batch evalBatch(int64_t length, int64_t count, uint64_t seed) const override {
+    return make(count, length, seed ^ (static_cast<uint64_t>(length) << 32));
+  }
+  TaskOptions options() const override {
+    TaskOptions options;
+    options.trainLength = 6;
+    return options;
+  }
+
+private:
+  static Batch make(int64_t rows, int64_t length, uint64_t seed) {
+    auto generator = torch::make_generator<at::CPUGeneratorImpl>(seed);
+    torch::Tensor inputs =
+        torch::randint(5, {rows, length}, generator, torch::kLong);
+    torch::Tensor targets =
+        torch::full({rows, length}, kIgnoreIndex, torch::kLong);
+    targets.narrow(1, 1, length - 1).copy_(inputs.narrow(1, 0, length - 1));
+    return {inputs, targets};
+  }
+};
+
+/// A model whose output depends on its iteration cap: `cap` rounds of
+/// h ← tanh(W h + u) per token, with u mixing the current and previous
+/// token. Reports cap + 1 iterations for every sample.
+class CappedModel : public SequenceModel {
+public:
+  CappedModel() {
+    current = register_module("current", torch::nn::Embedding(8, 8));
+    previous = register_module("previous", torch::nn::Embedding(8, 8));
+    mix = register_module("mix", torch::nn::Linear(8, 8));
+    head = register_module("head", torch::nn::Linear(8, 8));
+  }
+  torch::Tensor forward(const torch::Tensor &tokens) override {
+    torch::Tensor shifted =
+        torch::cat({torch::zeros_like(tokens.narrow(1, 0, 1)),
+                    tokens.narrow(1, 0, tokens.size(1) - 1)},
+                   1);
+    torch::Tensor u = current->forward(tokens) + previous->forward(shifted);
+    torch::Tensor h = torch::zeros_like(u);
+    for (int64_t i = 0; i < cap; ++i)
+      h = torch::tanh(mix->forward(h) + u);
+    stats = ForwardStats{};
+    stats.iterations.push_back(
+        torch::full({tokens.size(0)}, cap + 1, torch::kLong));
+    return head->forward(h);
+  }
+  void setTrainIterationCap(int64_t newCap) override { cap = newCap; }
+
+private:
+  int64_t cap = 3;
+  torch::nn::Embedding current{nullptr}, previous{nullptr};
+  torch::nn::Linear mix{nullptr}, head{nullptr};
+};
+
+TrainConfig smallConfig(const std::string &kind) {
+  TrainConfig config;
+  config.modelSource = "reference:" + kind;
+  config.model.kind = kind;
+  config.model.vocabSize = 5;
+  config.model.dModel = 8;
+  config.task = "shift";
+  config.evalCount = 10;
+  config.evalBatch = 4;
+  config.optimizer.lr = 1e-2;
+  config.optimizer.schedule = Schedule::WarmupCosine;
+  config.optimizer.warmupSteps = 2;
+  config.optimizer.minLrRatio = 0.1;
+  config.optimizer.clipNorm = 0.5;
+  config.batchSize = 8;
+  config.steps = 8;
+  config.seed = 11;
+  config.logEvery = 1;
+  config.evalEvery = 4;
+  config.checkpointEvery = 3;
+  config.threads = 1;
+  return config;
+}
+
+std::shared_ptr<SequenceModel> buildModel(const TrainConfig &config,
+                                          uint64_t initSeed) {
+  torch::manual_seed(initSeed);
+  if (config.model.kind == "capped")
+    return std::make_shared<CappedModel>();
+  return makeReferenceModel(config.model);
+}
+
+TrainerOptions quiet() {
+  TrainerOptions options;
+  options.progress = ProgressMode::Quiet;
+  return options;
+}
+
+/// A run directory under the temporary directory, removed at the end.
+struct RunDir {
+  explicit RunDir(const std::string &tag) {
+    path =
+        fs::temp_directory_path() /
+        fmt::format(
+            "fp-trainer-test-{}-{}-{}", ::getpid(),
+            testing::UnitTest::GetInstance()->current_test_info()->name(), tag);
+    fs::remove_all(path);
+  }
+  ~RunDir() { fs::remove_all(path); }
+  fs::path path;
+};
+
+std::vector<nlohmann::json> readMetrics(const fs::path &directory) {
+  std::vector<nlohmann::json> records;
+  std::ifstream in(directory / RunFiles::metrics);
+  std::string line;
+  while (std::getline(in, line))
+    records.push_back(nlohmann::json::parse(line));
+  return records;
+}
+
+/// The records without their timing fields, which differ between runs.
+std::vector<nlohmann::json>
+withoutTimings(std::vector<nlohmann::json> records) {
+  for (nlohmann::json &record : records) {
+    record.erase("tokens_per_s");
+    record.erase("elapsed_s");
+  }
+  return records;
+}
+
+nlohmann::json readJson(const fs::path &path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::shared_ptr<const Task> shiftTask() {
+  return std::make_shared<ShiftTask>();
+}
+
+} // namespace
+
+TEST(TrainerTest, LstmLearnsTheShiftTask) {
+  RunDir dir("lstm");
+  TrainConfig config = smallConfig("lstm");
+  config.model.dModel = 16;
+  config.optimizer.schedule = Schedule::Constant;
+  config.optimizer.warmupSteps = 0;
+  config.optimizer.clipNorm = 1.0;
+  config.steps = 150;
+  config.batchSize = 16;
+  config.logEvery = 10;
+  config.evalEvery = 0;
+  config.checkpointEvery = 0;
+  Trainer trainer(config, buildModel(config, 1), shiftTask(), dir.path,
+                  quiet());
+  EXPECT_EQ(trainer.start(), RunOutcome::Finished);
+  EXPECT_EQ(trainer.step(), 150);
+
+  std::vector<nlohmann::json> metrics = readMetrics(dir.path);
+  ASSERT_EQ(metrics.size(), 15u);
+  double first = metrics.front()["loss"], last = metrics.back()["loss"];
+  EXPECT_LT(last, 0.3 * first);
+  nlohmann::json eval = readJson(dir.path / RunFiles::eval);
+  ASSERT_EQ(eval["lengths"].size(), 2u);
+  for (const nlohmann::json &length : eval["lengths"]) {
+    EXPECT_GT(length["token_accuracy"].get<double>(), 0.95) << length;
+    EXPECT_EQ(length["sequences"], 10);
+  }
+  EXPECT_EQ(eval["lengths"][1]["length"], 12);
+  EXPECT_EQ(eval["lengths"][1]["tokens"], 10 * 11);
+  EXPECT_TRUE(fs::exists(dir.path / RunFiles::checkpoint));
+  EXPECT_FALSE(fs::exists(dir.path / "checkpoint.pt.tmp"));
+}
+
+class ResumeTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(ResumeTest, ResumedRunReproducesTheUninterruptedRun) {
+  TrainConfig config = smallConfig(GetParam());
+  config.gammaCap = GetParam() != "lstm";
+  config.model.solver.maxIterTrain = 5;
+  config.model.solver.maxIterEval = 20;
+  // The checkpoint at step 3 falls inside the log window of steps 3-4.
+  config.logEvery = 2;
+  RunDir straightDir("straight"), resumedDir("resumed");
+
+  Trainer straight(config, buildModel(config, 5), shiftTask(), straightDir.path,
+                   quiet());
+  ASSERT_EQ(straight.start(), RunOutcome::Finished);
+
+  // Killed after step 5: the last checkpoint is at step 3, and metrics.jsonl
+  // already holds step 4 and the validation at step 4.
+  TrainerOptions killed = quiet();
+  killed.stopAfterStep = 5;
+  {
+    Trainer first(config, buildModel(config, 5), shiftTask(), resumedDir.path,
+                  killed);
+    ASSERT_EQ(first.start(), RunOutcome::Stopped);
+  }
+  EXPECT_EQ(readMetrics(resumedDir.path).back()["step"], 4);
+  EXPECT_FALSE(fs::exists(resumedDir.path / RunFiles::eval));
+
+  // The resumed model starts from other weights: everything must come from
+  // the checkpoint.
+  Trainer second(config, buildModel(config, 999), shiftTask(), resumedDir.path,
+                 quiet());
+  ASSERT_EQ(second.resume(), RunOutcome::Finished);
+  EXPECT_EQ(second.step(), 8);
+
+  std::vector<nlohmann::json> expected =
+      withoutTimings(readMetrics(straightDir.path));
+  std::vector<nlohmann::json> actual =
+      withoutTimings(readMetrics(resumedDir.path));
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(actual[i], expected[i]) << "record " << i;
+  // Exact, not approximate: compare the losses as doubles too.
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (expected[i]["kind"] == "train") {
+      EXPECT_EQ(actual[i]["loss"].get<double>(),
+                expected[i]["loss"].get<double>());
+      if (config.gammaCap) {
+        EXPECT_EQ(actual[i]["iter_cap"], expected[i]["iter_cap"]);
+      }
+    }
+
+  auto straightParams = straight.model().named_parameters();
+  auto resumedParams = second.model().named_parameters();
+  for (const auto &item : straightParams)
+    EXPECT_TRUE(torch::equal(item.value(), resumedParams[item.key()]))
+        << item.key();
+  EXPECT_EQ(readJson(straightDir.path / RunFiles::eval)["lengths"],
+            readJson(resumedDir.path / RunFiles::eval)["lengths"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ResumeTest,
+                         testing::Values("lstm", "capped", "fp_mamba"),
+                         [](const testing::TestParamInfo<std::string> &info) {
+                           return info.param;
+                         });
+
+TEST(TrainerTest, ResumeExtendsARunAndRefusesFewerSteps) {
+  RunDir dir("extend");
+  TrainConfig config = smallConfig("lstm");
+  {
+    Trainer trainer(config, buildModel(config, 1), shiftTask(), dir.path,
+                    quiet());
+    trainer.start();
+  }
+  TrainConfig longer = config;
+  longer.steps = 10;
+  Trainer extended(longer, buildModel(config, 2), shiftTask(), dir.path,
+                   quiet());
+  EXPECT_EQ(extended.resume(), RunOutcome::Finished);
+  std::vector<nlohmann::json> metrics = readMetrics(dir.path);
+  EXPECT_EQ(metrics.back()["step"], 10);
+  EXPECT_EQ(readJson(dir.path / RunFiles::config)["training"]["steps"], 10);
+  EXPECT_EQ(readJson(dir.path / RunFiles::eval)["step"], 10);
+  // Steps are strictly increasing per kind: nothing was logged twice.
+  int64_t lastTrain = 0;
+  for (const nlohmann::json &record : metrics)
+    if (record["kind"] == "train") {
+      EXPECT_GT(record["step"].get<int64_t>(), lastTrain);
+      lastTrain = record["step"];
+    }
+
+  TrainConfig shorter = config;
+  shorter.steps = 4;
+  Trainer refused(shorter, buildModel(config, 3), shiftTask(), dir.path,
+                  quiet());
+  try {
+    refused.restore();
+    ADD_FAILURE() << "restoring 10 steps into a 4-step run succeeded";
+  } catch (const std::invalid_argument &error) {
+    EXPECT_THAT(error.what(), HasSubstr("has already done 10 steps"));
+  }
+}
+
+TEST(TrainerTest, CheckpointOfAnotherConfigurationIsRefused) {
+  RunDir dir("mismatch");
+  TrainConfig config = smallConfig("lstm");
+  {
+    Trainer trainer(config, buildModel(config, 1), shiftTask(), dir.path,
+                    quiet());
+    trainer.start();
+  }
+  TrainConfig other = config;
+  other.optimizer.lr = 0.5;
+  Trainer trainer(other, buildModel(config, 1), shiftTask(), dir.path, quiet());
+  try {
+    trainer.restore();
+    ADD_FAILURE() << "a checkpoint of another configuration was accepted";
+  } catch (const std::runtime_error &error) {
+    EXPECT_THAT(error.what(), HasSubstr("was written for another "
+                                        "configuration"));
+  }
+}
+
+TEST(TrainerTest, ResumeWithoutCheckpointRestartsFromStepZero) {
+  RunDir dir("nocheckpoint");
+  TrainConfig config = smallConfig("lstm");
+  config.checkpointEvery = 0;
+  TrainerOptions killed = quiet();
+  killed.stopAfterStep = 2;
+  {
+    Trainer trainer(config, buildModel(config, 1), shiftTask(), dir.path,
+                    killed);
+    EXPECT_EQ(trainer.start(), RunOutcome::Stopped);
+  }
+  EXPECT_FALSE(fs::exists(dir.path / RunFiles::checkpoint));
+  // A half-written line, as a crash can leave.
+  std::ofstream(dir.path / RunFiles::metrics, std::ios::app)
+      << R"({"step": 3, "kind": "tr)";
+  Trainer trainer(config, buildModel(config, 1), shiftTask(), dir.path,
+                  quiet());
+  EXPECT_EQ(trainer.resume(), RunOutcome::Finished);
+  std::vector<nlohmann::json> metrics = readMetrics(dir.path);
+  std::vector<int64_t> trainSteps;
+  for (const nlohmann::json &record : metrics)
+    if (record["kind"] == "train")
+      trainSteps.push_back(record["step"]);
+  EXPECT_EQ(trainSteps, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+}
+
+TEST(TrainerTest, TruncateMetricsKeepsRecordsUpToTheStep) {
+  RunDir dir("truncate");
+  fs::create_directories(dir.path);
+  fs::path path = dir.path / RunFiles::metrics;
+  std::ofstream(path) << R"({"step":1,"kind":"train"})"
+                         "\n"
+                      << R"({"step":2,"kind":"train"})"
+                         "\n"
+                      << R"({"step":2,"kind":"val"})"
+                         "\n"
+                      << "not json\n"
+                      << R"({"step":3,"kind":"train"})"
+                         "\n"
+                      << R"({"step":4,"ki)";
+  truncateMetrics(path, 2);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, R"({"step":1,"kind":"train"})"
+                  "\n"
+                  R"({"step":2,"kind":"train"})"
+                  "\n"
+                  R"({"step":2,"kind":"val"})"
+                  "\n");
+  truncateMetrics(dir.path / "missing.jsonl", 3);
+  EXPECT_FALSE(fs::exists(dir.path / "missing.jsonl"));
+}
+
+TEST(TrainerTest, ChunkedEvaluationEqualsOneChunk) {
+  RunDir dir("chunks");
+  TrainConfig config = smallConfig("transformer");
+  config.model.nHeads = 2;
+  config.model.dtype = torch::kFloat64;
+  config.evalCount = 10;
+  auto model = buildModel(config, 4);
+  config.evalBatch = 3; // chunks of 3, 3, 3, 1
+  Trainer chunked(config, model, shiftTask(), dir.path, quiet());
+  std::vector<LengthScores> a = chunked.evaluate();
+  config.evalBatch = 10;
+  Trainer whole(config, model, shiftTask(), dir.path, quiet());
+  std::vector<LengthScores> b = whole.evaluate();
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].length, b[i].length);
+    EXPECT_EQ(a[i].scores.sequences, 10);
+    EXPECT_EQ(a[i].scores.tokens, b[i].scores.tokens);
+    EXPECT_NEAR(a[i].scores.loss, b[i].scores.loss, 1e-12);
+    EXPECT_NEAR(a[i].scores.tokenAccuracy, b[i].scores.tokenAccuracy, 1e-12);
+    EXPECT_NEAR(a[i].scores.sequenceAccuracy, b[i].scores.sequenceAccuracy,
+                1e-12);
+    EXPECT_TRUE(std::isnan(a[i].scores.extra));
+  }
+  // Evaluation leaves the model in training mode.
+  EXPECT_TRUE(model->is_training());
+}
+
+TEST(TrainerTest, GammaCapsFollowTheSpecAndReachTheForwardPass) {
+  RunDir dir("gamma");
+  TrainConfig config = smallConfig("capped");
+  config.gammaCap = true;
+  config.steps = 300;
+  config.batchSize = 2;
+  config.evalEvery = 0;
+  config.checkpointEvery = 0;
+  Trainer trainer(config, buildModel(config, 1), shiftTask(), dir.path,
+                  quiet());
+  trainer.start();
+  double sum = 0;
+  int64_t count = 0, smallest = 1 << 20;
+  for (const nlohmann::json &record : readMetrics(dir.path)) {
+    if (record["kind"] != "train")
+      continue;
+    int64_t cap = record["iter_cap"];
+    // The model ran with the cap drawn for this very step.
+    EXPECT_EQ(record["fp_iters_max"].get<int64_t>(), cap + 1);
+    EXPECT_DOUBLE_EQ(record["fp_iters_mean"].get<double>(), cap + 1.0);
+    sum += cap;
+    smallest = std::min(smallest, cap);
+    ++count;
+  }
+  ASSERT_EQ(count, 300);
+  EXPECT_GE(smallest, 1);
+  // ceil(Gamma(4, 6/16 + 1)): mean 4 * 1.375 = 5.5, plus ~0.5 from the
+  // ceiling; the standard error of 300 draws is ~0.16.
+  EXPECT_NEAR(sum / count, 6.0, 0.6);
+}
+
+TEST(TrainerTest, MetricsAndEvaluationHaveTheDocumentedFields) {
+  RunDir dir("fields");
+  TrainConfig config = smallConfig("capped");
+  Trainer trainer(config, buildModel(config, 1), shiftTask(), dir.path,
+                  quiet());
+  trainer.start();
+  std::vector<nlohmann::json> metrics = readMetrics(dir.path);
+  ASSERT_EQ(metrics.size(), 8u + 2u); // 8 training steps, validation at 4, 8
+  for (const nlohmann::json &record : metrics) {
+    const char *train[] = {"step",         "kind",         "loss",
+                           "lr",           "grad_norm",    "fp_iters_mean",
+                           "fp_iters_max", "tokens_per_s", "elapsed_s"};
+    const char *val[] = {"step",
+                         "kind",
+                         "loss",
+                         "token_accuracy",
+                         "sequence_accuracy",
+                         "extra",
+                         "fp_iters_mean",
+                         "fp_iters_max",
+                         "elapsed_s"};
+    if (record["kind"] == "train") {
+      for (const char *key : train)
+        EXPECT_TRUE(record.contains(key)) << key;
+      EXPECT_EQ(record["fp_iters_max"], 4); // the default cap 3, plus one
+    } else {
+      ASSERT_EQ(record["kind"], "val");
+      for (const char *key : val)
+        EXPECT_TRUE(record.contains(key)) << key;
+      EXPECT_GE(record["token_accuracy"].get<double>(), 0.0);
+      EXPECT_LE(record["token_accuracy"].get<double>(), 1.0);
+      EXPECT_TRUE(record["extra"].is_null());
+    }
+  }
+  nlohmann::json configFile = readJson(dir.path / RunFiles::config);
+  EXPECT_EQ(configFile["fpc_version"], fpcVersion());
+  EXPECT_TRUE(configFile.contains("torch_version"));
+  EXPECT_EQ(configFile["task"]["eval_lengths"], nlohmann::json({4, 12}));
+  EXPECT_EQ(toJson(trainConfigFromJson(configFile)), toJson(config));
+  nlohmann::json eval = readJson(dir.path / RunFiles::eval);
+  EXPECT_EQ(eval["task"], "shift");
+  EXPECT_EQ(eval["model"], "reference:capped");
+  EXPECT_EQ(eval["step"], 8);
+  EXPECT_EQ(eval["train_length"], 6);
+  EXPECT_EQ(eval["lengths"][0]["fp_iters_mean"], 4.0);
+}
+
+TEST(TrainerTest, UnavailableCudaIsAClearError) {
+  if (torch::cuda::is_available())
+    GTEST_SKIP() << "a CUDA device is available here";
+  TrainConfig config = smallConfig("lstm");
+  config.device = "cuda";
+  RunDir dir("cuda");
+  try {
+    Trainer trainer(config, buildModel(config, 1), shiftTask(), dir.path,
+                    quiet());
+    ADD_FAILURE() << "--device cuda was accepted without CUDA";
+  } catch (const std::invalid_argument &error) {
+    EXPECT_THAT(error.what(), HasSubstr("CUDA is not available"));
+  }
+}

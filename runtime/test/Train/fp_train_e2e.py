@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+#===- fp_train_e2e.py - fp-train end to end --------------------------------===#
+#
+# Runs the fp-train binary as a user would: a short LSTM run whose files are
+# checked field by field, the refusal to reuse a run directory, a resume that
+# extends the run, a resume with a conflicting flag, command-line mistakes
+# (exit 2, one line on stderr), a run of the reference FP-Mamba with the
+# Gamma iteration cap, and SIGINT (exit 130, checkpoint written, resumable).
+#
+# usage: fp_train_e2e.py FP_TRAIN WORK_DIR
+#
+#===------------------------------------------------------------------------===#
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+FAILURES = []
+
+
+def check(condition, message):
+    if not condition:
+        FAILURES.append(message)
+        print(f"FAIL: {message}", file=sys.stderr)
+
+
+def run(binary, args, timeout=60):
+    result = subprocess.run([binary] + args, capture_output=True, text=True,
+                            timeout=timeout)
+    print(f"$ fp-train {' '.join(args)}\n-> exit {result.returncode}")
+    if result.stderr:
+        print(result.stderr.rstrip())
+    return result
+
+
+def read_metrics(directory):
+    with open(os.path.join(directory, "metrics.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+def steps_of(records, kind):
+    return [r["step"] for r in records if r["kind"] == kind]
+
+
+TRAIN_KEYS = {"step", "kind", "loss", "lr", "grad_norm", "fp_iters_mean",
+              "fp_iters_max", "tokens_per_s", "elapsed_s"}
+VAL_KEYS = {"step", "kind", "loss", "token_accuracy", "sequence_accuracy",
+            "extra", "fp_iters_mean", "fp_iters_max", "elapsed_s"}
+LENGTH_KEYS = {"length", "sequence_accuracy", "token_accuracy", "loss",
+               "extra", "fp_iters_mean", "fp_iters_max", "sequences", "tokens"}
+
+
+def main():
+    binary, work = sys.argv[1], sys.argv[2]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    run_dir = os.path.join(work, "lstm")
+    common = ["--task", "parity", "--model", "reference:lstm",
+              "--d-model", "16", "--batch", "8", "--eval-count", "16",
+              "--train-len", "10", "--eval-min-len", "10",
+              "--eval-max-len", "30", "--eval-step", "10", "--threads", "1"]
+
+    # A short run, every file checked.
+    r = run(binary, common + ["--steps", "6", "--log-every", "2",
+                              "--eval-every", "3", "--checkpoint-every", "3",
+                              "--progress", "lines", "--out", run_dir])
+    check(r.returncode == 0, "the first run succeeds")
+    check("step 2/6 loss" in r.stderr, "plain log lines without a terminal")
+    check("\r" not in r.stderr, "no progress bar without a terminal")
+    names = sorted(os.listdir(run_dir))
+    check(names == ["checkpoint.pt", "config.json", "eval.json",
+                    "metrics.jsonl"], f"run directory holds {names}")
+    with open(os.path.join(run_dir, "config.json")) as f:
+        config = json.load(f)
+    check(config["model"]["kind"] == "lstm", "config.json: model kind")
+    check(config["training"]["steps"] == 6, "config.json: steps")
+    check(config["task"]["train_length"] == 10, "config.json: train length")
+    check(config["task"]["eval_lengths"] == [10, 20, 30],
+          "config.json: eval lengths")
+    check(config["optimizer"]["name"] == "adamw", "config.json: optimizer")
+    check(config["runtime"] == {"device": "cpu", "threads": 1},
+          "config.json: runtime")
+    check("fpc_version" in config and "torch_version" in config,
+          "config.json: versions")
+    metrics = read_metrics(run_dir)
+    check(steps_of(metrics, "train") == [2, 4, 6], "metrics: train steps")
+    check(steps_of(metrics, "val") == [3, 6], "metrics: validation steps")
+    for record in metrics:
+        keys = TRAIN_KEYS if record["kind"] == "train" else VAL_KEYS
+        check(keys <= set(record), f"metrics record fields: {record}")
+    with open(os.path.join(run_dir, "eval.json")) as f:
+        evaluation = json.load(f)
+    check([e["length"] for e in evaluation["lengths"]] == [10, 20, 30],
+          "eval.json: lengths")
+    for entry in evaluation["lengths"]:
+        check(LENGTH_KEYS <= set(entry), f"eval.json entry fields: {entry}")
+        check(0 <= entry["sequence_accuracy"] <= 1, "eval.json: accuracy")
+        check(entry["sequences"] == 16, "eval.json: sequences per length")
+    check(evaluation["step"] == 6 and evaluation["train_length"] == 10,
+          "eval.json: step and train length")
+
+    # The directory holds a run: a fresh run there is refused.
+    r = run(binary, common + ["--steps", "6", "--out", run_dir])
+    check(r.returncode == 2, "reusing a run directory exits with 2")
+    check("--resume" in r.stderr, "the refusal suggests --resume")
+
+    # Resume and extend.
+    r = run(binary, ["--resume", run_dir, "--steps", "8",
+                     "--progress", "none"])
+    check(r.returncode == 0, "resume succeeds")
+    metrics = read_metrics(run_dir)
+    check(steps_of(metrics, "train") == [2, 4, 6, 8], "resumed train steps")
+    with open(os.path.join(run_dir, "eval.json")) as f:
+        check(json.load(f)["step"] == 8, "eval.json after resume")
+
+    # Mistakes: exit 2, one line on stderr, nothing written.
+    mistakes = [
+        (["--resume", run_dir, "--lr", "0.5"], "conflicts with the run"),
+        (common + ["--layers", "0", "--out", os.path.join(work, "x")],
+         "--layers must be at least 1"),
+        (common + ["--lr", "-1", "--out", os.path.join(work, "x")],
+         "--lr must be positive"),
+        (common + ["--layer", "2", "--out", os.path.join(work, "x")],
+         "did you mean '--layers'"),
+        (["--task", "nope", "--out", os.path.join(work, "x")],
+         "unknown task"),
+        (["--task", "parity", "--model", "build/model.so",
+          "--out", os.path.join(work, "x")], "compiled models"),
+        (["--task", "parity", "--model", "reference:transformer",
+          "--heads", "3", "--out", os.path.join(work, "x")],
+         "d_model 64 is not a multiple of 3 heads"),
+        (common + ["--steps"], "--steps needs a value"),
+        (["--resume", os.path.join(work, "missing")], "no run there"),
+    ]
+    for args, message in mistakes:
+        r = run(binary, args)
+        check(r.returncode == 2, f"{args}: exit 2")
+        lines = r.stderr.strip().splitlines()
+        check(len(lines) == 1 and lines[0].startswith("fp-train: error: ")
+              and message in lines[0], f"{args}: one line with '{message}'")
+    check(not os.path.exists(os.path.join(work, "x")),
+          "a refused run writes nothing")
+
+    r = run(binary, ["--help"])
+    check(r.returncode == 0 and "--checkpoint-every N" in r.stdout,
+          "--help prints the flags")
+
+    # The reference FP-Mamba with the Gamma cap reports its iterations.
+    fp_dir = os.path.join(work, "fp_mamba")
+    r = run(binary, ["--task", "a5", "--model", "reference:fp_mamba",
+                     "--d-model", "16", "--steps", "3", "--batch", "4",
+                     "--eval-count", "4", "--train-len", "4",
+                     "--eval-min-len", "2", "--eval-max-len", "6",
+                     "--eval-step", "4", "--max-iter", "4", "--gamma-cap",
+                     "--log-every", "1", "--eval-every", "0",
+                     "--threads", "1", "--progress", "none", "--out", fp_dir])
+    check(r.returncode == 0, "the FP-Mamba run succeeds")
+    if r.returncode == 0:
+        for record in read_metrics(fp_dir):
+            check(record["fp_iters_max"] >= 2 and record["iter_cap"] >= 1,
+                  f"FP-Mamba iterations logged: {record}")
+        with open(os.path.join(fp_dir, "eval.json")) as f:
+            for entry in json.load(f)["lengths"]:
+                check(entry["fp_iters_mean"] >= 2,
+                      f"FP-Mamba eval iterations: {entry}")
+
+    # SIGINT: a checkpoint is written, the exit status is 130, and the run
+    # can be resumed.
+    int_dir = os.path.join(work, "interrupted")
+    process = subprocess.Popen(
+        [binary] + common + ["--steps", "1000000", "--warmup", "0",
+                             "--log-every", "1", "--eval-every", "0",
+                             "--progress", "lines", "--out", int_dir],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    metrics_path = os.path.join(int_dir, "metrics.jsonl")
+    while time.time() < deadline and (
+            not os.path.exists(metrics_path)
+            or os.path.getsize(metrics_path) == 0):
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    check(process.returncode == 130, f"SIGINT exits with 130, got "
+          f"{process.returncode}")
+    check("interrupted at step" in stderr and "--resume" in stderr,
+          "SIGINT says how to resume")
+    check(os.path.exists(os.path.join(int_dir, "checkpoint.pt")),
+          "SIGINT writes a checkpoint")
+    done = max(steps_of(read_metrics(int_dir), "train"))
+    r = run(binary, ["--resume", int_dir, "--steps", str(done + 2),
+                     "--eval-count", "16", "--progress", "none"])
+    check(r.returncode == 0, "the interrupted run resumes")
+    check(steps_of(read_metrics(int_dir), "train")[-1] == done + 2,
+          "the resumed run reaches its new end")
+
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
