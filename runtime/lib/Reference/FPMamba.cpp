@@ -8,15 +8,9 @@
 
 #include "fp/Runtime/Reference/Layers.h"
 
-#include <cmath>
 
 using namespace fp::rt;
 using namespace fp::rt::ref;
-
-/// The reference's dt rank: ceil(D / 16) unless configured.
-static int64_t resolveDtRank(const ModelConfig &config) {
-  return config.dtRank > 0 ? config.dtRank : (config.dModel + 15) / 16;
-}
 
 static KroneckerNorm resolveKroneckerNorm(const ModelConfig &config,
                                           KroneckerNorm kindDefault) {
@@ -31,18 +25,9 @@ static KroneckerNorm resolveKroneckerNorm(const ModelConfig &config,
                               "'; expected row or spectral");
 }
 
-/// A_log[i, n] = log(n + 1): S4D-real, A = −(1..N) on every channel.
-static torch::Tensor initALog(int64_t channels, int64_t states,
-                              torch::Dtype dtype) {
-  auto options = torch::TensorOptions().dtype(dtype);
-  return torch::log(torch::arange(1, states + 1, options))
-      .unsqueeze(0)
-      .repeat({channels, 1});
-}
-
 FPMambaLayer::FPMambaLayer(const ModelConfig &config)
     : config(config), d(config.expand * config.dModel),
-      dtRank(resolveDtRank(config)) {
+      dtRank(config.resolvedDtRank()) {
   torch::Dtype dtype = config.dtype;
   int64_t states = config.dState;
   inProj = register_module(
@@ -52,16 +37,7 @@ FPMambaLayer::FPMambaLayer(const ModelConfig &config)
         registerCausalConv(*this, "conv1d", d, config.dConv, dtype);
   xProj = register_module(
       "x_proj", std::make_shared<Linear>(d, dtRank + 2 * states, dtype));
-  dtProj =
-      register_module("dt_proj", std::make_shared<Linear>(dtRank, d, dtype));
-  {
-    torch::NoGradGuard noGrad;
-    double bound = 1.0 / std::sqrt(static_cast<double>(dtRank));
-    dtProj->weight.uniform_(-bound, bound);
-  }
-  dtProj->bias = dtProj->register_parameter(
-      "bias", initDtBias(d, 1e-3, 1e-1, 1e-4, dtype));
-  dtProj->keepBiasInit = true;
+  dtProj = registerDtProjection(*this, dtRank, d, dtype);
   aLog = register_parameter("A_log", initALog(d, states, dtype));
   dSkip = register_parameter(
       "D", torch::ones({d}, torch::TensorOptions().dtype(dtype)));
@@ -139,14 +115,8 @@ torch::Tensor FPMambaLayer::head(const torch::Tensor &yhat,
 
 torch::Tensor FPMambaLayer::forward(const torch::Tensor &u) {
   FPMambaInvariants inv = precompute(u);
-  SolveResult solved = solveFixedPoint(
-      [&](const torch::Tensor &y) { return applyMap(y, inv); },
-      torch::zeros_like(inv.x), config.solver, is_training(), trainCap);
-  lastIterations = solved.iterations;
-  // y* is a constant for autograd: the gradient is that of one (or
-  // nBackwards) application of f at the fixed point (spec §4).
-  torch::Tensor yhat = solved.y.detach();
-  for (int64_t i = 0; i < config.nBackwards; ++i)
-    yhat = applyMap(yhat, inv);
+  torch::Tensor yhat =
+      solveThenApply([&](const torch::Tensor &y) { return applyMap(y, inv); },
+                     torch::zeros_like(inv.x), config);
   return head(yhat, inv);
 }

@@ -94,13 +94,9 @@ torch::Tensor FPRNNLayer::applyMap(const torch::Tensor &h,
 
 torch::Tensor FPRNNLayer::forward(const torch::Tensor &u) {
   FPRNNInvariants inv = precompute(u);
-  SolveResult solved = solveFixedPoint(
-      [&](const torch::Tensor &h) { return applyMap(h, inv); },
-      torch::zeros_like(inv.x), config.solver, is_training(), trainCap);
-  lastIterations = solved.iterations;
-  torch::Tensor yhat = solved.y.detach();
-  for (int64_t i = 0; i < config.nBackwards; ++i)
-    yhat = applyMap(yhat, inv);
+  torch::Tensor yhat =
+      solveThenApply([&](const torch::Tensor &h) { return applyMap(h, inv); },
+                     torch::zeros_like(inv.x), config);
   torch::Tensor readoutIn =
       config.useShortConv
           ? torch::silu(causalConv(torch::cat({inv.x, yhat}, -1),

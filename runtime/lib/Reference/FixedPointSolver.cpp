@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fp/Runtime/Reference/FixedPointSolver.h"
+#include "fp/Runtime/Reference/Layers.h"
 
 #include <limits>
 
@@ -86,4 +87,16 @@ SolveResult fp::rt::ref::solveFixedPoint(
   result.iterations = torch::full({y0.size(0)}, state.steps + 1,
                                   torch::TensorOptions().dtype(torch::kLong));
   return result;
+}
+
+torch::Tensor BlockMixer::solveThenApply(
+    const std::function<torch::Tensor(const torch::Tensor &)> &f,
+    const torch::Tensor &y0, const ModelConfig &config) {
+  SolveResult solved =
+      solveFixedPoint(f, y0, config.solver, is_training(), trainCap);
+  lastIterations = solved.iterations;
+  torch::Tensor y = solved.y.detach();
+  for (int64_t i = 0; i < config.nBackwards; ++i)
+    y = f(y);
+  return y;
 }

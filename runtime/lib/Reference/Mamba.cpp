@@ -8,14 +8,12 @@
 
 #include "fp/Runtime/Reference/Layers.h"
 
-#include <cmath>
 
 using namespace fp::rt;
 using namespace fp::rt::ref;
 
 MambaLayer::MambaLayer(const ModelConfig &config)
-    : d(config.expand * config.dModel),
-      dtRank(config.dtRank > 0 ? config.dtRank : (config.dModel + 15) / 16),
+    : d(config.expand * config.dModel), dtRank(config.resolvedDtRank()),
       dState(config.dState) {
   torch::Dtype dtype = config.dtype;
   auto options = torch::TensorOptions().dtype(dtype);
@@ -25,20 +23,8 @@ MambaLayer::MambaLayer(const ModelConfig &config)
       registerCausalConv(*this, "conv1d", d, config.dConv, dtype);
   xProj = register_module(
       "x_proj", std::make_shared<Linear>(d, dtRank + 2 * dState, dtype));
-  dtProj =
-      register_module("dt_proj", std::make_shared<Linear>(dtRank, d, dtype));
-  {
-    torch::NoGradGuard noGrad;
-    double bound = 1.0 / std::sqrt(static_cast<double>(dtRank));
-    dtProj->weight.uniform_(-bound, bound);
-  }
-  dtProj->bias = dtProj->register_parameter(
-      "bias", initDtBias(d, 1e-3, 1e-1, 1e-4, dtype));
-  dtProj->keepBiasInit = true;
-  aLog = register_parameter("A_log",
-                            torch::log(torch::arange(1, dState + 1, options))
-                                .unsqueeze(0)
-                                .repeat({d, 1}));
+  dtProj = registerDtProjection(*this, dtRank, d, dtype);
+  aLog = register_parameter("A_log", initALog(d, dState, dtype));
   dSkip = register_parameter("D", torch::ones({d}, options));
   outProj = register_module("out_proj",
                             std::make_shared<Linear>(d, config.dModel, dtype));

@@ -174,3 +174,27 @@ torch::Tensor fp::rt::ref::initDtBias(int64_t channels, double dtMin,
   // softplus⁻¹(a) = a + log(1 − e^{−a}).
   return dt + torch::log(-torch::expm1(-dt));
 }
+
+std::shared_ptr<Linear>
+fp::rt::ref::registerDtProjection(torch::nn::Module &owner, int64_t rank,
+                                  int64_t channels, torch::Dtype dtype) {
+  auto projection = owner.register_module(
+      "dt_proj", std::make_shared<Linear>(rank, channels, dtype));
+  {
+    torch::NoGradGuard noGrad;
+    double bound = 1.0 / std::sqrt(static_cast<double>(rank));
+    projection->weight.uniform_(-bound, bound);
+  }
+  projection->bias = projection->register_parameter(
+      "bias", initDtBias(channels, 1e-3, 1e-1, 1e-4, dtype));
+  projection->keepBiasInit = true;
+  return projection;
+}
+
+torch::Tensor fp::rt::ref::initALog(int64_t channels, int64_t states,
+                                    torch::Dtype dtype) {
+  auto options = torch::TensorOptions().dtype(dtype);
+  return torch::log(torch::arange(1, states + 1, options))
+      .unsqueeze(0)
+      .repeat({channels, 1});
+}

@@ -29,6 +29,14 @@ public:
   void setTrainIterationCap(int64_t cap) { trainCap = cap; }
 
 protected:
+  /// Solves y = f(y) from y0 without gradient (recording lastIterations),
+  /// then applies f to the detached fixed point config.nBackwards times with
+  /// autograd: the gradient flows through those applications only, never
+  /// into y* (spec §4).
+  torch::Tensor
+  solveThenApply(const std::function<torch::Tensor(const torch::Tensor &)> &f,
+                 const torch::Tensor &y0, const ModelConfig &config);
+
   int64_t trainCap = -1;
 };
 

@@ -74,18 +74,6 @@ public:
   bool keepBiasInit = false;
 };
 
-/// Registers `weight` [C, K] and `bias` [C] of a depthwise causal
-/// convolution on a fresh submodule `name` of `owner`, with PyTorch's Conv1d
-/// initialisation U(±1/√K).
-std::pair<torch::Tensor, torch::Tensor>
-registerCausalConv(torch::nn::Module &owner, const std::string &name,
-                   int64_t channels, int64_t kernel, torch::Dtype dtype);
-
-/// Mamba's dt bias initialisation (spec §1.2): softplus⁻¹ of
-/// clamp(exp(U(log dtMin, log dtMax)), floor).
-torch::Tensor initDtBias(int64_t channels, double dtMin, double dtMax,
-                         double floor, torch::Dtype dtype);
-
 /// RMSNorm over the last dimension with a `weight` parameter (ones).
 class RMSNorm : public torch::nn::Module {
 public:
@@ -105,6 +93,28 @@ public:
   torch::Tensor weight, bias;
   double eps;
 };
+
+/// Registers `weight` [C, K] and `bias` [C] of a depthwise causal
+/// convolution on a fresh submodule `name` of `owner`, with PyTorch's Conv1d
+/// initialisation U(±1/√K).
+std::pair<torch::Tensor, torch::Tensor>
+registerCausalConv(torch::nn::Module &owner, const std::string &name,
+                   int64_t channels, int64_t kernel, torch::Dtype dtype);
+
+/// Mamba's dt bias initialisation (spec §1.2): softplus⁻¹ of
+/// clamp(exp(U(log dtMin, log dtMax)), floor).
+torch::Tensor initDtBias(int64_t channels, double dtMin, double dtMax,
+                         double floor, torch::Dtype dtype);
+
+/// Mamba's step-size projection `dt_proj` (rank → channels), registered on
+/// `owner`: weight U(±rank^−1/2), and the dt bias of initDtBias with
+/// dt ∈ [1e-3, 1e-1], floor 1e-4, kept by the LM wrapper's bias reset.
+std::shared_ptr<Linear> registerDtProjection(torch::nn::Module &owner,
+                                             int64_t rank, int64_t channels,
+                                             torch::Dtype dtype);
+
+/// S4D-real `A_log` [channels, states]: log(n + 1), so A = −(1..N).
+torch::Tensor initALog(int64_t channels, int64_t states, torch::Dtype dtype);
 
 } // namespace fp::rt::ref
 

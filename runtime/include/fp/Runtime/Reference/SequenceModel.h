@@ -97,6 +97,11 @@ struct ModelConfig {
   int64_t nHeads = 4;
   torch::Dtype dtype = torch::kFloat32;
 
+  /// The step-size projection's rank: dtRank, or ceil(dModel / 16).
+  int64_t resolvedDtRank() const {
+    return dtRank > 0 ? dtRank : (dModel + 15) / 16;
+  }
+
   /// The padded vocabulary size.
   int64_t paddedVocab() const {
     return (vocabSize + padVocabMultiple - 1) / padVocabMultiple *
