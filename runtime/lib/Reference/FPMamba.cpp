@@ -8,7 +8,6 @@
 
 #include "fp/Runtime/Reference/Layers.h"
 
-
 using namespace fp::rt;
 using namespace fp::rt::ref;
 
