@@ -5,9 +5,10 @@
 # fixed-point map, and hoist the iteration-invariant work out of
 # fp.fixed_point. Every stage is written to $FP_OUT (default: out/main).
 #
-# Compiling .fp sources to model.so (fpc) and training (fp-train) are not
-# built yet; this script grows into "compile the default model and train it
-# on a small task" as they land.
+# Compiling .fp sources to model.so (fpc) is not built yet; fp-train trains
+# the eager reference models (README, "Training"). This script grows into
+# "compile the default model and train it on a small task" once compiled
+# models can train.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FP_BUILD_DIR:-$root/build}
@@ -41,4 +42,5 @@ echo
 echo "fixed-point body: $before ops before hoisting, $after after" \
      "($((before - after)) now run once per call instead of once per iteration)"
 echo "stages written to $out/"
-echo "not yet available: fpc (.fp -> model.so), fp-train, fp-bench"
+echo "not yet available: fpc (.fp -> model.so), fp-bench;" \
+     "fp-train trains the eager reference models (see README, Training)"
