@@ -33,5 +33,5 @@ if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda")
 
 tool_dirs = [config.fp_tools_dir, config.llvm_tools_dir]
-tools = ["fp-opt", "not", "split-file"]
+tools = ["fp-opt", "fp-translate", "fpc", "not", "split-file"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

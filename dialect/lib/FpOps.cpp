@@ -462,33 +462,38 @@ LogicalResult BroadcastOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// ReduceSumOp
+// ReduceSumOp and ReduceMaxOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ReduceSumOp::verify() {
-  if (failed(verifySameElementType(*this, getInput(), {getResult()})))
+template <typename ReductionOp>
+static LogicalResult verifyReduction(ReductionOp op) {
+  if (failed(verifySameElementType(op, op.getInput(), {op.getResult()})))
     return failure();
-  RankedTensorType input = getTensorType(getInput());
-  RankedTensorType result = getTensorType(getResult());
-  ArrayRef<int64_t> dims = getDims();
+  RankedTensorType input = getTensorType(op.getInput());
+  RankedTensorType result = getTensorType(op.getResult());
+  ArrayRef<int64_t> dims = op.getDims();
   if (dims.empty())
-    return emitOpError("expects at least one dimension to reduce");
-  if (failed(verifyDimList(*this, dims, input.getRank(), "'dims'")))
+    return op.emitOpError("expects at least one dimension to reduce");
+  if (failed(verifyDimList(op, dims, input.getRank(), "'dims'")))
     return failure();
   SmallVector<int64_t> kept;
   for (int64_t i = 0; i < input.getRank(); ++i)
     if (!llvm::is_contained(dims, i))
       kept.push_back(input.getDimSize(i));
   if (result.getRank() != static_cast<int64_t>(kept.size()))
-    return emitOpError("expects a result of rank ")
+    return op.emitOpError("expects a result of rank ")
            << kept.size() << ", got " << result.getRank();
   for (auto [index, size] : llvm::enumerate(kept))
     if (!areCompatible(size, result.getDimSize(index)))
-      return emitOpError("expects result dimension ")
+      return op.emitOpError("expects result dimension ")
              << index << " to be " << formatDim(size) << ", got "
              << formatDim(result.getDimSize(index));
   return success();
 }
+
+LogicalResult ReduceSumOp::verify() { return verifyReduction(*this); }
+
+LogicalResult ReduceMaxOp::verify() { return verifyReduction(*this); }
 
 //===----------------------------------------------------------------------===//
 // SliceOp

@@ -648,6 +648,22 @@ func.func @reduce_sum_dims_range(%x: tensor<?x?x8xf32>) {
 
 // -----
 
+func.func @reduce_max_no_dims(%x: tensor<?x?x8xf32>) {
+  // expected-error @below {{'fp.reduce_max' op expects at least one dimension to reduce}}
+  %0 = fp.reduce_max %x dims [] : tensor<?x?x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_result_dim(%x: tensor<?x?x4x8xf32>) {
+  // expected-error @below {{'fp.reduce_max' op expects result dimension 2 to be 4, got 8}}
+  %0 = fp.reduce_max %x dims [3] : tensor<?x?x4x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
 func.func @reduce_sum_result_rank(%x: tensor<?x?x8xf32>) {
   // expected-error @below {{'fp.reduce_sum' op expects a result of rank 2, got 3}}
   %0 = fp.reduce_sum %x dims [2] : tensor<?x?x8xf32> -> tensor<?x?x1xf32>

@@ -155,6 +155,8 @@ func.func @shape_ops(%x: tensor<?x?x8xf32>, %s: tensor<?x?xf32>,
   %2 = fp.reduce_sum %x dims [2] : tensor<?x?x8xf32> -> tensor<?x?xf32>
   // CHECK: fp.reduce_sum %{{.*}} dims [0, 1] : tensor<?x?x8xf32> -> tensor<8xf32>
   %3 = fp.reduce_sum %x dims [0, 1] : tensor<?x?x8xf32> -> tensor<8xf32>
+  // CHECK: fp.reduce_max %{{.*}} dims [2] : tensor<?x?x8xf32> -> tensor<?x?xf32>
+  %m = fp.reduce_max %x dims [2] : tensor<?x?x8xf32> -> tensor<?x?xf32>
   // CHECK: fp.slice %{{.*}}[2 : 6] : tensor<?x?x8xf32> -> tensor<?x?x4xf32>
   %4 = fp.slice %x [2 : 6] : tensor<?x?x8xf32> -> tensor<?x?x4xf32>
   // CHECK: fp.concat %{{.*}}, %{{.*}} : tensor<?x?x8xf32>, tensor<?x?x4xf32> -> tensor<?x?x12xf32>

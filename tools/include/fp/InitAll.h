@@ -9,6 +9,7 @@
 #define FP_INITALL_H
 
 #include "fp/Dialect/FpDialect.h"
+#include "fp/Frontend/MLIRGen.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -36,6 +37,11 @@ inline void registerAllFpPasses() {
   registerInlinerPass();
   registerLoopInvariantCodeMotionPass();
   registerSymbolDCEPass();
+}
+
+/// Registers the fp translations (`--import-fp`).
+inline void registerAllFpTranslations() {
+  frontend::registerImportFpTranslation();
 }
 
 } // namespace mlir::fp

@@ -449,17 +449,13 @@ def FP_BroadcastOp : FP_Op<"broadcast", [
   let hasVerifier = 1;
 }
 
-def FP_ReduceSumOp : FP_Op<"reduce_sum", [Pure]> {
-  let summary = "sum over some dimensions";
+class FP_ReductionOp<string mnemonic, string what, string example>
+    : FP_Op<mnemonic, [Pure]> {
+  let summary = what # " over some dimensions";
   let description = [{
-    Sums `input` over the dimensions `dims` (increasing), which are removed
-    from the result. A per-token dot product is an `arith.mulf` followed by
-    a sum over the last dimension.
-
-    ```mlir
-    %dot = fp.reduce_sum %uv dims [2] : tensor<?x?x64xf32> -> tensor<?x?xf32>
-    ```
-  }];
+    Reduces `input` over the dimensions `dims` (increasing), which are
+    removed from the result.
+  }] # example;
   let arguments = (ins FP_FeatureTensor:$input, DenseI64ArrayAttr:$dims);
   let results = (outs FP_FloatTensor:$result);
   let assemblyFormat = [{
@@ -467,6 +463,24 @@ def FP_ReduceSumOp : FP_Op<"reduce_sum", [Pure]> {
   }];
   let hasVerifier = 1;
 }
+
+def FP_ReduceSumOp : FP_ReductionOp<"reduce_sum", "sum", [{
+    A per-token dot product is an `arith.mulf` followed by a sum over the
+    last dimension.
+
+    ```mlir
+    %dot = fp.reduce_sum %uv dims [2] : tensor<?x?x64xf32> -> tensor<?x?xf32>
+    ```
+  }]>;
+
+def FP_ReduceMaxOp : FP_ReductionOp<"reduce_max", "maximum", [{
+    The largest row norm of per-token matrices, for example (the block
+    normalisation of the Monarch mixer, spec §2.4):
+
+    ```mlir
+    %m = fp.reduce_max %norms dims [3] : tensor<?x?x8x4xf32> -> tensor<?x?x8xf32>
+    ```
+  }]>;
 
 def FP_SliceOp : FP_Op<"slice", [Pure]> {
   let summary = "a contiguous range of the last dimension";
