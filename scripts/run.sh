@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
 # The main job, on a small default. Installs missing dependencies, builds
-# fpc, then runs what the compiler can do today on the FP-Mamba layer of
-# models/mlir/fp_mamba_householder.mlir: parse and verify it, inline the
-# fixed-point map, and hoist the iteration-invariant work out of
-# fp.fixed_point. Every stage is written to $FP_OUT (default: out/main).
+# fpc, then runs what the compiler can do today on the FP-Mamba model of
+# models/fp_mamba_householder1.fp: compile the .fp source to the fp dialect,
+# inline the fixed-point map and its mixer, and hoist the
+# iteration-invariant work out of fp.fixed_point. Every stage is written to
+# $FP_OUT (default: out/main).
 #
-# Compiling .fp sources to model.so (fpc) is not built yet; fp-train trains
-# the eager reference models (README, "Training"). This script grows into
-# "compile the default model and train it on a small task" once compiled
-# models can train.
+# Code generation (model.so) is not built yet; fp-train trains the eager
+# reference models (README, "Training"). This script grows into "compile
+# the default model and train it on a small task" once compiled models can
+# train.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FP_BUILD_DIR:-$root/build}
 out=${FP_OUT:-$root/out/main}
-model=${1:-$root/models/mlir/fp_mamba_householder.mlir}
+model=${1:-$root/models/fp_mamba_householder1.fp}
 
 bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/build.sh"
 mkdir -p "$out"
 fp_opt="$build/bin/fp-opt"
-name=$(basename "$model" .mlir)
+fpc="$build/bin/fpc"
+name=$(basename "$model" .fp)
 
 # Number of ops inside the first fp.fixed_point body of a printed module.
 body_ops() {
@@ -27,8 +29,8 @@ body_ops() {
        inside && /=|fp\./ {n++}' "$1"
 }
 
-echo "== parse and verify $model"
-"$fp_opt" "$model" -o "$out/$name.0-parsed.mlir"
+echo "== compile $model to the fp dialect"
+"$fpc" "$model" --emit=mlir -o "$out/$name.0-parsed.mlir"
 echo "== inline the fixed-point map"
 "$fp_opt" "$out/$name.0-parsed.mlir" --inline --canonicalize --cse \
   -o "$out/$name.1-inlined.mlir"
@@ -42,5 +44,5 @@ echo
 echo "fixed-point body: $before ops before hoisting, $after after" \
      "($((before - after)) now run once per call instead of once per iteration)"
 echo "stages written to $out/"
-echo "not yet available: fpc (.fp -> model.so), fp-bench;" \
+echo "not yet available: code generation (fpc -o model.so), fp-bench;" \
      "fp-train trains the eager reference models (see README, Training)"

@@ -51,7 +51,7 @@ namespace {
 /// Largest size of one dimension.
 constexpr int64_t kMaxDim = int64_t(1) << 24;
 /// Largest number of elements of a parameter or of one token's features.
-constexpr int64_t kMaxElements = int64_t(1) << 30;
+constexpr int64_t kMaxElements = int64_t(1) << 28;
 /// Deepest chain of mixer instances inside mixer instances.
 constexpr unsigned kMaxInstanceDepth = 16;
 /// Most iterations of one `for` loop.
@@ -247,9 +247,11 @@ struct FuncCtx {
   /// fp.param ops already materialised here, by name.
   llvm::StringMap<Value> params;
   Operation *lastParam = nullptr;
-  /// Maps: the layer names it reads, passed as extra arguments.
-  SmallVector<std::string> captures;
-  llvm::StringMap<Value> captureArgs;
+  /// Maps: the layer values it reads, passed as extra arguments.
+  SmallVector<Value> captures;
+  llvm::DenseMap<Value, Value> captureArgs;
+  /// Set by a failed assertion: the rest of the body is not elaborated.
+  bool aborted = false;
   /// Layers: the input, and the fixed point's iteration counts.
   Value input;
   unsigned numFixedPoints = 0;
@@ -259,6 +261,8 @@ struct FuncCtx {
   /// The parameter names declared in this layer instance (shared by its
   /// maps and mixers).
   llvm::StringMap<llvm::SMLoc> *layerParams = nullptr;
+  /// The parameter names some function of this layer instance reads.
+  llvm::StringSet<> *usedParams = nullptr;
   unsigned depth = 0;
 };
 
@@ -342,6 +346,7 @@ private:
   void execBody(const StmtList &block, Scope &scope, bool topLevel);
   void execStmt(const Stmt &stmt, Scope &scope, bool topLevel, bool isLast);
   void declareParam(const Stmt &stmt, Scope &scope);
+  void declareParamImpl(const Stmt &stmt, Scope &scope);
   std::optional<InitAttr> evalInit(const Expr &expr);
   void define(Scope &scope, StringRef name, llvm::SMLoc l, Val value,
               Binding::Role role);
@@ -381,7 +386,9 @@ private:
   Val elementwise(TokenKind op, Val lhs, Val rhs, llvm::SMLoc l);
   Val broadcastTo(const Val &v, const Val &like, llvm::SMLoc l);
   Val reshape(const Val &v, ArrayRef<int64_t> shape, Location l);
-  Val capture(StringRef name, const Val &v);
+  Val capture(const Val &v);
+  /// A frozen copy of every name visible from `s` (a map's environment).
+  Scope *snapshot(Scope &s);
 
   const SourceLocator &locator;
   ModuleOp module;
@@ -395,8 +402,10 @@ private:
   llvm::SmallPtrSet<const FunctionDecl *, 4> activeMaps;
   /// Emitted maps of the current layer instance, with their captures.
   llvm::DenseMap<const FunctionDecl *,
-                 std::pair<func::FuncOp, SmallVector<std::string>>>
+                 std::pair<func::FuncOp, SmallVector<Value>>>
       emittedMaps;
+  /// Environments of maps, alive for the whole run.
+  std::vector<std::unique_ptr<Scope>> snapshots;
   unsigned numErrors = 0;
   int64_t statements = 0;
 };
@@ -517,9 +526,17 @@ LogicalResult Elaborator::bindConfigs(const FunctionDecl &decl,
     for (const auto &o : instance.overrides)
       if (o.name == config->name)
         given = &o;
-    if (scope.names.count(config->name)) {
-      emitError(config->nameLoc) << "configuration '" << config->name
-                                 << "' is already bound by the signature";
+    auto existing = scope.names.find(config->name);
+    if (existing != scope.names.end()) {
+      InFlightDiagnostic diag = emitError(config->nameLoc);
+      if (existing->second.role == Binding::Role::Config) {
+        diag << "configuration '" << config->name << "' is declared twice";
+        diag.attachNote(loc(existing->second.loc))
+            << "previous declaration here";
+      } else {
+        diag << "configuration '" << config->name
+             << "' is already bound by the signature";
+      }
       continue;
     }
     std::optional<Val> fallback;
@@ -706,11 +723,13 @@ func::FuncOp Elaborator::instantiateLayer(const InstanceInfo &instance,
   builder.setInsertionPointToStart(entry);
 
   llvm::StringMap<llvm::SMLoc> layerParams;
+  llvm::StringSet<> usedParams;
   FuncCtx layerCtx;
   layerCtx.func = func;
   layerCtx.decl = &decl;
   layerCtx.input = entry->getArgument(0);
   layerCtx.layerParams = &layerParams;
+  layerCtx.usedParams = &usedParams;
   FuncCtx *savedCtx = ctx;
   Scope *savedScope = scope;
   auto savedMaps = std::move(emittedMaps);
@@ -749,6 +768,19 @@ func::FuncOp Elaborator::instantiateLayer(const InstanceInfo &instance,
   builder.setInsertionPointToEnd(entry);
   func::ReturnOp::create(builder, func.getLoc(),
                          ValueRange{out.value, layerCtx.iterations});
+  // A parameter nothing reads would silently vanish from the layer.
+  SmallVector<std::pair<llvm::SMLoc, std::string>> unused;
+  for (const auto &entry : layerParams)
+    if (!usedParams.contains(entry.getKey()))
+      unused.push_back({entry.getValue(), entry.getKey().str()});
+  llvm::sort(unused, [](const auto &a, const auto &b) {
+    return a.first.getPointer() < b.first.getPointer() ||
+           (a.first == b.first && a.second < b.second);
+  });
+  for (const auto &[where, name] : unused)
+    mlir::emitWarning(loc(where))
+        << "parameter '" << name << "' is never used; the layer will not "
+        << "have it";
   return func;
 }
 
@@ -767,6 +799,10 @@ Val Elaborator::callMixer(ModuleInfo &mod, ArrayRef<Val> args, llvm::SMLoc l) {
   auto it = mod.functions.find(key);
   if (it != mod.functions.end()) {
     func = it->second;
+  } else if (!mod.functions.empty()) {
+    return fail(l, "mixer '" + mod.name + "' already serves inputs of shapes " +
+                       mod.functions.begin()->first +
+                       "; its parameters fit one input width, got " + key);
   } else {
     if (ctx->depth + 1 > kMaxInstanceDepth)
       return fail(l, "mixers nested deeper than " + Twine(kMaxInstanceDepth) +
@@ -805,6 +841,7 @@ Val Elaborator::callMixer(ModuleInfo &mod, ArrayRef<Val> args, llvm::SMLoc l) {
     mixerCtx.decl = &decl;
     mixerCtx.paramPrefix = mod.prefix;
     mixerCtx.layerParams = ctx->layerParams;
+    mixerCtx.usedParams = ctx->usedParams;
     mixerCtx.depth = ctx->depth + 1;
     FuncCtx *savedCtx = ctx;
     Scope *savedScope = scope;
@@ -894,6 +931,7 @@ Val Elaborator::callMap(const Val &map, ArrayRef<Val> args, llvm::SMLoc l) {
     mapCtx.decl = &decl;
     mapCtx.paramPrefix = layerCtx->paramPrefix;
     mapCtx.layerParams = layerCtx->layerParams;
+    mapCtx.usedParams = layerCtx->usedParams;
     mapCtx.depth = layerCtx->depth;
     Scope root(map.closure, &mapCtx);
     FuncCtx *savedCtx = ctx;
@@ -930,20 +968,19 @@ Val Elaborator::callMap(const Val &map, ArrayRef<Val> args, llvm::SMLoc l) {
   SmallVector<Value> operands;
   for (const Val &arg : args)
     operands.push_back(arg.value);
-  for (const std::string &name : captures) {
-    Binding *binding = scope->lookup(name);
-    Val value = binding ? binding->value : Val::error();
-    value = capture(name, value);
-    if (!value.value)
-      return fail(l, "map '" + decl.name + "' reads '" + name +
-                         "', which is not visible here");
-    operands.push_back(value.value);
+  // The layer values the map reads, passed in (through the calling map's
+  // own arguments when one map calls another).
+  for (Value outer : captures) {
+    Val value;
+    value.kind = Val::Kind::Tensor;
+    value.value = outer;
+    operands.push_back(capture(value).value);
   }
   auto call = func::CallOp::create(builder, loc(l), func, operands);
   return Val::ofTensor(call.getResult(0), true, shapes.back());
 }
 
-Val Elaborator::capture(StringRef name, const Val &v) {
+Val Elaborator::capture(const Val &v) {
   if (v.kind != Val::Kind::Tensor || !v.value)
     return v;
   Region *region = Value(v.value).getParentRegion();
@@ -953,19 +990,28 @@ Val Elaborator::capture(StringRef name, const Val &v) {
   if (owner == ctx->func)
     return v;
   // A value of the layer read inside one of its maps: pass it in.
-  auto it = ctx->captureArgs.find(name);
+  auto it = ctx->captureArgs.find(v.value);
   Value arg;
   if (it != ctx->captureArgs.end()) {
     arg = it->second;
   } else {
     Block &entry = ctx->func.getBody().front();
     arg = entry.addArgument(v.value.getType(), v.value.getLoc());
-    ctx->captureArgs[name] = arg;
-    ctx->captures.push_back(name.str());
+    ctx->captureArgs[v.value] = arg;
+    ctx->captures.push_back(v.value);
   }
   Val result = v;
   result.value = arg;
   return result;
+}
+
+Scope *Elaborator::snapshot(Scope &s) {
+  auto frozen = std::make_unique<Scope>(nullptr, s.owner);
+  for (Scope *level = &s; level; level = level->parent)
+    for (const auto &entry : level->names)
+      frozen->names.try_emplace(entry.getKey(), entry.getValue());
+  snapshots.push_back(std::move(frozen));
+  return snapshots.back().get();
 }
 
 Val Elaborator::callModule(ModuleInfo &mod, const Expr &call) {
@@ -1041,6 +1087,8 @@ void Elaborator::execBody(const StmtList &block, Scope &s, bool topLevel) {
   bool seenOther = false;
   for (auto [i, stmt] : llvm::enumerate(block)) {
     if (!spendBudget(stmt->loc))
+      return;
+    if (ctx->aborted)
       return;
     if (ctx->result) {
       emitError(stmt->loc) << "statement after 'return'";
@@ -1127,7 +1175,8 @@ void Elaborator::execStmt(const Stmt &stmt, Scope &s, bool topLevel,
     Val map;
     map.kind = Val::Kind::Map;
     map.map = stmt.map.get();
-    map.closure = &s;
+    // A map sees the layer's names as they are where it is defined.
+    map.closure = snapshot(s);
     define(s, stmt.name, stmt.nameLoc, std::move(map), Binding::Role::Map);
     return;
   }
@@ -1136,13 +1185,16 @@ void Elaborator::execStmt(const Stmt &stmt, Scope &s, bool topLevel,
     std::optional<int64_t> hi = evalInt(*stmt.upper, "a loop bound");
     if (!lo || !hi)
       return;
-    if (*hi - *lo > kMaxLoopTrips) {
-      emitError(stmt.loc) << "loop of " << (*hi - *lo)
-                          << " iterations; at most " << kMaxLoopTrips
-                          << " are unrolled";
+    int64_t trips = 0;
+    if (__builtin_sub_overflow(*hi, *lo, &trips) || trips > kMaxLoopTrips) {
+      emitError(stmt.loc) << "loop from " << *lo << " to " << *hi
+                          << " has more than " << kMaxLoopTrips
+                          << " iterations, the most that are unrolled";
       return;
     }
     for (int64_t i = *lo; i < *hi; ++i) {
+      if (!spendBudget(stmt.loc))
+        return;
       Scope body(&s);
       body.names[stmt.name] = {Val::ofInt(i), stmt.nameLoc,
                                Binding::Role::LoopVar};
@@ -1163,9 +1215,11 @@ void Elaborator::execStmt(const Stmt &stmt, Scope &s, bool topLevel,
   }
   case StmtKind::Assert: {
     std::optional<bool> cond = evalBool(*stmt.value, "an assertion");
-    if (cond && !*cond)
+    if (cond && !*cond) {
       emitError(stmt.loc) << "assertion failed in '" << ctx->decl->name
                           << "': " << stmt.message;
+      ctx->aborted = true;
+    }
     return;
   }
   case StmtKind::Return: {
@@ -1180,6 +1234,12 @@ void Elaborator::execStmt(const Stmt &stmt, Scope &s, bool topLevel,
     return;
   }
   }
+}
+
+static bool isInitialiser(StringRef name) {
+  return llvm::is_contained({"zeros", "ones", "constant", "uniform", "normal",
+                             "fan_in_uniform", "s4d_real", "dt_bias"},
+                            name);
 }
 
 std::optional<InitAttr> Elaborator::evalInit(const Expr &expr) {
@@ -1231,6 +1291,14 @@ std::optional<InitAttr> Elaborator::evalInit(const Expr &expr) {
 }
 
 void Elaborator::declareParam(const Stmt &stmt, Scope &s) {
+  unsigned errors = numErrors;
+  declareParamImpl(stmt, s);
+  // Keep the name defined so that its uses do not report it again.
+  if (numErrors != errors && !s.names.count(stmt.name))
+    s.names[stmt.name] = {Val::error(), stmt.nameLoc, Binding::Role::Param};
+}
+
+void Elaborator::declareParamImpl(const Stmt &stmt, Scope &s) {
   auto fullName = ctx->paramPrefix + stmt.name;
   auto claim = [&](const std::string &name) {
     auto [it, inserted] = ctx->layerParams->try_emplace(name, stmt.nameLoc);
@@ -1323,14 +1391,20 @@ void Elaborator::declareParam(const Stmt &stmt, Scope &s) {
     }
     std::optional<InitAttr> biasInit;
     if (args[2]) {
+      // `bias = <initialiser>`, or a boolean (zeros when true).
       const Expr &b = *args[2];
-      if (b.kind == ExprKind::Bool) {
-        if (b.boolValue)
-          biasInit = zeros;
-      } else {
+      if ((b.kind == ExprKind::Name || b.kind == ExprKind::Call) &&
+          isInitialiser(b.name) && !s.lookup(b.name)) {
         biasInit = evalInit(b);
         if (!biasInit)
           return;
+      } else {
+        std::optional<bool> withBias =
+            evalBool(b, "bias (a boolean or an initialiser)");
+        if (!withBias)
+          return;
+        if (*withBias)
+          biasInit = zeros;
       }
     }
     if (weightNorm) {
@@ -1429,16 +1503,13 @@ void Elaborator::declareParam(const Stmt &stmt, Scope &s) {
   } else {
     // A mixer: by name, by configuration, or with overrides.
     Val instance;
-    if (const FunctionDecl *decl = findFunction(type.name)) {
+    Binding *binding =
+        type.kind == ExprKind::Name ? s.lookup(type.name) : nullptr;
+    if (binding) {
+      instance = binding->value;
+    } else if (const FunctionDecl *decl = findFunction(type.name)) {
       instance = makeInstance(
           *decl, type.kind == ExprKind::Call ? &type : nullptr, type.loc);
-    } else if (type.kind == ExprKind::Name) {
-      Binding *binding = s.lookup(type.name);
-      if (!binding) {
-        emitError(type.loc) << "unknown parameter type '" << type.name << "'";
-        return;
-      }
-      instance = binding->value;
     } else {
       emitError(type.loc) << "unknown parameter type '" << type.name << "'";
       return;
@@ -1499,7 +1570,7 @@ Val Elaborator::eval(const Expr &expr) {
 
 Val Elaborator::evalName(const Expr &expr) {
   if (Binding *binding = scope->lookup(expr.name))
-    return capture(expr.name, binding->value);
+    return capture(binding->value);
   if (const FunctionDecl *decl = findFunction(expr.name))
     return makeInstance(*decl, nullptr, expr.loc);
   // Suggest the closest visible name.
@@ -1826,6 +1897,7 @@ Value Elaborator::getParam(const ParamSpec &spec) {
       spec.decay ? builder.getUnitAttr() : UnitAttr());
   ctx->lastParam = op;
   ctx->params[spec.name] = op;
+  ctx->usedParams->insert(spec.name);
   return op;
 }
 
@@ -1846,9 +1918,12 @@ Val Elaborator::evalIndex(const Expr &expr) {
                                            " out of range [0, " +
                                            Twine(base.shape[0]) + ")");
   Location l = loc(expr.loc);
-  auto slice = SliceOp::create(builder, l, activationType({1}), base.value,
-                               *index, *index + 1);
-  return reshape(Val::ofTensor(slice, true, {1}), {}, l);
+  Val element = base;
+  if (base.shape[0] != 1)
+    element = Val::ofTensor(SliceOp::create(builder, l, activationType({1}),
+                                            base.value, *index, *index + 1),
+                            true, {1});
+  return reshape(element, {}, l);
 }
 
 Val Elaborator::evalSlice(const Expr &expr) {
@@ -1868,6 +1943,9 @@ Val Elaborator::evalSlice(const Expr &expr) {
     return fail(expr.loc, "slice [" + Twine(*start) + " : " + Twine(*end) +
                               "] out of range for a last dimension of " +
                               Twine(size));
+  // The whole range is the value itself.
+  if (*start == 0 && *end == size)
+    return base;
   SmallVector<int64_t> shape = base.shape;
   shape.back() = *end - *start;
   Type type =
@@ -1980,6 +2058,7 @@ enum class Builtin {
   Triu,
   Reshape,
   Concat,
+  Fill,
   FixedPoint,
   // Configuration arithmetic.
   CeilDiv,
@@ -2019,6 +2098,7 @@ Val Elaborator::evalBuiltin(const Expr &expr) {
                         .Case("triu", Builtin::Triu)
                         .Case("reshape", Builtin::Reshape)
                         .Case("concat", Builtin::Concat)
+                        .Case("fill", Builtin::Fill)
                         .Case("fixed_point", Builtin::FixedPoint)
                         .Case("ceil_div", Builtin::CeilDiv)
                         .Case("floor_div", Builtin::FloorDiv)
@@ -2514,6 +2594,19 @@ Val Elaborator::evalBuiltin(const Expr &expr) {
     return Val::ofTensor(op, true, shape);
   }
 
+  case Builtin::Fill: {
+    if (failed(bindArgs(expr, {"value", "like"}, 2, a)))
+      return Val::error();
+    std::optional<double> value = evalFloat(*a[0], "the fill value");
+    Val like = materialise(eval(*a[1]));
+    if (!value || like.isError())
+      return Val::error();
+    if (like.kind != Val::Kind::Tensor)
+      return fail(a[1]->loc,
+                  "fill takes its shape from a tensor, got " + describe(like));
+    return Val::ofTensor(splat(*value, like, l), like.activation, like.shape);
+  }
+
   case Builtin::FixedPoint: {
     if (failed(bindArgs(expr,
                         {"map", "init", "tolerance", "quantile",
@@ -2550,9 +2643,10 @@ Val Elaborator::evalBuiltin(const Expr &expr) {
     if (*n < 0)
       return fail(expr.loc, "isqrt of a negative number");
     int64_t r = static_cast<int64_t>(std::sqrt(static_cast<double>(*n)));
-    while (r > 0 && r * r > *n)
+    // Correct the floating-point estimate without overflowing.
+    while (r > 0 && r > *n / r)
       --r;
-    while ((r + 1) * (r + 1) <= *n)
+    while (r + 1 <= *n / (r + 1))
       ++r;
     return Val::ofInt(r);
   }
@@ -2713,6 +2807,19 @@ Val Elaborator::evalFixedPoint(const Expr &expr, ArrayRef<const Expr *> a) {
     }
     scope = saved;
   }
+  {
+    Scope *saved = scope;
+    scope = map.closure;
+    SmallVector<int64_t> resultShape;
+    for (const ExprPtr &dim : decl.resultShape)
+      resultShape.push_back(evalSize(*dim, "a dimension").value_or(-1));
+    scope = saved;
+    if (resultShape != shape)
+      return fail(a[0]->loc, "fixed_point needs a map from a shape to the "
+                             "same shape; '" +
+                                 decl.name + "' maps " + formatShape(shape) +
+                                 " to " + formatShape(resultShape));
+  }
   Location l = loc(expr.loc);
   Value init;
   Val initVal = materialise(eval(*a[1]));
@@ -2779,10 +2886,30 @@ LogicalResult Elaborator::elaborate(const SourceFile &main) {
       (void)instantiateLayer(instance, std::nullopt, decl->loc);
     }
   };
+  if (main.models.empty() &&
+      llvm::none_of(main.functions, [](const auto &decl) {
+        return decl->kind == FunctionDecl::Kind::Layer;
+      })) {
+    llvm::SMLoc start =
+        llvm::SMLoc::getFromPointer(locator.getSourceMgr()
+                                        .getMemoryBuffer(main.bufferId)
+                                        ->getBufferStart());
+    emitError(start) << "'" << main.path
+                     << "' declares no model or layer: nothing to compile "
+                        "(a mixer is compiled where a layer uses it)";
+  }
   if (main.models.empty())
     elaborateStandaloneLayers();
 
+  llvm::StringMap<llvm::SMLoc> modelNames;
   for (const auto &model : main.models) {
+    auto [previous, fresh] = modelNames.try_emplace(model->name, model->loc);
+    if (!fresh) {
+      InFlightDiagnostic diag = emitError(model->loc);
+      diag << "redefinition of model '" << model->name << "'";
+      diag.attachNote(loc(previous->second)) << "previous definition here";
+      continue;
+    }
     NamedAttrList fields;
     fields.append("name", builder.getStringAttr(model->name));
     std::optional<int64_t> dModel, nLayers = 1, padVocab = 8, vocab;

@@ -66,7 +66,10 @@ private:
   }
   LogicalResult emitError(llvm::SMLoc loc, const Twine &message) {
     ++numErrors;
-    // The lexer already reported an invalid token; do not pile on.
+    // After giving up, and at an invalid token the lexer already reported,
+    // stay quiet.
+    if (stopped)
+      return failure();
     if (!tok.is(TokenKind::error) || loc != tok.getLoc())
       locator.emitError(loc) << message;
     if (numErrors == kMaxErrors) {

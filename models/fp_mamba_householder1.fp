@@ -1,0 +1,10 @@
+// FP-Mamba with a Householder mixer of 1 reflection(s): the A5/S5
+// word-problem configuration of spec §1.10 (no short convolution).
+
+import "lib/fp_mamba.fp"
+import "lib/householder.fp"
+
+model fp_mamba_householder1 {
+  d_model = 512
+  layer = fp_mamba(N = 16, mixer_type = householder(r = 1))
+}

@@ -1,0 +1,1203 @@
+layer l(u: [D]) -> [D] {
+ config D = 8
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+if true {
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}

@@ -1,0 +1,1 @@
+mixer m(p: [a], v: [b]) -> [b] { return "abc
