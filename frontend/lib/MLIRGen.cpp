@@ -93,6 +93,8 @@ struct ModuleInfo {
   double eps = 1e-5;
   std::shared_ptr<ParamSpec> weight, gain, bias;
   std::shared_ptr<InstanceInfo> mixer;
+  /// Set when the mixer failed to elaborate (reported once).
+  bool failed = false;
   /// Mixer functions already emitted, by argument shapes.
   std::map<std::string, func::FuncOp> functions;
   std::string prefix;
@@ -355,6 +357,9 @@ private:
 
   Val eval(const Expr &expr);
   Val evalName(const Expr &expr);
+  /// The visible name or declaration closest to `name` (for "did you
+  /// mean"), or "".
+  std::string closestName(StringRef name);
   Val evalUnary(const Expr &expr);
   Val evalBinary(const Expr &expr);
   Val evalCall(const Expr &expr);
@@ -404,6 +409,8 @@ private:
   llvm::DenseMap<const FunctionDecl *,
                  std::pair<func::FuncOp, SmallVector<Value>>>
       emittedMaps;
+  /// Maps of the current layer instance that failed to elaborate.
+  llvm::SmallPtrSet<const FunctionDecl *, 4> failedMaps;
   /// Environments of maps, alive for the whole run.
   std::vector<std::unique_ptr<Scope>> snapshots;
   unsigned numErrors = 0;
@@ -541,10 +548,17 @@ LogicalResult Elaborator::bindConfigs(const FunctionDecl &decl,
     }
     std::optional<Val> fallback;
     if (config->value) {
+      // Configuration values are computed at compile time, outside any
+      // function.
+      FuncCtx configCtx;
+      configCtx.decl = &decl;
+      FuncCtx *savedCtx = ctx;
       Scope *saved = this->scope;
+      ctx = &configCtx;
       this->scope = &scope;
       fallback = eval(*config->value);
       this->scope = saved;
+      ctx = savedCtx;
       if (fallback->isError())
         continue;
     }
@@ -734,6 +748,8 @@ func::FuncOp Elaborator::instantiateLayer(const InstanceInfo &instance,
   Scope *savedScope = scope;
   auto savedMaps = std::move(emittedMaps);
   emittedMaps.clear();
+  auto savedFailedMaps = std::move(failedMaps);
+  failedMaps.clear();
   root.owner = &layerCtx;
   ctx = &layerCtx;
   scope = &root;
@@ -745,6 +761,7 @@ func::FuncOp Elaborator::instantiateLayer(const InstanceInfo &instance,
   ctx = savedCtx;
   scope = savedScope;
   emittedMaps = std::move(savedMaps);
+  failedMaps = std::move(savedFailedMaps);
 
   if (numErrors == errors) {
     if (!layerCtx.result)
@@ -759,6 +776,8 @@ func::FuncOp Elaborator::instantiateLayer(const InstanceInfo &instance,
   if (numErrors != errors)
     return nullptr;
   const Val &out = *layerCtx.result;
+  if (out.isError())
+    return nullptr;
   if (!out.activation || out.shape != resultShape) {
     emitError(decl.resultLoc)
         << "layer '" << decl.name << "' returns " << describe(out)
@@ -799,6 +818,8 @@ Val Elaborator::callMixer(ModuleInfo &mod, ArrayRef<Val> args, llvm::SMLoc l) {
   auto it = mod.functions.find(key);
   if (it != mod.functions.end()) {
     func = it->second;
+  } else if (mod.failed) {
+    return Val::error();
   } else if (!mod.functions.empty()) {
     return fail(l, "mixer '" + mod.name + "' already serves inputs of shapes " +
                        mod.functions.begin()->first +
@@ -826,8 +847,7 @@ Val Elaborator::callMixer(ModuleInfo &mod, ArrayRef<Val> args, llvm::SMLoc l) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToEnd(module.getBody());
     Type vType = activationType(args[1].shape);
-    std::string symbolBase = ctx->func.getSymName().str() + "." +
-                             StringRef(mod.prefix).drop_back().str();
+    std::string symbolBase = ctx->func.getSymName().str() + "." + mod.name;
     func = func::FuncOp::create(
         builder, loc(decl.loc), uniqueSymbol(symbolBase),
         builder.getFunctionType({activationType(args[0].shape), vType},
@@ -856,8 +876,12 @@ Val Elaborator::callMixer(ModuleInfo &mod, ArrayRef<Val> args, llvm::SMLoc l) {
     execBody(decl.body, root, /*topLevel=*/true);
     ctx = savedCtx;
     scope = savedScope;
-    if (numErrors != errors)
+    if (numErrors != errors ||
+        (mixerCtx.result && mixerCtx.result->isError())) {
+      mod.failed = true;
+      func.erase();
       return Val::error();
+    }
     if (!mixerCtx.result)
       return fail(decl.loc,
                   "mixer '" + decl.name + "' does not return a value");
@@ -898,6 +922,11 @@ Val Elaborator::callMap(const Val &map, ArrayRef<Val> args, llvm::SMLoc l) {
     shapes.push_back(std::move(resultShape));
     scope = saved;
   }
+  for (const SmallVector<int64_t> &shape : shapes)
+    if (llvm::is_contained(shape, -1))
+      return Val::error(); // A size that failed, already reported.
+  if (failedMaps.contains(&decl))
+    return Val::error();
   for (auto [i, arg] : llvm::enumerate(args)) {
     if (arg.isError())
       return arg;
@@ -948,8 +977,12 @@ Val Elaborator::callMap(const Val &map, ArrayRef<Val> args, llvm::SMLoc l) {
     activeMaps.erase(&decl);
     ctx = savedCtx;
     scope = savedScope;
-    if (numErrors != errors)
+    if (numErrors != errors || (mapCtx.result && mapCtx.result->isError())) {
+      // Report a failing map once, not at every call.
+      failedMaps.insert(&decl);
+      func.erase();
       return Val::error();
+    }
     if (!mapCtx.result)
       return fail(decl.loc, "map '" + decl.name + "' does not return a value");
     const Val &out = *mapCtx.result;
@@ -1177,6 +1210,7 @@ void Elaborator::execStmt(const Stmt &stmt, Scope &s, bool topLevel,
     map.map = stmt.map.get();
     // A map sees the layer's names as they are where it is defined.
     map.closure = snapshot(s);
+    map.closure->names[stmt.name] = {map, stmt.nameLoc, Binding::Role::Map};
     define(s, stmt.name, stmt.nameLoc, std::move(map), Binding::Role::Map);
     return;
   }
@@ -1573,21 +1607,29 @@ Val Elaborator::evalName(const Expr &expr) {
     return capture(binding->value);
   if (const FunctionDecl *decl = findFunction(expr.name))
     return makeInstance(*decl, nullptr, expr.loc);
-  // Suggest the closest visible name.
-  std::string best;
-  unsigned bestDistance = 3;
-  for (Scope *s = scope; s; s = s->parent)
-    for (const auto &entry : s->names) {
-      unsigned distance = StringRef(expr.name).edit_distance(entry.getKey());
-      if (distance < bestDistance) {
-        bestDistance = distance;
-        best = entry.getKey().str();
-      }
-    }
   auto diag = emitError(expr.loc) << "undefined name '" << expr.name << "'";
+  std::string best = closestName(expr.name);
   if (!best.empty())
     diag << "; did you mean '" << best << "'?";
   return Val::error();
+}
+
+std::string Elaborator::closestName(StringRef name) {
+  std::string best;
+  unsigned bestDistance = 3;
+  auto consider = [&](StringRef candidate) {
+    unsigned distance = name.edit_distance(candidate);
+    if (distance < bestDistance) {
+      bestDistance = distance;
+      best = candidate.str();
+    }
+  };
+  for (Scope *s = scope; s; s = s->parent)
+    for (const auto &entry : s->names)
+      consider(entry.getKey());
+  for (const auto &entry : functions)
+    consider(entry.getKey());
+  return best;
 }
 
 std::optional<int64_t> Elaborator::evalInt(const Expr &expr, StringRef what) {
@@ -2110,9 +2152,26 @@ Val Elaborator::evalBuiltin(const Expr &expr) {
   Location l = loc(expr.loc);
   SmallVector<const Expr *> a;
 
+  // Outside a function body (configurations, model fields) only
+  // compile-time arithmetic is possible.
+  bool compileTime = llvm::is_contained(
+      {Builtin::Exp, Builtin::Tanh, Builtin::Sqrt, Builtin::Log, Builtin::Max,
+       Builtin::Min, Builtin::CeilDiv, Builtin::FloorDiv, Builtin::ISqrt,
+       Builtin::DivisorLe, Builtin::IsPow2, Builtin::ToFloat, Builtin::Unknown},
+      builtin);
+  if (!ctx->func && !compileTime)
+    return fail(expr.loc, "'" + expr.name +
+                              "' computes a tensor; a configuration value is "
+                              "a number, a boolean, or a mixer or layer");
+
   switch (builtin) {
-  case Builtin::Unknown:
-    return fail(expr.loc, "unknown function '" + expr.name + "'");
+  case Builtin::Unknown: {
+    auto diag = emitError(expr.loc) << "unknown function '" << expr.name << "'";
+    std::string best = closestName(expr.name);
+    if (!best.empty())
+      diag << "; did you mean '" << best << "'?";
+    return Val::error();
+  }
 
   case Builtin::Silu:
   case Builtin::Sigmoid:
@@ -3054,16 +3113,19 @@ void mlir::fp::frontend::registerImportFpTranslation() {
   static llvm::cl::list<std::string> includeDirs(
       "fp-include", llvm::cl::desc("Directory searched by .fp imports"),
       llvm::cl::value_desc("dir"));
-  static llvm::cl::opt<std::string> elementType(
+  enum class ElementType { F32, F64 };
+  static llvm::cl::opt<ElementType> elementType(
       "fp-element-type", llvm::cl::desc("Element type of .fp tensors"),
-      llvm::cl::init("f32"), llvm::cl::value_desc("f32|f64"));
+      llvm::cl::init(ElementType::F32),
+      llvm::cl::values(clEnumValN(ElementType::F32, "f32", "32-bit floats"),
+                       clEnumValN(ElementType::F64, "f64", "64-bit floats")));
   static TranslateToMLIRRegistration importFp(
       "import-fp", "translate .fp source to the fp dialect",
       [](llvm::SourceMgr &sourceMgr,
          MLIRContext *context) -> OwningOpRef<Operation *> {
         FrontendOptions options;
         options.includeDirs.assign(includeDirs.begin(), includeDirs.end());
-        options.elementType = elementType;
+        options.elementType = elementType == ElementType::F64 ? "f64" : "f32";
         return importFpSource(sourceMgr, context, options);
       },
       registerFrontendDialects);

@@ -21,6 +21,9 @@ namespace {
 /// Nesting deeper than this (brackets, blocks, unary chains) is refused: it
 /// is never useful and would otherwise exhaust the stack.
 constexpr unsigned kMaxNesting = 200;
+/// Expression trees taller than this are refused: a flat chain such as
+/// `a + a + ... + a` is as tall as it is long.
+constexpr unsigned kMaxExprHeight = 256;
 /// After this many errors in one file the parser stops.
 constexpr unsigned kMaxErrors = 20;
 
@@ -180,6 +183,19 @@ private:
   ExprPtr parsePostfix();
   ExprPtr parsePrimary();
   LogicalResult parseCallArguments(Expr &call);
+  /// Computes `expr`'s height from its operands; fails (and stops) when the
+  /// tree is too tall.
+  LogicalResult checkHeight(Expr &expr) {
+    for (const ExprPtr &operand : expr.operands)
+      expr.height = std::max(expr.height, operand->height + 1);
+    if (expr.height <= kMaxExprHeight)
+      return success();
+    (void)emitError(expr.loc, "expression nested deeper than " +
+                                  Twine(kMaxExprHeight) +
+                                  " levels; split it with 'let'");
+    stop();
+    return failure();
+  }
 
   const SourceLocator &locator;
   Lexer lexer;
@@ -533,6 +549,8 @@ ExprPtr Parser::parseBinary(unsigned minPrecedence) {
     }
     binary->operands.push_back(std::move(lhs));
     binary->operands.push_back(std::move(rhs));
+    if (failed(checkHeight(*binary)))
+      return nullptr;
     lhs = std::move(binary);
   }
   return lhs;
@@ -551,6 +569,8 @@ ExprPtr Parser::parseUnary() {
   if (!operand)
     return nullptr;
   unary->operands.push_back(std::move(operand));
+  if (failed(checkHeight(*unary)))
+    return nullptr;
   return unary;
 }
 
@@ -563,7 +583,7 @@ ExprPtr Parser::parsePostfix() {
         return nullptr;
       }
       expr->kind = ExprKind::Call;
-      if (failed(parseCallArguments(*expr)))
+      if (failed(parseCallArguments(*expr)) || failed(checkHeight(*expr)))
         return nullptr;
       continue;
     }
@@ -591,7 +611,8 @@ ExprPtr Parser::parsePostfix() {
       result->operands.push_back(std::move(expr));
       result->operands.push_back(std::move(first));
     }
-    if (failed(expect(TokenKind::rSquare, "to end the index")))
+    if (failed(expect(TokenKind::rSquare, "to end the index")) ||
+        failed(checkHeight(*result)))
       return nullptr;
     expr = std::move(result);
   }
@@ -689,7 +710,8 @@ ExprPtr Parser::parsePrimary() {
         list->operands.push_back(std::move(element));
       } while (consumeIf(TokenKind::comma));
     }
-    if (failed(expect(TokenKind::rSquare, "to end the list")))
+    if (failed(expect(TokenKind::rSquare, "to end the list")) ||
+        failed(checkHeight(*list)))
       return nullptr;
     return list;
   }

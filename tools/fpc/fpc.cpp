@@ -46,9 +46,13 @@ cl::list<std::string> includeDirs("I",
                                   cl::desc("Directory searched by imports"),
                                   cl::value_desc("dir"), cl::Prefix,
                                   cl::cat(fpcCategory));
-cl::opt<std::string> elementType("element-type",
-                                 cl::desc("Element type: f32 or f64"),
-                                 cl::init("f32"), cl::cat(fpcCategory));
+enum class ElementType { F32, F64 };
+cl::opt<ElementType> elementType(
+    "element-type", cl::desc("Element type of every tensor"),
+    cl::init(ElementType::F32),
+    cl::values(clEnumValN(ElementType::F32, "f32", "32-bit floats"),
+               clEnumValN(ElementType::F64, "f64", "64-bit floats")),
+    cl::cat(fpcCategory));
 
 } // namespace
 
@@ -81,7 +85,7 @@ int main(int argc, char **argv) {
 
   fp::frontend::FrontendOptions options;
   options.includeDirs.assign(includeDirs.begin(), includeDirs.end());
-  options.elementType = elementType;
+  options.elementType = elementType == ElementType::F64 ? "f64" : "f32";
   OwningOpRef<ModuleOp> module =
       fp::frontend::importFpSource(sourceMgr, &context, options);
   if (!module)

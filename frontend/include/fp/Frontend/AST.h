@@ -57,6 +57,10 @@ struct Expr {
   std::vector<std::string> argNames;
   std::vector<llvm::SMLoc> argNameLocs;
 
+  /// The height of the tree rooted here (1 for a leaf); the parser bounds
+  /// it, so that evaluating and destroying a tree never recurses deeply.
+  unsigned height = 1;
+
   Expr(ExprKind kind, llvm::SMLoc loc) : kind(kind), loc(loc) {}
 };
 

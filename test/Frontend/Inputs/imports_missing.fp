@@ -1,0 +1,2 @@
+// Imports a file that does not exist (../import-errors.test).
+import "not_there.fp"

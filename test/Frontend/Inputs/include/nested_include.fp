@@ -1,0 +1,5 @@
+// Imported by from_include.fp, next to it.
+
+mixer nested_mix(p: [m], v: [d]) -> [d] {
+  return v
+}

@@ -1,0 +1,2 @@
+// A file that imports itself (../import-errors.test).
+import "self_import.fp"
