@@ -18,9 +18,10 @@ if [ -f "$build/test/lit.site.cfg.py" ]; then
   lit=$(grep -m1 '^FP_LIT:' "$build/CMakeCache.txt" | cut -d= -f2)
   "$lit" -sv "$build/test" 2>&1 | tee "$lit_log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-  # lit's summary lines read "  Passed: 4 (100.00%)".
+  # lit's summary lines read "  Passed: 4 (100.00%)", or with the labels
+  # padded when several kinds are listed: "  Passed     : 35 (72.92%)".
   count() {
-    sed -nE "s/^ +($1): +([0-9]+).*/\2/p" "$lit_log" | awk '{s+=$1} END {print s+0}'
+    sed -nE "s/^ +($1) *: +([0-9]+).*/\2/p" "$lit_log" | awk '{s+=$1} END {print s+0}'
   }
   lit_passed=$(count 'Passed')
   lit_failed=$(count 'Failed|Unresolved|Timed Out|Unexpectedly Passed')
