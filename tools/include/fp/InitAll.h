@@ -8,8 +8,11 @@
 #ifndef FP_INITALL_H
 #define FP_INITALL_H
 
+#include "fp/Codegen/HostEmitter.h"
 #include "fp/Dialect/FpDialect.h"
 #include "fp/Frontend/MLIRGen.h"
+#include "fp/Transforms/Passes.h"
+#include "fp/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -37,11 +40,14 @@ inline void registerAllFpPasses() {
   registerInlinerPass();
   registerLoopInvariantCodeMotionPass();
   registerSymbolDCEPass();
+  registerFpPasses();
+  registerFpPipeline();
 }
 
 /// Registers the fp translations (`--import-fp`).
 inline void registerAllFpTranslations() {
   frontend::registerImportFpTranslation();
+  codegen::registerHostTranslation();
 }
 
 } // namespace mlir::fp

@@ -1,0 +1,38 @@
+//===- HostEmitter.h - Host C++ for compiled model libraries ----*- C++ -*-===//
+//
+// Emits the host C++ translation unit of a model library from the lowered
+// fp IR: one forward per layer over the kernels of fp/Runtime/Kernels/
+// Host.h, the entry points of the model ABI and the manifest. The emitter
+// reads the IR and never changes it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_CODEGEN_HOSTEMITTER_H
+#define FP_CODEGEN_HOSTEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+
+namespace mlir::fp::codegen {
+
+/// What an emitted library records about its origin and contents.
+struct LibraryInfo {
+  std::string generator = "fpc 0.1.0";
+  /// The DSL file compiled, as given on the command line.
+  std::string source;
+  /// Targets compiled into the library ("cpu", "cuda").
+  SmallVector<std::string> targets = {"cpu"};
+};
+
+/// Writes the host translation unit of `module` to `os`.
+LogicalResult emitHostSource(ModuleOp module, const LibraryInfo &info,
+                             raw_ostream &os);
+
+/// Registers the `--fp-to-host` translation.
+void registerHostTranslation();
+
+} // namespace mlir::fp::codegen
+
+#endif // FP_CODEGEN_HOSTEMITTER_H

@@ -1,0 +1,123 @@
+//===- LayerPlan.h - Shapes, parameters and buffers of a layer --*- C++ -*-===//
+//
+// The analysis both emitters share. For one layer function of the lowered
+// IR it resolves every tensor's shape in terms of the call's batch B and
+// length T, lists the layer's parameters in manifest order, finds its
+// fixed-point loop, and plans the workspace: one buffer slot per group of
+// values whose lifetimes do not overlap. It never mutates the IR; what it
+// cannot handle it reports with a located "cannot emit" error.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_CODEGEN_LAYERPLAN_H
+#define FP_CODEGEN_LAYERPLAN_H
+
+#include "fp/Dialect/FpOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::fp::codegen {
+
+/// One extent of a resolved shape: a static size, the batch B or the
+/// sequence length T.
+struct Extent {
+  enum Kind { Static, Batch, Steps } kind = Static;
+  int64_t size = 0;
+
+  static Extent fixed(int64_t size) { return {Static, size}; }
+  bool operator==(const Extent &other) const {
+    return kind == other.kind && (kind != Static || size == other.size);
+  }
+};
+
+/// A resolved shape: B and T appear only as the leading extents.
+struct Shape {
+  llvm::SmallVector<Extent, 4> extents;
+
+  int64_t rank() const { return extents.size(); }
+  bool perBatch() const;
+  bool perStep() const;
+  /// The product of the static extents.
+  int64_t staticElements() const;
+  /// The product of extents [from, to) as a C++ expression over B and T.
+  std::string product(int64_t from, int64_t to) const;
+  std::string numElements() const { return product(0, rank()); }
+  /// Elements per token: the product of the extents after B and T.
+  std::string tokenSize() const;
+};
+
+/// A layer parameter as the manifest lists it.
+struct ParamInfo {
+  std::string name;
+  /// The first fp.param of this name (an op handle: mutable so that a
+  /// const plan can still query it).
+  mutable ParamOp op;
+  llvm::SmallVector<int64_t> shape;
+};
+
+/// Where a value's data lives.
+struct Storage {
+  enum Kind {
+    Input,     ///< the layer input
+    Param,     ///< params[index]
+    Buffer,    ///< workspace slot `index`
+    Alias,     ///< the storage of `aliasOf` (fp.reshape, loop results)
+    Iterations ///< per-sample counts of a solve; no data
+  } kind = Buffer;
+  int64_t index = -1;
+  Value aliasOf;
+};
+
+/// A workspace slot: `elements` scalars per (B if perBatch) per (T if
+/// perStep).
+struct BufferSlot {
+  int64_t elements = 0;
+  bool perBatch = false;
+  bool perStep = false;
+};
+
+/// The plan of one layer function.
+class LayerPlan {
+public:
+  /// Analyses `layer`; emits located errors and fails on IR the emitters
+  /// cannot handle.
+  static FailureOr<LayerPlan> build(func::FuncOp layer);
+
+  /// Op handles are mutable so that const plans can query them.
+  mutable func::FuncOp layer;
+  llvm::SmallVector<ParamInfo> params;
+  llvm::SmallVector<BufferSlot> slots;
+  /// The layer's fixed-point loop, if it has one.
+  mutable FixedPointOp loop;
+  int64_t dModel = 0;
+
+  const Shape &shape(Value value) const { return shapes.find(value)->second; }
+  /// The storage of `value` after following aliases.
+  const Storage &storage(Value value) const;
+  /// The parameter index of an fp.param.
+  int64_t paramIndex(ParamOp op) const;
+
+private:
+  llvm::DenseMap<Value, Shape> shapes;
+  llvm::DenseMap<Value, Storage> storages;
+  llvm::StringMap<int64_t> paramIndices;
+
+  LogicalResult resolveShapes();
+  LogicalResult assignStorage();
+};
+
+/// Plans every layer function (those carrying `fp.layer`) of `module`, in
+/// order; fails when there is none or one cannot be emitted.
+FailureOr<std::vector<LayerPlan>> planLayers(ModuleOp module);
+
+} // namespace mlir::fp::codegen
+
+#endif // FP_CODEGEN_LAYERPLAN_H

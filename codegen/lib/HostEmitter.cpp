@@ -1,0 +1,613 @@
+//===- HostEmitter.cpp - Host C++ for compiled model libraries --*- C++ -*-===//
+//
+// One C++ translation unit per library: for every layer a forward templated
+// on the scalar type that calls the kernels of fp/Runtime/Kernels/Host.h op
+// by op, with the fixed-point loop as a host loop around the body and the
+// solver's bookkeeping; then the C entry points and the manifest.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Codegen/HostEmitter.h"
+
+#include "fp/Codegen/CodeWriter.h"
+#include "fp/Codegen/LayerPlan.h"
+#include "fp/Codegen/Manifest.h"
+#include "fp/Dialect/FpDialect.h"
+#include "fp/Dialect/FpOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fp;
+using namespace mlir::fp::codegen;
+
+/// A C++ literal for a floating-point constant, exact for doubles.
+static std::string realLiteral(double value) {
+  if (std::isnan(value))
+    return "std::numeric_limits<Real>::quiet_NaN()";
+  if (std::isinf(value))
+    return value > 0 ? "std::numeric_limits<Real>::infinity()"
+                     : "-std::numeric_limits<Real>::infinity()";
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.17g", value);
+  if (text.find_first_of(".en") == std::string::npos)
+    text += ".0";
+  return "Real(" + text + ")";
+}
+
+/// A C++ identifier fragment for a symbol name.
+static std::string identifier(StringRef name) {
+  std::string out;
+  for (char c : name)
+    out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+static std::string locationComment(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return llvm::formatv("{0}:{1}:{2}",
+                         llvm::sys::path::filename(file.getFilename()),
+                         file.getLine(), file.getColumn());
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return locationComment(name.getChildLoc());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string text = locationComment(inner); !text.empty())
+        return text;
+  return "";
+}
+
+namespace {
+
+/// Emits the forward of one layer.
+class LayerEmitter {
+public:
+  LayerEmitter(CodeWriter &w, const LayerPlan &plan) : w(w), plan(plan) {}
+
+  LogicalResult emitForward(StringRef fnName);
+
+private:
+  CodeWriter &w;
+  const LayerPlan &plan;
+  /// Expressions for index values (B, T or a number).
+  llvm::DenseMap<Value, std::string> indices;
+  /// Expressions for scalar float values.
+  llvm::DenseMap<Value, std::string> scalars;
+  int64_t nextId = 0;
+
+  std::string name(Value value) const;
+  const Shape &shape(Value value) const { return plan.shape(value); }
+  std::string rows(Value value) const {
+    return shape(value).product(0, shape(value).rank() - 1);
+  }
+  int64_t width(Value value) const { return shape(value).extents.back().size; }
+  std::string uniqueName(StringRef stem) {
+    return (stem + llvm::Twine(nextId++)).str();
+  }
+  std::string shapeLiteral(const Shape &s) const;
+
+  LogicalResult emitBlock(Block &block);
+  LogicalResult emitOp(Operation *op);
+  LogicalResult emitElementwise(Operation *op);
+  LogicalResult emitConstant(arith::ConstantOp op);
+  LogicalResult emitFixedPoint(FixedPointOp op);
+  LogicalResult emitReduce(Operation *op, Value input, ArrayRef<int64_t> dims,
+                           bool isSum);
+};
+
+} // namespace
+
+std::string LayerEmitter::name(Value value) const {
+  const Storage &s = plan.storage(value);
+  switch (s.kind) {
+  case Storage::Input:
+    return "in";
+  case Storage::Param:
+    return "p" + std::to_string(s.index);
+  case Storage::Buffer:
+    return "s" + std::to_string(s.index);
+  case Storage::Alias:
+  case Storage::Iterations:
+    break;
+  }
+  llvm_unreachable("value without data");
+}
+
+std::string LayerEmitter::shapeLiteral(const Shape &s) const {
+  std::string text = "fp::host::Shape{" + std::to_string(s.rank()) + ", {";
+  for (int64_t i = 0; i < s.rank(); ++i) {
+    if (i)
+      text += ", ";
+    text += s.product(i, i + 1);
+  }
+  return text + "}}";
+}
+
+LogicalResult LayerEmitter::emitForward(StringRef fnName) {
+  w.text("template <typename Real>");
+  auto fn = w.block("void {0}(const fp_forward_args &args, char *workspace, "
+                    "const size_t *offsets)",
+                    fnName);
+  w.text("const int64_t B = args.batch, T = args.seq_len;");
+  w.text("(void)B;");
+  w.text("(void)T;");
+  w.text("const Real *in = static_cast<const Real *>(args.input);");
+  for (auto [i, param] : llvm::enumerate(plan.params))
+    w.line("const Real *p{0} = static_cast<const Real *>(args.params[{0}]); "
+           "// {1}",
+           i, param.name);
+  for (size_t i = 0; i < plan.slots.size(); ++i)
+    w.line("Real *s{0} = reinterpret_cast<Real *>(workspace + offsets[{0}]);",
+           i);
+  if (!plan.slots.empty())
+    w.line("(void)s0;");
+  return emitBlock(plan.layer.getBody().front());
+}
+
+LogicalResult LayerEmitter::emitBlock(Block &block) {
+  for (Operation &op : block)
+    if (failed(emitOp(&op)))
+      return failure();
+  return success();
+}
+
+LogicalResult LayerEmitter::emitOp(Operation *op) {
+  // Ops that produce no data of their own.
+  if (isa<ParamOp, ReshapeOp>(op))
+    return success();
+  if (auto dim = dyn_cast<tensor::DimOp>(op)) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    if (!index)
+      return op->emitOpError("cannot emit tensor.dim with a dynamic index");
+    indices[dim] = shape(dim.getSource()).product(*index, *index + 1);
+    return success();
+  }
+  if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return emitConstant(constant);
+
+  std::string where = locationComment(op->getLoc());
+  w.line("// {0}{1}{2}", op->getName().getStringRef(),
+         where.empty() ? "" : " at ", where);
+
+  if (OpTrait::hasElementwiseMappableTraits(op) ||
+      isa<SiluOp, SigmoidOp, SoftplusOp>(op))
+    return emitElementwise(op);
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](LinearOp linear) -> LogicalResult {
+        if (linear.getGain())
+          return linear.emitOpError(
+              "cannot emit a weight-normalised fp.linear; run "
+              "fp-hoist-invariants, which makes the normalisation explicit");
+        w.line("fp::host::linear({0}, {1}, {2}, {3}, {4}, {5}, {6});",
+               name(linear.getInput()), rows(linear.getInput()),
+               width(linear.getInput()), name(linear.getWeight()),
+               width(linear),
+               linear.getBias() ? name(linear.getBias()) : "nullptr",
+               name(linear));
+        return success();
+      })
+      .Case([&](WeightNormOp norm) {
+        auto type = cast<RankedTensorType>(norm.getType());
+        w.line("fp::host::weightNorm({0}, {1}, {2}, {3}, {4});",
+               name(norm.getWeight()), name(norm.getGain()), type.getDimSize(0),
+               type.getDimSize(1), name(norm));
+        return success();
+      })
+      .Case([&](SliceOp slice) {
+        w.line("fp::host::sliceColumns({0}, {1}, {2}, {3}, {4}, {5});",
+               name(slice.getInput()), rows(slice.getInput()),
+               width(slice.getInput()), slice.getStart(),
+               slice.getEnd() - slice.getStart(), name(slice));
+        return success();
+      })
+      .Case([&](ConcatOp concat) {
+        int64_t offset = 0;
+        for (Value input : concat.getInputs()) {
+          w.line("fp::host::insertColumns({0}, {1}, {2}, {3}, {4}, {5});",
+                 name(input), rows(input), width(input), offset, width(concat),
+                 name(concat));
+          offset += width(input);
+        }
+        return success();
+      })
+      .Case([&](BroadcastOp broadcast) {
+        Value input = broadcast.getInput();
+        const Shape &out = shape(broadcast);
+        if (shape(input).rank() == 0) {
+          w.line("fp::host::fill({0}, {1}, {2}[0]);", name(broadcast),
+                 out.numElements(), name(input));
+          return success();
+        }
+        std::string dims = uniqueName("dims");
+        w.line("const int {0}[] = {{{1}};", dims,
+               llvm::join(
+                   llvm::map_range(broadcast.getDims(),
+                                   [](int64_t d) { return std::to_string(d); }),
+                   ", "));
+        w.line("fp::host::broadcast({0}, {1}, {2}, {3}, {4});", name(input),
+               shapeLiteral(out), dims, shape(input).rank(), name(broadcast));
+        return success();
+      })
+      .Case([&](ReduceSumOp reduce) {
+        return emitReduce(reduce, reduce.getInput(), reduce.getDims(), true);
+      })
+      .Case([&](ReduceMaxOp reduce) {
+        return emitReduce(reduce, reduce.getInput(), reduce.getDims(), false);
+      })
+      .Case([&](ShiftOp shift) {
+        w.line("fp::host::shift({0}, B, T, {1}, {2}, {3});",
+               name(shift.getInput()), shape(shift).tokenSize(),
+               shift.getOffset(), name(shift));
+        return success();
+      })
+      .Case([&](ScanOp scan) {
+        w.line("fp::host::scan({0}, {1}, B, T, {2}, {3}, {4});",
+               name(scan.getCoeff()), name(scan.getInput()),
+               shape(scan).tokenSize(), scan.getReverse() ? "true" : "false",
+               name(scan));
+        return success();
+      })
+      .Case([&](SelectiveScanOp scan) {
+        auto a = cast<RankedTensorType>(scan.getA().getType());
+        w.line("fp::host::selectiveScan({0}, {1}, {2}, {3}, {4}, {5}, B, T, "
+               "{6}, {7}, {8});",
+               name(scan.getU()), name(scan.getDelta()), name(scan.getA()),
+               name(scan.getB()), name(scan.getC()),
+               scan.getD() ? name(scan.getD()) : "nullptr", a.getDimSize(0),
+               a.getDimSize(1), name(scan));
+        return success();
+      })
+      .Case([&](CausalConvOp conv) {
+        auto weight = cast<RankedTensorType>(conv.getWeight().getType());
+        w.line("fp::host::causalConv({0}, {1}, {2}, B, T, {3}, {4}, {5});",
+               name(conv.getInput()), name(conv.getWeight()),
+               conv.getBias() ? name(conv.getBias()) : "nullptr",
+               weight.getDimSize(0), weight.getDimSize(1), name(conv));
+        return success();
+      })
+      .Case([&](L2NormOp norm) {
+        w.line("fp::host::l2norm({0}, {1}, {2}, {3}, {4});",
+               name(norm.getInput()), rows(norm), width(norm),
+               realLiteral(norm.getEps().convertToDouble()), name(norm));
+        return success();
+      })
+      .Case([&](LayerNormOp norm) {
+        w.line("fp::host::layerNorm({0}, {1}, {2}, {3}, {4}, {5}, {6});",
+               name(norm.getInput()), name(norm.getWeight()),
+               name(norm.getBias()), rows(norm), width(norm),
+               realLiteral(norm.getEps().convertToDouble()), name(norm));
+        return success();
+      })
+      .Case([&](RMSNormOp norm) {
+        w.line("fp::host::rmsNorm({0}, {1}, {2}, {3}, {4}, {5});",
+               name(norm.getInput()), name(norm.getWeight()), rows(norm),
+               width(norm), realLiteral(norm.getEps().convertToDouble()),
+               name(norm));
+        return success();
+      })
+      .Case([&](MatmulOp matmul) {
+        auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
+        auto rhs = cast<RankedTensorType>(matmul.getRhs().getType());
+        int64_t rank = lhs.getRank();
+        int64_t l0 = lhs.getDimSize(rank - 2), l1 = lhs.getDimSize(rank - 1);
+        int64_t r0 = rhs.getDimSize(rank - 2), r1 = rhs.getDimSize(rank - 1);
+        bool tl = matmul.getTransposeLhs(), tr = matmul.getTransposeRhs();
+        int64_t m = tl ? l1 : l0, k = tl ? l0 : l1, n = tr ? r0 : r1;
+        w.line("fp::host::matmul({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+               "{8});",
+               name(matmul.getLhs()), name(matmul.getRhs()),
+               shape(matmul).product(0, rank - 2), m, n, k,
+               tl ? "true" : "false", tr ? "true" : "false", name(matmul));
+        return success();
+      })
+      .Case([&](TriuOp triu) {
+        auto type = cast<RankedTensorType>(triu.getType());
+        w.line("fp::host::triu({0}, {1}, {2}, {3});", name(triu.getInput()),
+               rows(triu.getInput()), type.getShape().back(), name(triu));
+        return success();
+      })
+      .Case([&](tensor::SplatOp splat) -> LogicalResult {
+        const Shape &out = shape(splat);
+        for (auto [i, size] : llvm::enumerate(splat.getDynamicSizes())) {
+          auto it = indices.find(size);
+          if (it == indices.end() || it->second != out.product(i, i + 1))
+            return splat.emitOpError("cannot emit: dynamic size ")
+                   << i << " is not the batch or time extent of its position";
+        }
+        auto it = scalars.find(splat.getInput());
+        if (it == scalars.end())
+          return splat.emitOpError("cannot emit a splat of a value that is "
+                                   "not a constant");
+        w.line("fp::host::fill({0}, {1}, {2});", name(splat), out.numElements(),
+               it->second);
+        return success();
+      })
+      .Case([&](FixedPointOp loop) { return emitFixedPoint(loop); })
+      .Case([&](func::ReturnOp ret) {
+        Value result = ret.getOperand(0);
+        w.line("fp::host::copy({0}, {1}, static_cast<Real *>(args.output));",
+               name(result), shape(result).numElements());
+        return success();
+      })
+      .Default([&](Operation *other) {
+        return other->emitOpError("cannot emit this operation for the host");
+      });
+}
+
+LogicalResult LayerEmitter::emitReduce(Operation *op, Value input,
+                                       ArrayRef<int64_t> dims, bool isSum) {
+  const Shape &in = shape(input);
+  Value result = op->getResult(0);
+  if (isSum && dims.size() == 1 && dims[0] == in.rank() - 1) {
+    w.line("fp::host::sumRows({0}, {1}, {2}, {3});", name(input), rows(input),
+           width(input), name(result));
+    return success();
+  }
+  std::string mask = uniqueName("reduced");
+  SmallVector<std::string> flags;
+  for (int64_t d = 0; d < in.rank(); ++d)
+    flags.push_back(llvm::is_contained(dims, d) ? "true" : "false");
+  w.line("const bool {0}[] = {{{1}};", mask, llvm::join(flags, ", "));
+  w.line("fp::host::reduce({0}, {1}, {2}, fp::host::Reduction::{3}, {4});",
+         name(input), shapeLiteral(in), mask, isSum ? "Sum" : "Max",
+         name(result));
+  return success();
+}
+
+LogicalResult LayerEmitter::emitConstant(arith::ConstantOp op) {
+  Type type = op.getType();
+  if (isa<IndexType>(type)) {
+    indices[op] = std::to_string(cast<IntegerAttr>(op.getValue()).getInt());
+    return success();
+  }
+  if (isa<FloatType>(type)) {
+    scalars[op] =
+        realLiteral(cast<FloatAttr>(op.getValue()).getValueAsDouble());
+    return success();
+  }
+  auto dense = dyn_cast<DenseFPElementsAttr>(op.getValue());
+  if (!dense)
+    return op.emitOpError("cannot emit a constant of type ") << type;
+  std::string where = locationComment(op.getLoc());
+  w.line("// arith.constant{0}{1}", where.empty() ? "" : " at ", where);
+  const Shape &out = shape(op);
+  if (dense.isSplat()) {
+    w.line("fp::host::fill({0}, {1}, {2});", name(op), out.numElements(),
+           realLiteral(dense.getSplatValue<APFloat>().convertToDouble()));
+    return success();
+  }
+  std::string values = uniqueName("values");
+  SmallVector<std::string> literals;
+  for (APFloat value : dense.getValues<APFloat>())
+    literals.push_back(realLiteral(value.convertToDouble()));
+  w.line("const Real {0}[] = {{{1}};", values, llvm::join(literals, ", "));
+  w.line("fp::host::copy({0}, {1}, {2});", values, literals.size(), name(op));
+  return success();
+}
+
+LogicalResult LayerEmitter::emitElementwise(Operation *op) {
+  Value result = op->getResult(0);
+  if (!isa<RankedTensorType>(result.getType()))
+    return op->emitOpError("cannot emit a scalar operation");
+  StringRef functor = llvm::TypeSwitch<Operation *, StringRef>(op)
+                          .Case([](arith::AddFOp) { return "Add"; })
+                          .Case([](arith::SubFOp) { return "Sub"; })
+                          .Case([](arith::MulFOp) { return "Mul"; })
+                          .Case([](arith::DivFOp) { return "Div"; })
+                          .Case([](arith::MaximumFOp) { return "Max"; })
+                          .Case([](arith::MinimumFOp) { return "Min"; })
+                          .Case([](arith::NegFOp) { return "Neg"; })
+                          .Case([](math::ExpOp) { return "Exp"; })
+                          .Case([](math::LogOp) { return "Log"; })
+                          .Case([](math::SqrtOp) { return "Sqrt"; })
+                          .Case([](math::TanhOp) { return "Tanh"; })
+                          .Case([](math::AbsFOp) { return "Abs"; })
+                          .Case([](SiluOp) { return "Silu"; })
+                          .Case([](SigmoidOp) { return "Sigmoid"; })
+                          .Case([](SoftplusOp) { return "Softplus"; })
+                          .Default([](Operation *) { return StringRef(); });
+  if (functor.empty())
+    return op->emitOpError("cannot emit this elementwise operation for the "
+                           "host");
+  SmallVector<std::string> operands;
+  for (Value operand : op->getOperands())
+    operands.push_back(name(operand));
+  w.line("fp::host::{0}(fp::host::{1}(), {2}, {3}, {4});",
+         operands.size() == 1 ? "unary" : "binary", functor,
+         shape(result).numElements(), llvm::join(operands, ", "), name(result));
+  return success();
+}
+
+LogicalResult LayerEmitter::emitFixedPoint(FixedPointOp loop) {
+  Value iterate = loop.getBodyBlock()->getArgument(0);
+  Value init = loop.getInits()[0];
+  auto yield = cast<YieldOp>(loop.getBodyBlock()->getTerminator());
+  Value next = yield.getOperand(0);
+  std::string solver = uniqueName("solver");
+  w.line("fp::host::Solver<Real> {0}(B, kSolver, args.training != 0, "
+         "args.solver);",
+         solver);
+  w.line("fp::host::copy({0}, {1}, {2});", name(init),
+         shape(init).numElements(), name(iterate));
+  {
+    auto body = w.block("while ({0}.shouldContinue())", solver);
+    for (Operation &op : loop.getBodyBlock()->without_terminator())
+      if (failed(emitOp(&op)))
+        return failure();
+    w.line("{0}.step({1}, {2}, T, {3});", solver, name(iterate), name(next),
+           shape(iterate).tokenSize());
+  }
+  w.line("{0}.report(args.stats);", solver);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The translation unit
+//===----------------------------------------------------------------------===//
+
+static std::string cppStringLiteral(StringRef text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    default:
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
+                                                const LibraryInfo &info,
+                                                raw_ostream &os) {
+  FailureOr<std::vector<LayerPlan>> planned = planLayers(module);
+  if (failed(planned))
+    return failure();
+  const std::vector<LayerPlan> &plans = *planned;
+  FailureOr<std::string> manifest = buildManifest(module, plans, info);
+  if (failed(manifest))
+    return failure();
+
+  // Nothing reaches `os` unless the whole unit is emitted.
+  std::string text;
+  llvm::raw_string_ostream buffer(text);
+  CodeWriter w(buffer);
+  w.line("// Generated by {0} from {1}; do not edit.", info.generator,
+         info.source.empty() ? std::string("<stdin>") : info.source);
+  w.text("//");
+  w.text("// Host code of a model library: one forward per layer over the");
+  w.text("// kernels of fp/Runtime/Kernels/Host.h, the model ABI entry points");
+  w.text("// (fp/Runtime/ModelABI.h) and the manifest.");
+  w.blank();
+  w.text("#include \"fp/Runtime/Kernels/HostEntry.h\"");
+  w.blank();
+  w.text("#include <cmath>");
+  w.text("#include <limits>");
+
+  for (const LayerPlan &plan : plans) {
+    std::string layer = identifier(plan.layer.getSymName());
+    w.blank();
+    w.line("//===-- layer {0} {1}//", plan.layer.getSymName(),
+           std::string(std::max<int>(2, 60 - plan.layer.getSymName().size()),
+                       '-'));
+    w.blank();
+    {
+      auto ns = w.blockWithTrailer(" // namespace layer_" + layer,
+                                   "namespace layer_{0}", layer);
+      w.blank();
+      SmallVector<std::string> specs;
+      for (const BufferSlot &slot : plan.slots)
+        specs.push_back(llvm::formatv("{{{0}, {1}, {2}}", slot.elements,
+                                      slot.perBatch ? "true" : "false",
+                                      slot.perStep ? "true" : "false"));
+      if (specs.empty())
+        specs.push_back("{0, false, false}");
+      w.line("const fp::host::BufferSpec kBuffers[] = {{{0}};",
+             llvm::join(specs, ", "));
+      w.line("const fp::host::LayerDescriptor kLayer = {{\"{0}\", {1}, "
+             "kBuffers, {2}};",
+             plan.layer.getSymName(), plan.params.size(), plan.slots.size());
+      if (plan.loop) {
+        SolverAttr s = plan.loop.getSolver();
+        w.line("const fp::host::SolverSettings kSolver = {{{0}, {1}, {2}, "
+               "{3}, {4}, {5}, {6}};",
+               llvm::format("%.17g", s.getTolerance().convertToDouble()),
+               llvm::format("%.17g", s.getQuantile().convertToDouble()),
+               s.getMaxIterTrain(), s.getMaxIterEval(),
+               llvm::format("%.17g", s.getRelaxStart().convertToDouble()),
+               llvm::format("%.17g", s.getRelaxDecay().convertToDouble()),
+               s.getRelaxPatience());
+      }
+      w.blank();
+      LayerEmitter emitter(w, plan);
+      if (failed(emitter.emitForward("forward")))
+        return failure();
+      w.blank();
+    }
+    w.blank();
+    {
+      auto fn =
+          w.block("FP_MODEL_EXPORT fp_status {0}(fp_target target, "
+                  "fp_dtype dtype, int64_t batch, int64_t seq_len, "
+                  "fp_buffer_sizes *sizes)",
+                  entryPointName(plan.layer.getSymName(), "buffer_sizes"));
+      w.line("return fp::host::bufferSizes(layer_{0}::kLayer, target, dtype, "
+             "batch, seq_len, sizes);",
+             layer);
+    }
+    w.blank();
+    {
+      auto fn = w.block("FP_MODEL_EXPORT fp_status {0}(const fp_forward_args "
+                        "*args)",
+                        entryPointName(plan.layer.getSymName(), "forward"));
+      w.line("return fp::host::forward(args, layer_{0}::kLayer, "
+             "&layer_{0}::forward<float>, &layer_{0}::forward<double>);",
+             layer);
+    }
+    w.blank();
+    {
+      auto fn = w.block("FP_MODEL_EXPORT fp_status {0}(const fp_backward_args "
+                        "*args)",
+                        entryPointName(plan.layer.getSymName(), "backward"));
+      w.line("return fp::host::backwardNotCompiled(args, layer_{0}::kLayer);",
+             layer);
+    }
+  }
+
+  w.blank();
+  w.text("//===-- library " + std::string(62, '-') + "//");
+  w.blank();
+  {
+    auto fn = w.block("FP_MODEL_EXPORT uint32_t fp_model_abi_version(void)");
+    w.text("return FP_MODEL_ABI_VERSION;");
+  }
+  w.blank();
+  {
+    auto fn = w.block("FP_MODEL_EXPORT const char *fp_model_manifest(void)");
+    w.line("return {0};", cppStringLiteral(*manifest));
+  }
+  w.blank();
+  {
+    auto fn = w.block("FP_MODEL_EXPORT const char *fp_model_last_error(void)");
+    w.text("return fp::host::lastError.c_str();");
+  }
+  os << text;
+  return success();
+}
+
+void mlir::fp::codegen::registerHostTranslation() {
+  TranslateFromMLIRRegistration registration(
+      "fp-to-host", "emit the host C++ of a model library",
+      [](Operation *op, raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return op->emitError("cannot emit: expected a builtin.module");
+        LibraryInfo info;
+        return emitHostSource(module, info, os);
+      },
+      [](DialectRegistry &registry) {
+        registry.insert<FPDialect, arith::ArithDialect, func::FuncDialect,
+                        math::MathDialect, scf::SCFDialect,
+                        tensor::TensorDialect>();
+      });
+}

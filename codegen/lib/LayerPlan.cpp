@@ -1,0 +1,401 @@
+//===- LayerPlan.cpp - Shapes, parameters and buffers of a layer -*- C++
+//-*-===//
+//
+// Shape resolution (dynamic extents are B at position 0 and T at position
+// 1, nowhere else), parameter order (first appearance), and workspace
+// planning: values get slots by a linear scan over their lifetimes, where a
+// value used inside a fixed-point loop but defined before it lives until
+// the loop ends, because every iteration reads it again.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Codegen/LayerPlan.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::fp;
+using namespace mlir::fp::codegen;
+
+//===----------------------------------------------------------------------===//
+// Shape
+//===----------------------------------------------------------------------===//
+
+bool Shape::perBatch() const {
+  return llvm::any_of(extents,
+                      [](Extent e) { return e.kind == Extent::Batch; });
+}
+
+bool Shape::perStep() const {
+  return llvm::any_of(extents,
+                      [](Extent e) { return e.kind == Extent::Steps; });
+}
+
+int64_t Shape::staticElements() const {
+  int64_t n = 1;
+  for (Extent e : extents)
+    if (e.kind == Extent::Static)
+      n *= e.size;
+  return n;
+}
+
+std::string Shape::product(int64_t from, int64_t to) const {
+  SmallVector<std::string> factors;
+  int64_t constant = 1;
+  for (int64_t i = from; i < to; ++i) {
+    Extent e = extents[i];
+    if (e.kind == Extent::Batch)
+      factors.push_back("B");
+    else if (e.kind == Extent::Steps)
+      factors.push_back("T");
+    else
+      constant *= e.size;
+  }
+  if (constant != 1 || factors.empty())
+    factors.push_back(std::to_string(constant));
+  return llvm::join(factors, " * ");
+}
+
+std::string Shape::tokenSize() const {
+  int64_t from = 0;
+  while (from < rank() && extents[from].kind != Extent::Static)
+    ++from;
+  return product(from, rank());
+}
+
+//===----------------------------------------------------------------------===//
+// Shape resolution
+//===----------------------------------------------------------------------===//
+
+static FailureOr<Shape> resolveType(Value value, Location loc) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type)
+    return emitError(loc) << "cannot emit a value of type " << value.getType(),
+           failure();
+  Shape shape;
+  for (auto [i, size] : llvm::enumerate(type.getShape())) {
+    if (!ShapedType::isDynamic(size)) {
+      shape.extents.push_back(Extent::fixed(size));
+      continue;
+    }
+    if (i > 1)
+      return emitError(loc) << "cannot emit: dynamic dimension " << i << " of "
+                            << type << " (only batch and time may be dynamic)",
+             failure();
+    shape.extents.push_back({i == 0 ? Extent::Batch : Extent::Steps, 0});
+  }
+  return shape;
+}
+
+/// Whether dimension `dim` of `value`'s type is dynamic.
+static bool isDynamicDim(Value value, int64_t dim) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return dim < type.getRank() && type.isDynamicDim(dim);
+}
+
+LogicalResult LayerPlan::resolveShapes() {
+  auto resolve = [&](Value value, Location loc) -> LogicalResult {
+    if (!isa<TensorType>(value.getType()))
+      return success(); // indices and scalars carry no data of their own
+    FailureOr<Shape> shape = resolveType(value, loc);
+    if (failed(shape))
+      return failure();
+    shapes[value] = *shape;
+    return success();
+  };
+  for (BlockArgument arg : layer.getArguments())
+    if (failed(resolve(arg, layer.getLoc())))
+      return failure();
+
+  WalkResult walk = layer.walk([&](Operation *op) -> WalkResult {
+    for (Region &region : op->getRegions())
+      for (BlockArgument arg : region.getArguments())
+        if (failed(resolve(arg, op->getLoc())))
+          return WalkResult::interrupt();
+    for (Value result : op->getResults())
+      if (failed(resolve(result, op->getLoc())))
+        return WalkResult::interrupt();
+    // Ops that could move a batch or time extent elsewhere.
+    if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
+      for (int64_t dim : reduce.getDims())
+        if (isDynamicDim(reduce.getInput(), dim))
+          return op->emitOpError("cannot emit a reduction over dimension ")
+                 << dim << " (batch or time)";
+    }
+    if (auto reduce = dyn_cast<ReduceMaxOp>(op)) {
+      for (int64_t dim : reduce.getDims())
+        if (isDynamicDim(reduce.getInput(), dim))
+          return op->emitOpError("cannot emit a reduction over dimension ")
+                 << dim << " (batch or time)";
+    }
+    if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+      for (auto [i, dim] : llvm::enumerate(broadcast.getDims()))
+        if (isDynamicDim(broadcast.getInput(), i) && dim != int64_t(i))
+          return op->emitOpError("cannot emit a broadcast that moves "
+                                 "dimension ")
+                 << i << " (batch or time) to " << dim;
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+//===----------------------------------------------------------------------===//
+// Storage and workspace planning
+//===----------------------------------------------------------------------===//
+
+const Storage &LayerPlan::storage(Value value) const {
+  const Storage *s = &storages.find(value)->second;
+  while (s->kind == Storage::Alias)
+    s = &storages.find(s->aliasOf)->second;
+  return *s;
+}
+
+int64_t LayerPlan::paramIndex(ParamOp op) const {
+  return paramIndices.lookup(op.getName());
+}
+
+namespace {
+/// Program positions: ops numbered in pre-order, each fixed-point loop also
+/// has an end position after its body.
+struct Positions {
+  llvm::DenseMap<Operation *, int64_t> at, loopEnd;
+
+  void number(Block &block, int64_t &next) {
+    for (Operation &op : block) {
+      at[&op] = next++;
+      for (Region &region : op.getRegions())
+        for (Block &inner : region)
+          number(inner, next);
+      if (isa<FixedPointOp>(op))
+        loopEnd[&op] = next++;
+    }
+  }
+
+  int64_t def(Value value) const {
+    if (auto arg = dyn_cast<BlockArgument>(value)) {
+      Operation *owner = arg.getOwner()->getParentOp();
+      return isa<func::FuncOp>(owner) ? -1 : at.lookup(owner);
+    }
+    Operation *op = value.getDefiningOp();
+    return isa<FixedPointOp>(op) ? loopEnd.lookup(op) : at.lookup(op);
+  }
+
+  /// The last position at which `user` may read `value`: its own, or the
+  /// end of the outermost loop around it that `value` is defined outside
+  /// of.
+  int64_t use(Value value, Operation *user) const {
+    int64_t pos = at.lookup(user);
+    Operation *defScope =
+        isa<BlockArgument>(value)
+            ? cast<BlockArgument>(value).getOwner()->getParentOp()
+            : value.getDefiningOp();
+    for (Operation *p = user->getParentOp(); p; p = p->getParentOp()) {
+      if (!isa<FixedPointOp>(p))
+        continue;
+      bool inside = p == defScope || p->isProperAncestor(defScope);
+      if (!inside)
+        pos = std::max(pos, loopEnd.lookup(p));
+    }
+    return pos;
+  }
+};
+} // namespace
+
+LogicalResult LayerPlan::assignStorage() {
+  Positions positions;
+  int64_t next = 0;
+  positions.number(layer.getBody().front(), next);
+
+  // Classify every tensor value; collect the ones that need a slot, in
+  // definition order.
+  SmallVector<Value> buffered;
+  auto setStorage = [&](Value value, Storage s) { storages[value] = s; };
+  setStorage(layer.getArgument(0), {Storage::Input});
+  WalkResult walk =
+      layer.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
+        if (auto param = dyn_cast<ParamOp>(op)) {
+          setStorage(param, {Storage::Param, paramIndex(param)});
+          return WalkResult::advance();
+        }
+        if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+          setStorage(reshape, {Storage::Alias, -1, reshape.getInput()});
+          return WalkResult::advance();
+        }
+        if (auto loop = dyn_cast<FixedPointOp>(op)) {
+          Value iterate = loop.getBodyBlock()->getArgument(0);
+          setStorage(iterate, {Storage::Buffer});
+          buffered.push_back(iterate);
+          setStorage(loop.getFixedPoints()[0], {Storage::Alias, -1, iterate});
+          setStorage(loop.getIterations(), {Storage::Iterations});
+          for (Operation *user : loop.getIterations().getUsers())
+            if (!isa<func::ReturnOp>(user))
+              return user->emitOpError("cannot emit a use of the iteration "
+                                       "counts other than the layer's result"),
+                     WalkResult::interrupt();
+          return WalkResult::advance();
+        }
+        for (Value result : op->getResults()) {
+          if (!isa<TensorType>(result.getType()))
+            continue;
+          setStorage(result, {Storage::Buffer});
+          buffered.push_back(result);
+        }
+        return WalkResult::advance();
+      });
+  if (walk.wasInterrupted())
+    return failure();
+
+  // Lifetimes per storage root, over every alias of it.
+  auto rootOf = [&](Value value) {
+    while (storages[value].kind == Storage::Alias)
+      value = storages[value].aliasOf;
+    return value;
+  };
+  llvm::DenseMap<Value, int64_t> lastUse;
+  for (Value value : buffered)
+    lastUse[value] = positions.def(value);
+  auto noteUses = [&](Value value) {
+    Value root = rootOf(value);
+    if (!lastUse.count(root))
+      return;
+    for (OpOperand &use : value.getUses())
+      lastUse[root] =
+          std::max(lastUse[root], positions.use(value, use.getOwner()));
+  };
+  for (auto &entry : storages)
+    noteUses(entry.first);
+  // The iterate is read by the relaxation at the end of every step.
+  layer.walk([&](FixedPointOp loop) {
+    Value iterate = loop.getBodyBlock()->getArgument(0);
+    lastUse[iterate] =
+        std::max(lastUse[iterate], positions.loopEnd.lookup(loop));
+  });
+
+  // Linear scan: a slot is free once its value's last use is strictly
+  // before the new value's definition. Slots only hold values with the same
+  // dependence on B and T; the best-fitting free one is reused and grown.
+  struct Active {
+    int64_t slot, end;
+  };
+  SmallVector<Active> active;
+  SmallVector<int64_t> freeSlots;
+  for (Value value : buffered) {
+    int64_t def = positions.def(value);
+    for (auto it = active.begin(); it != active.end();) {
+      if (it->end < def) {
+        freeSlots.push_back(it->slot);
+        it = active.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    const Shape &s = shapes[value];
+    BufferSlot want{s.staticElements(), s.perBatch(), s.perStep()};
+    int64_t chosen = -1;
+    for (int64_t slot : freeSlots) {
+      const BufferSlot &have = slots[slot];
+      if (have.perBatch != want.perBatch || have.perStep != want.perStep)
+        continue;
+      auto fits = [&](int64_t cand) {
+        return slots[cand].elements >= want.elements;
+      };
+      if (chosen < 0 || (fits(slot) && !fits(chosen)) ||
+          (fits(slot) == fits(chosen) &&
+           (fits(slot) ? have.elements < slots[chosen].elements
+                       : have.elements > slots[chosen].elements)))
+        chosen = slot;
+    }
+    if (chosen < 0) {
+      chosen = slots.size();
+      slots.push_back(want);
+    } else {
+      llvm::erase(freeSlots, chosen);
+      slots[chosen].elements = std::max(slots[chosen].elements, want.elements);
+    }
+    storages[value].index = chosen;
+    active.push_back({chosen, lastUse[value]});
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LayerPlan::build
+//===----------------------------------------------------------------------===//
+
+FailureOr<LayerPlan> LayerPlan::build(func::FuncOp layer) {
+  LayerPlan plan;
+  plan.layer = layer;
+  FunctionType type = layer.getFunctionType();
+  auto input = type.getNumInputs() == 1
+                   ? dyn_cast<RankedTensorType>(type.getInput(0))
+                   : RankedTensorType();
+  if (!input || input.getRank() != 3 || !input.isDynamicDim(0) ||
+      !input.isDynamicDim(1) || input.isDynamicDim(2))
+    return layer.emitOpError("cannot emit a layer whose signature is not "
+                             "(tensor<?x?xDxf..>) -> (...)"),
+           failure();
+  plan.dModel = input.getDimSize(2);
+  if (type.getNumResults() < 1 || type.getResult(0) != input)
+    return layer.emitOpError("cannot emit a layer whose first result is "
+                             "not of its input's type"),
+           failure();
+
+  // Parameters in first-appearance order, one per name.
+  WalkResult walk = layer.walk([&](Operation *op) -> WalkResult {
+    if (auto param = dyn_cast<ParamOp>(op)) {
+      auto [it, inserted] =
+          plan.paramIndices.try_emplace(param.getName(), plan.params.size());
+      auto shape = cast<RankedTensorType>(param.getType()).getShape();
+      if (inserted) {
+        plan.params.push_back(
+            {param.getName().str(), param, SmallVector<int64_t>(shape)});
+      } else if (plan.params[it->second].op.getType() != param.getType()) {
+        return param.emitOpError("parameter '")
+                   << param.getName() << "' appears with two types",
+               WalkResult::interrupt();
+      }
+    }
+    if (auto loop = dyn_cast<FixedPointOp>(op)) {
+      if (plan.loop)
+        return loop.emitOpError("cannot emit a layer with more than one "
+                                "fixed-point loop"),
+               WalkResult::interrupt();
+      if (loop.getInits().size() != 1)
+        return loop.emitOpError("cannot emit a fixed-point loop with ")
+                   << loop.getInits().size() << " iterates (one is supported)",
+               WalkResult::interrupt();
+      plan.loop = loop;
+    }
+    if (isa<func::CallOp>(op))
+      return op->emitOpError("cannot emit a call; run the inliner first "
+                             "(fp-pipeline)"),
+             WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (failed(plan.resolveShapes()) || failed(plan.assignStorage()))
+    return failure();
+  return plan;
+}
+
+FailureOr<std::vector<LayerPlan>>
+mlir::fp::codegen::planLayers(ModuleOp module) {
+  std::vector<LayerPlan> plans;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (!fn->hasAttr("fp.layer"))
+      continue;
+    FailureOr<LayerPlan> plan = LayerPlan::build(fn);
+    if (failed(plan))
+      return failure();
+    plans.push_back(std::move(*plan));
+  }
+  if (plans.empty())
+    return module.emitError("cannot emit a library without layers (no "
+                            "function carries 'fp.layer')");
+  return plans;
+}

@@ -1,0 +1,194 @@
+//===- Manifest.cpp - The JSON manifest of a model library -------*- C++
+//-*-===//
+//
+// Writes the manifest of docs/abi.md with llvm::json: what the runtime needs
+// to create, initialise and call every layer, and to assemble the model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Codegen/Manifest.h"
+
+#include "fp/Dialect/FpAttrs.h"
+#include "fp/Runtime/ModelABI.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::fp;
+using namespace mlir::fp::codegen;
+
+std::string mlir::fp::codegen::entryPointName(StringRef layer, StringRef role) {
+  return ("fp_" + layer + "_" + role).str();
+}
+
+/// The init object of a parameter: the kind and its named arguments.
+static llvm::json::Object initObject(InitAttr init) {
+  llvm::json::Object object;
+  object["kind"] = stringifyInitKind(init.getKind()).str();
+  ArrayRef<double> args;
+  if (init.getArgs())
+    args = init.getArgs().asArrayRef();
+  auto arg = [&](size_t i, StringRef name) {
+    if (i < args.size())
+      object[name] = args[i];
+  };
+  switch (init.getKind()) {
+  case InitKind::Constant:
+    arg(0, "value");
+    break;
+  case InitKind::Uniform:
+    arg(0, "low");
+    arg(1, "high");
+    break;
+  case InitKind::Normal:
+    arg(0, "mean");
+    arg(1, "std");
+    break;
+  case InitKind::FanInUniform:
+    arg(0, "scale");
+    break;
+  case InitKind::DtBias:
+    arg(0, "dt_min");
+    arg(1, "dt_max");
+    arg(2, "floor");
+    break;
+  case InitKind::RowNorm:
+    if (init.getOf())
+      object["of"] = init.getOf().getValue().str();
+    break;
+  case InitKind::Zeros:
+  case InitKind::Ones:
+  case InitKind::S4DReal:
+    break;
+  }
+  return object;
+}
+
+static llvm::json::Value backwardValue(BackwardAttr backward) {
+  switch (backward.getMode()) {
+  case BackwardMode::OneStep:
+    return "one_step";
+  case BackwardMode::Truncated:
+    return llvm::json::Object{{"mode", "truncated"},
+                              {"steps", backward.getSteps()}};
+  case BackwardMode::Neumann:
+    return llvm::json::Object{{"mode", "neumann"},
+                              {"steps", backward.getSteps()}};
+  case BackwardMode::Implicit:
+    return llvm::json::Object{
+        {"mode", "implicit"},
+        {"tolerance", backward.getTolerance().convertToDouble()}};
+  }
+  llvm_unreachable("unknown backward mode");
+}
+
+static llvm::json::Object layerObject(const LayerPlan &plan) {
+  StringRef name = plan.layer.getSymName();
+  llvm::json::Array params;
+  for (const ParamInfo &param : plan.params) {
+    llvm::json::Array shape;
+    for (int64_t extent : param.shape)
+      shape.push_back(extent);
+    params.push_back(
+        llvm::json::Object{{"name", param.name},
+                           {"shape", std::move(shape)},
+                           {"init", initObject(param.op.getInit())},
+                           {"weight_decay", bool(param.op.getDecay())}});
+  }
+  llvm::json::Object layer{
+      {"name", name.str()},
+      {"d_model", plan.dModel},
+      {"entry_points",
+       llvm::json::Object{
+           {"buffer_sizes", entryPointName(name, "buffer_sizes")},
+           {"forward", entryPointName(name, "forward")},
+           {"backward", entryPointName(name, "backward")}}},
+      {"params", std::move(params)}};
+  if (plan.loop) {
+    SolverAttr solver = plan.loop.getSolver();
+    layer["solver"] = llvm::json::Object{
+        {"tolerance", solver.getTolerance().convertToDouble()},
+        {"train_quantile", solver.getQuantile().convertToDouble()},
+        {"max_iter_train", solver.getMaxIterTrain()},
+        {"max_iter_eval", solver.getMaxIterEval()},
+        {"relax_start", solver.getRelaxStart().convertToDouble()},
+        {"relax_decay", solver.getRelaxDecay().convertToDouble()},
+        {"relax_patience", solver.getRelaxPatience()},
+        {"backward", backwardValue(plan.loop.getBackward())}};
+  }
+  return layer;
+}
+
+/// The `model` object from one entry of the module's `fp.models`.
+static FailureOr<llvm::json::Object> modelObject(ModuleOp module,
+                                                 DictionaryAttr model) {
+  auto integer = [&](StringRef key) -> std::optional<int64_t> {
+    if (auto attr = model.getAs<IntegerAttr>(key))
+      return attr.getInt();
+    return std::nullopt;
+  };
+  auto layer = model.getAs<FlatSymbolRefAttr>("layer");
+  std::optional<int64_t> dModel = integer("d_model");
+  std::optional<int64_t> layers = integer("n_layers");
+  if (!layer || !dModel || !layers || *layers < 1)
+    return module.emitError("cannot emit the model description ")
+               << model << ": it needs 'layer', 'd_model' and 'n_layers'",
+           failure();
+  llvm::json::Array stack;
+  for (int64_t i = 0; i < *layers; ++i)
+    stack.push_back(layer.getValue().str());
+  llvm::json::Object object{{"d_model", *dModel}, {"stack", std::move(stack)}};
+  if (auto name = model.getAs<StringAttr>("name"))
+    object["name"] = name.getValue().str();
+  if (std::optional<int64_t> vocab = integer("vocab"))
+    object["vocab"] = *vocab;
+  auto norm = model.getAs<StringAttr>("norm");
+  object["final_norm"] = norm ? norm.getValue().str() : "none";
+  auto tied = model.getAs<BoolAttr>("tie_embeddings");
+  object["tied_head"] = tied && tied.getValue();
+  if (auto eps = model.getAs<FloatAttr>("norm_eps"))
+    object["norm_eps"] = eps.getValueAsDouble();
+  if (std::optional<int64_t> pad = integer("pad_vocab_multiple"))
+    object["pad_vocab_multiple"] = *pad;
+  return object;
+}
+
+FailureOr<std::string>
+mlir::fp::codegen::buildManifest(ModuleOp module, ArrayRef<LayerPlan> layers,
+                                 const LibraryInfo &info) {
+  llvm::json::Array layerArray, targets;
+  for (const LayerPlan &plan : layers)
+    layerArray.push_back(layerObject(plan));
+  for (const std::string &target : info.targets)
+    targets.push_back(target);
+  llvm::json::Object manifest{{"abi_version", FP_MODEL_ABI_VERSION},
+                              {"generator", info.generator},
+                              {"targets", std::move(targets)},
+                              {"dtypes", llvm::json::Array{"f32", "f64"}},
+                              {"layers", std::move(layerArray)}};
+  if (!info.source.empty())
+    manifest["source"] = info.source;
+  if (auto models = module->getAttrOfType<ArrayAttr>("fp.models")) {
+    if (models.size() > 1)
+      return module.emitError("cannot emit ")
+                 << models.size()
+                 << " models into one library; a library holds at most one",
+             failure();
+    if (models.size() == 1) {
+      auto model = dyn_cast<DictionaryAttr>(models[0]);
+      if (!model)
+        return module.emitError("cannot emit the model description ")
+                   << models[0] << ": not a dictionary",
+               failure();
+      FailureOr<llvm::json::Object> object = modelObject(module, model);
+      if (failed(object))
+        return failure();
+      manifest["model"] = std::move(*object);
+    }
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(std::move(manifest));
+  return text;
+}

@@ -1,0 +1,52 @@
+//===- Passes.td - fp transformation passes ----------------*- tablegen -*-===//
+//
+// The passes of the fp pipeline (design.md §2). Each runs alone in fp-opt;
+// `fp-pipeline` (Pipeline.h) composes them in the order fpc uses.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_TRANSFORMS_PASSES_TD
+#define FP_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FpHoistInvariants : Pass<"fp-hoist-invariants", "func::FuncOp"> {
+  let summary = "move iteration-invariant work out of fp.fixed_point";
+  let description = [{
+    Makes the work that does not depend on the iterate run once per call
+    instead of once per solver step:
+
+    - A weight-normalised `fp.linear` (with `gain`) becomes an explicit
+      `fp.weight_norm` feeding a plain `fp.linear`, so the effective weight
+      is computed once.
+    - A linear map of a concatenation inside a fixed-point body whose
+      operands are partly defined outside it, `W [x; ȳ]`, is split by
+      column blocks into `W_x x + W_y ȳ` (the bias goes with the invariant
+      part), so the `x` half can leave the loop.
+    - Every operation of a fixed-point body whose operands are all defined
+      outside it is then hoisted (loop-invariant code motion through the
+      op's `LoopLikeOpInterface`), innermost loops first.
+
+    ```mlir
+    // before: one GEMM of width 2d per step
+    %r = fp.fixed_point (%y = %y0) : tensor<?x?x64xf32> ... {
+      %ybar = fp.shift %y by 1 : tensor<?x?x64xf32>
+      %p = fp.concat %x, %ybar : ... -> tensor<?x?x128xf32>
+      %u = fp.linear %p, %w : ...
+      ...
+    }
+    // after: W_x x before the loop, W_y ȳ inside
+    ```
+
+    The split changes the order of floating-point summation of the linear
+    map (two partial products instead of one), which is within rounding.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::fp::FPDialect"];
+  let options = [
+    Option<"splitConcat", "split-concat", "bool", /*default=*/"true",
+           "split linear maps of partly invariant concatenations">,
+  ];
+}
+
+#endif // FP_TRANSFORMS_PASSES_TD

@@ -1,0 +1,39 @@
+//===- Pipeline.h - The fp compilation pipeline -----------------*- C++ -*-===//
+//
+// The pipeline from the frontend's IR to the IR the emitters take, written
+// once as stage functions. `fp-opt --fp-pipeline` and `fpc` both call
+// buildFpPipeline, so the former reproduces the latter exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_TRANSFORMS_PIPELINE_H
+#define FP_TRANSFORMS_PIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir::fp {
+
+struct FpPipelineOptions : public PassPipelineOptions<FpPipelineOptions> {
+  PassOptions::Option<bool> hoist{
+      *this, "hoist",
+      llvm::cl::desc("move iteration-invariant work out of fixed-point loops"),
+      llvm::cl::init(true)};
+};
+
+/// Inlines mixers and maps, drops the inlined functions, canonicalises and
+/// removes common subexpressions: one function per layer remains.
+void addFrontendCleanup(OpPassManager &pm);
+
+/// Hoists iteration-invariant work out of fixed-point loops.
+void addHoisting(OpPassManager &pm);
+
+/// The whole pipeline fpc runs before emission.
+void buildFpPipeline(OpPassManager &pm, const FpPipelineOptions &options);
+
+/// Registers `fp-pipeline` with the pass registry.
+void registerFpPipeline();
+
+} // namespace mlir::fp
+
+#endif // FP_TRANSFORMS_PIPELINE_H

@@ -1,0 +1,44 @@
+//===- Pipeline.cpp - The fp compilation pipeline -----------------*- C++
+//-*-===//
+//
+// The stage functions of Pipeline.h and the `fp-pipeline` registration.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Transforms/Pipeline.h"
+#include "fp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::fp;
+
+void mlir::fp::addFrontendCleanup(OpPassManager &pm) {
+  pm.addPass(createInlinerPass());
+  pm.addPass(createSymbolDCEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::fp::addHoisting(OpPassManager &pm) {
+  OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(createFpHoistInvariants());
+  func.addPass(createCanonicalizerPass());
+  func.addPass(createCSEPass());
+}
+
+void mlir::fp::buildFpPipeline(OpPassManager &pm,
+                               const FpPipelineOptions &options) {
+  addFrontendCleanup(pm);
+  if (options.hoist)
+    addHoisting(pm);
+}
+
+void mlir::fp::registerFpPipeline() {
+  PassPipelineRegistration<FpPipelineOptions>(
+      "fp-pipeline",
+      "the pipeline fpc runs from the frontend's IR to the emitters' input",
+      buildFpPipeline);
+}

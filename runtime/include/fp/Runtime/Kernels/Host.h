@@ -1,0 +1,686 @@
+//===- Host.h - Host kernels of compiled model libraries ---------*- C++
+//-*-===//
+//
+// The fixed helper code that fpc's host C++ emitter calls: one function per
+// fp op that is not a plain elementwise expression, the fixed-point solver of
+// spec §3, and the workspace layout. Generated files include this header;
+// nothing here is generated.
+//
+// Every kernel works on dense row-major buffers of one scalar type `Real`
+// (float or double). Shapes are passed as extents; a "row" is the trailing
+// feature dimension and `rows` the product of everything before it. Work is
+// spread over threads with OpenMP when the library is compiled with
+// -fopenmp; GEMMs go to CBLAS (OpenBLAS on Debian).
+//
+// The header depends only on the C++17 standard library, <cblas.h> and the
+// model ABI header, never on LibTorch or LLVM.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_KERNELS_HOST_H
+#define FP_RUNTIME_KERNELS_HOST_H
+
+#include "fp/Runtime/ModelABI.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace fp::host {
+
+/// A read-only buffer of `Real`. Kernels deduce `Real` from their output
+/// pointer only, so inputs may be const or not and optional ones nullptr.
+template <typename Real> struct Identity { using Type = Real; };
+template <typename Real> using In = const typename Identity<Real>::Type *;
+
+/// Kernels are not inlined into the generated forward: a layer calls
+/// hundreds of them, and each body is compiled once per scalar type.
+#define FP_KERNEL __attribute__((noinline)) inline
+
+/// Work below this many scalar operations stays on the calling thread.
+inline constexpr int64_t kParallelGrain = 1 << 15;
+
+//===----------------------------------------------------------------------===//
+// Scalar functions (as PyTorch computes them)
+//===----------------------------------------------------------------------===//
+
+template <typename Real> inline Real sigmoid(Real x) {
+  return Real(1) / (Real(1) + std::exp(-x));
+}
+template <typename Real> inline Real silu(Real x) { return x * sigmoid(x); }
+/// log(1 + e^x), and x itself above 20 (PyTorch's and Mamba's threshold).
+template <typename Real> inline Real softplus(Real x) {
+  return x > Real(20) ? x : std::log1p(std::exp(x));
+}
+
+//===----------------------------------------------------------------------===//
+// Loops
+//===----------------------------------------------------------------------===//
+
+/// Calls body(i) for 0 ≤ i < n, in parallel when n · cost is large.
+template <typename Body>
+inline void parallelFor(int64_t n, int64_t cost, const Body &body) {
+#pragma omp parallel for schedule(static) if (n * cost >= kParallelGrain &&    \
+                                              n > 1)
+  for (int64_t i = 0; i < n; ++i)
+    body(i);
+}
+
+/// Elementwise loop: body(i) for every element index.
+template <typename Body> inline void forEach(int64_t n, const Body &body) {
+  constexpr int64_t kChunk = 4096;
+  int64_t chunks = (n + kChunk - 1) / kChunk;
+  parallelFor(chunks, kChunk, [&](int64_t c) {
+    int64_t end = std::min(n, (c + 1) * kChunk);
+    for (int64_t i = c * kChunk; i < end; ++i)
+      body(i);
+  });
+}
+
+/// Elementwise operations as function objects: every use of one in a
+/// library shares one instantiation of unary() or binary().
+struct Neg {
+  template <typename Real> Real operator()(Real x) const { return -x; }
+};
+struct Exp {
+  template <typename Real> Real operator()(Real x) const { return std::exp(x); }
+};
+struct Log {
+  template <typename Real> Real operator()(Real x) const { return std::log(x); }
+};
+struct Sqrt {
+  template <typename Real> Real operator()(Real x) const {
+    return std::sqrt(x);
+  }
+};
+struct Tanh {
+  template <typename Real> Real operator()(Real x) const {
+    return std::tanh(x);
+  }
+};
+struct Abs {
+  template <typename Real> Real operator()(Real x) const { return std::abs(x); }
+};
+struct Silu {
+  template <typename Real> Real operator()(Real x) const { return silu(x); }
+};
+struct Sigmoid {
+  template <typename Real> Real operator()(Real x) const { return sigmoid(x); }
+};
+struct Softplus {
+  template <typename Real> Real operator()(Real x) const { return softplus(x); }
+};
+struct Add {
+  template <typename Real> Real operator()(Real x, Real y) const {
+    return x + y;
+  }
+};
+struct Sub {
+  template <typename Real> Real operator()(Real x, Real y) const {
+    return x - y;
+  }
+};
+struct Mul {
+  template <typename Real> Real operator()(Real x, Real y) const {
+    return x * y;
+  }
+};
+struct Div {
+  template <typename Real> Real operator()(Real x, Real y) const {
+    return x / y;
+  }
+};
+struct Max {
+  template <typename Real> Real operator()(Real x, Real y) const {
+    return std::max(x, y);
+  }
+};
+struct Min {
+  template <typename Real> Real operator()(Real x, Real y) const {
+    return std::min(x, y);
+  }
+};
+
+/// out[i] = op(x[i]) for i < n.
+template <typename Op, typename Real>
+FP_KERNEL void unary(Op op, int64_t n, In<Real> x, Real *out) {
+  forEach(n, [&](int64_t i) { out[i] = op(x[i]); });
+}
+
+/// out[i] = op(x[i], y[i]) for i < n.
+template <typename Op, typename Real>
+FP_KERNEL void binary(Op op, int64_t n, In<Real> x, In<Real> y, Real *out) {
+  forEach(n, [&](int64_t i) { out[i] = op(x[i], y[i]); });
+}
+
+template <typename Real> FP_KERNEL void fill(Real *out, int64_t n, Real value) {
+  forEach(n, [&](int64_t i) { out[i] = value; });
+}
+
+template <typename Real>
+FP_KERNEL void copy(In<Real> in, int64_t n, Real *out) {
+  if (in != out)
+    std::memcpy(out, in, sizeof(Real) * n);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear maps
+//===----------------------------------------------------------------------===//
+
+/// C[m×n] = A[m×k] · B[n×k]ᵀ (+ C when accumulate).
+inline void gemmNT(int64_t m, int64_t n, int64_t k, const float *a,
+                   const float *b, float *c, bool accumulate) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b,
+              k, accumulate ? 1.0f : 0.0f, c, n);
+}
+inline void gemmNT(int64_t m, int64_t n, int64_t k, const double *a,
+                   const double *b, double *c, bool accumulate) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, a, k, b, k,
+              accumulate ? 1.0 : 0.0, c, n);
+}
+
+/// out[r, o] = Σ_i weight[o, i] · in[r, i] + bias[o] (bias may be null),
+/// with `weight` in PyTorch's out × in layout.
+template <typename Real>
+FP_KERNEL void linear(In<Real> in, int64_t rows, int64_t inFeatures,
+                      In<Real> weight, int64_t outFeatures, In<Real> bias,
+                      Real *out) {
+  if (rows == 0)
+    return;
+  gemmNT(rows, outFeatures, inFeatures, in, weight, out, false);
+  if (bias)
+    parallelFor(rows, outFeatures, [&](int64_t r) {
+      Real *row = out + r * outFeatures;
+      for (int64_t o = 0; o < outFeatures; ++o)
+        row[o] += bias[o];
+    });
+}
+
+/// out[i, :] = gain[i] · weight[i, :] / ‖weight[i, :]‖₂ (PyTorch's
+/// weight_norm over dim 0: no epsilon).
+template <typename Real>
+FP_KERNEL void weightNorm(In<Real> weight, In<Real> gain, int64_t rows,
+                          int64_t cols, Real *out) {
+  parallelFor(rows, cols, [&](int64_t r) {
+    In<Real> v = weight + r * cols;
+    Real sum = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      sum += v[c] * v[c];
+    Real scale = gain[r] / std::sqrt(sum);
+    for (int64_t c = 0; c < cols; ++c)
+      out[r * cols + c] = v[c] * scale;
+  });
+}
+
+/// Batched products of small matrices: out[b] = op(lhs[b]) · op(rhs[b]) with
+/// op(L) of shape m×k and op(R) of shape k×n.
+template <typename Real>
+FP_KERNEL void matmul(In<Real> lhs, In<Real> rhs, int64_t batch, int64_t m,
+                      int64_t n, int64_t k, bool transposeLhs,
+                      bool transposeRhs, Real *out) {
+  parallelFor(batch, m * n * k, [&](int64_t b) {
+    In<Real> l = lhs + b * m * k;
+    In<Real> r = rhs + b * k * n;
+    Real *o = out + b * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        Real sum = 0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += (transposeLhs ? l[p * m + i] : l[i * k + p]) *
+                 (transposeRhs ? r[j * k + p] : r[p * n + j]);
+        o[i * n + j] = sum;
+      }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Layout: slices, concatenation, broadcasts, reductions
+//===----------------------------------------------------------------------===//
+
+/// out[r, j] = in[r, start + j] for j < width; `in` has `inWidth` columns.
+template <typename Real>
+FP_KERNEL void sliceColumns(In<Real> in, int64_t rows, int64_t inWidth,
+                            int64_t start, int64_t width, Real *out) {
+  parallelFor(rows, width, [&](int64_t r) {
+    std::memcpy(out + r * width, in + r * inWidth + start,
+                sizeof(Real) * width);
+  });
+}
+
+/// Writes `in` (rows × width) into the columns [start, start + width) of
+/// `out`, which has `outWidth` columns.
+template <typename Real>
+FP_KERNEL void insertColumns(In<Real> in, int64_t rows, int64_t width,
+                             int64_t start, int64_t outWidth, Real *out) {
+  parallelFor(rows, width, [&](int64_t r) {
+    std::memcpy(out + r * outWidth + start, in + r * width,
+                sizeof(Real) * width);
+  });
+}
+
+/// A shape of at most kMaxRank extents.
+inline constexpr int kMaxRank = 8;
+struct Shape {
+  int rank = 0;
+  int64_t extent[kMaxRank] = {};
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i)
+      n *= extent[i];
+    return n;
+  }
+};
+
+/// Replicates `in` to `outShape`: input dimension i is output dimension
+/// dims[i]; every other output dimension is broadcast.
+template <typename Real>
+FP_KERNEL void broadcast(In<Real> in, const Shape &outShape, const int *dims,
+                         int inRank, Real *out) {
+  int64_t inStride[kMaxRank] = {};
+  int64_t stride = 1;
+  for (int i = inRank - 1; i >= 0; --i) {
+    inStride[dims[i]] = stride;
+    stride *= outShape.extent[dims[i]];
+  }
+  int64_t n = outShape.numElements();
+  forEach(n, [&](int64_t index) {
+    int64_t rest = index, offset = 0;
+    for (int d = outShape.rank - 1; d >= 0; --d) {
+      offset += (rest % outShape.extent[d]) * inStride[d];
+      rest /= outShape.extent[d];
+    }
+    out[index] = in[offset];
+  });
+}
+
+enum class Reduction { Sum, Max };
+
+/// Reduces `in` of `inShape` over the dimensions flagged in `reduced`.
+template <typename Real>
+FP_KERNEL void reduce(In<Real> in, const Shape &inShape, const bool *reduced,
+                      Reduction kind, Real *out) {
+  Shape outShape;
+  int64_t outStride[kMaxRank] = {};
+  for (int d = 0; d < inShape.rank; ++d)
+    if (!reduced[d])
+      outShape.extent[outShape.rank++] = inShape.extent[d];
+  int64_t stride = 1;
+  for (int d = inShape.rank - 1; d >= 0; --d) {
+    if (reduced[d])
+      continue;
+    outStride[d] = stride;
+    stride *= inShape.extent[d];
+  }
+  // Sequential over the input in row-major order, so every output element
+  // accumulates its terms in index order.
+  int64_t outN = outShape.numElements();
+  Real init =
+      kind == Reduction::Sum ? Real(0) : -std::numeric_limits<Real>::infinity();
+  for (int64_t i = 0; i < outN; ++i)
+    out[i] = init;
+  int64_t n = inShape.numElements();
+  for (int64_t index = 0; index < n; ++index) {
+    int64_t rest = index, offset = 0;
+    for (int d = inShape.rank - 1; d >= 0; --d) {
+      offset += (rest % inShape.extent[d]) * outStride[d];
+      rest /= inShape.extent[d];
+    }
+    if (kind == Reduction::Sum)
+      out[offset] += in[index];
+    else
+      out[offset] = std::max(out[offset], in[index]);
+  }
+}
+
+/// Sums each row of `in` (rows × width): the common per-token reduction.
+template <typename Real>
+FP_KERNEL void sumRows(In<Real> in, int64_t rows, int64_t width, Real *out) {
+  parallelFor(rows, width, [&](int64_t r) {
+    In<Real> row = in + r * width;
+    Real sum = 0;
+    for (int64_t j = 0; j < width; ++j)
+      sum += row[j];
+    out[r] = sum;
+  });
+}
+
+/// Unpacks the m(m+1)/2 trailing entries of each row into an upper
+/// triangular m×m matrix, row-major over the triangle.
+template <typename Real>
+FP_KERNEL void triu(In<Real> in, int64_t rows, int64_t m, Real *out) {
+  int64_t packed = m * (m + 1) / 2;
+  parallelFor(rows, m * m, [&](int64_t r) {
+    In<Real> src = in + r * packed;
+    Real *dst = out + r * m * m;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < m; ++j)
+        dst[i * m + j] = j >= i ? *src++ : Real(0);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Time-coupling ops on [B, T, F] buffers
+//===----------------------------------------------------------------------===//
+
+/// out[b, t] = in[b, t − offset] inside [0, T), zero elsewhere.
+template <typename Real>
+FP_KERNEL void shift(In<Real> in, int64_t batch, int64_t length,
+                     int64_t features, int64_t offset, Real *out) {
+  parallelFor(batch * length, features, [&](int64_t bt) {
+    int64_t t = bt % length, source = t - offset;
+    Real *dst = out + bt * features;
+    if (source < 0 || source >= length)
+      std::fill(dst, dst + features, Real(0));
+    else
+      std::memcpy(dst, in + (bt - offset) * features, sizeof(Real) * features);
+  });
+}
+
+/// h_t = coeff_t ⊙ h_{t∓1} + input_t along time, from zero.
+template <typename Real>
+FP_KERNEL void scan(In<Real> coeff, In<Real> input, int64_t batch,
+                    int64_t length, int64_t features, bool reverse, Real *out) {
+  parallelFor(batch, length * features, [&](int64_t b) {
+    int64_t base = b * length * features;
+    for (int64_t s = 0; s < length; ++s) {
+      int64_t t = reverse ? length - 1 - s : s;
+      int64_t prev = reverse ? t + 1 : t - 1;
+      In<Real> c = coeff + base + t * features;
+      In<Real> x = input + base + t * features;
+      Real *h = out + base + t * features;
+      if (prev < 0 || prev >= length) {
+        std::memcpy(h, x, sizeof(Real) * features);
+        continue;
+      }
+      In<Real> hp = out + base + prev * features;
+      for (int64_t f = 0; f < features; ++f)
+        h[f] = c[f] * hp[f] + x[f];
+    }
+  });
+}
+
+/// Mamba-1's selective scan (fp.selective_scan): state S [d, N] per sample,
+/// S_t = exp(Δ_t A) ⊙ S_{t−1} + (Δ_t u_t) B_t, y_t = S_t C_t + D u_t.
+template <typename Real>
+FP_KERNEL void selectiveScan(In<Real> u, In<Real> delta, In<Real> a,
+                             In<Real> bm, In<Real> cm, In<Real> skip,
+                             int64_t batch, int64_t length, int64_t channels,
+                             int64_t state, Real *out) {
+  parallelFor(batch * channels, length * state, [&](int64_t bc) {
+    int64_t b = bc / channels, i = bc % channels;
+    Real s[64];
+    std::vector<Real> heap;
+    Real *st = s;
+    if (state > 64) {
+      heap.assign(state, Real(0));
+      st = heap.data();
+    } else {
+      std::fill(s, s + state, Real(0));
+    }
+    In<Real> ai = a + i * state;
+    for (int64_t t = 0; t < length; ++t) {
+      int64_t bt = b * length + t;
+      Real dt = delta[bt * channels + i], ut = u[bt * channels + i];
+      Real du = dt * ut;
+      In<Real> bt_ = bm + bt * state;
+      In<Real> ct = cm + bt * state;
+      Real y = 0;
+      for (int64_t n = 0; n < state; ++n) {
+        st[n] = std::exp(dt * ai[n]) * st[n] + du * bt_[n];
+        y += st[n] * ct[n];
+      }
+      if (skip)
+        y += skip[i] * ut;
+      out[bt * channels + i] = y;
+    }
+  });
+}
+
+/// Depthwise causal convolution: out[b, t, c] = bias[c] +
+/// Σ_k weight[c, k] · in[b, t − K + 1 + k, c], zero left padding.
+template <typename Real>
+FP_KERNEL void causalConv(In<Real> in, In<Real> weight, In<Real> bias,
+                          int64_t batch, int64_t length, int64_t channels,
+                          int64_t width, Real *out) {
+  parallelFor(batch * length, channels * width, [&](int64_t bt) {
+    int64_t t = bt % length;
+    Real *dst = out + bt * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      Real sum = bias ? bias[c] : Real(0);
+      for (int64_t k = 0; k < width; ++k) {
+        int64_t source = t - width + 1 + k;
+        if (source >= 0)
+          sum += weight[c * width + k] * in[(bt - t + source) * channels + c];
+      }
+      dst[c] = sum;
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisations over the last dimension
+//===----------------------------------------------------------------------===//
+
+/// in / max(‖in‖₂, eps) per row (PyTorch's F.normalize).
+template <typename Real>
+FP_KERNEL void l2norm(In<Real> in, int64_t rows, int64_t width, Real eps,
+                      Real *out) {
+  parallelFor(rows, width, [&](int64_t r) {
+    In<Real> x = in + r * width;
+    Real sum = 0;
+    for (int64_t j = 0; j < width; ++j)
+      sum += x[j] * x[j];
+    Real norm = std::max(std::sqrt(sum), eps);
+    for (int64_t j = 0; j < width; ++j)
+      out[r * width + j] = x[j] / norm;
+  });
+}
+
+/// (in − mean) / sqrt(var + eps) · weight + bias per row, biased variance.
+template <typename Real>
+FP_KERNEL void layerNorm(In<Real> in, In<Real> weight, In<Real> bias,
+                         int64_t rows, int64_t width, Real eps, Real *out) {
+  parallelFor(rows, width, [&](int64_t r) {
+    In<Real> x = in + r * width;
+    Real mean = 0;
+    for (int64_t j = 0; j < width; ++j)
+      mean += x[j];
+    mean /= Real(width);
+    Real var = 0;
+    for (int64_t j = 0; j < width; ++j)
+      var += (x[j] - mean) * (x[j] - mean);
+    var /= Real(width);
+    Real inv = Real(1) / std::sqrt(var + eps);
+    for (int64_t j = 0; j < width; ++j)
+      out[r * width + j] = (x[j] - mean) * inv * weight[j] + bias[j];
+  });
+}
+
+/// in / sqrt(mean(in²) + eps) · weight per row.
+template <typename Real>
+FP_KERNEL void rmsNorm(In<Real> in, In<Real> weight, int64_t rows,
+                       int64_t width, Real eps, Real *out) {
+  parallelFor(rows, width, [&](int64_t r) {
+    In<Real> x = in + r * width;
+    Real sum = 0;
+    for (int64_t j = 0; j < width; ++j)
+      sum += x[j] * x[j];
+    Real inv = Real(1) / std::sqrt(sum / Real(width) + eps);
+    for (int64_t j = 0; j < width; ++j)
+      out[r * width + j] = x[j] * inv * weight[j];
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// The fixed-point solver (spec §3)
+//===----------------------------------------------------------------------===//
+
+/// Compiled solver settings of one fp.fixed_point.
+struct SolverSettings {
+  double tolerance;
+  double trainQuantile;
+  int32_t maxIterTrain;
+  int32_t maxIterEval;
+  double relaxStart;
+  double relaxDecay;
+  int32_t relaxPatience;
+};
+
+/// Per-sample state of one solve, on the host: best residual ρ*, step size
+/// η and patience π, with the continue rule of spec §3.3 evaluated where
+/// the data is. Arithmetic is in `Real`, as the reference computes it in the
+/// activation dtype.
+template <typename Real> class Solver {
+public:
+  Solver(int64_t batch, const SolverSettings &settings, bool training,
+         const fp_solver_overrides *overrides)
+      : batch(batch), settings(settings),
+        best(batch, std::numeric_limits<Real>::infinity()),
+        eta(batch, Real(settings.relaxStart)),
+        patience(batch, settings.relaxPatience), rho(batch), sorted(batch) {
+    tolerance = settings.tolerance;
+    quantile = training ? settings.trainQuantile : 1.0;
+    cap = training ? settings.maxIterTrain : settings.maxIterEval;
+    if (overrides) {
+      if (overrides->max_iter >= 0)
+        cap = overrides->max_iter;
+      if (overrides->fixed_iters > 0)
+        fixedIters = overrides->fixed_iters;
+      if (!std::isnan(overrides->tolerance))
+        tolerance = overrides->tolerance;
+      if (!std::isnan(overrides->quantile))
+        quantile = overrides->quantile;
+    }
+  }
+
+  /// Checked before every step: the first step always runs; then some
+  /// quantile of ρ* is at least the tolerance, some η ≥ 1e-3, and the cap
+  /// is not reached.
+  bool shouldContinue() {
+    if (fixedIters > 0)
+      return steps < fixedIters;
+    if (steps == 0)
+      return true;
+    bool moving = *std::max_element(eta.begin(), eta.end()) >= Real(1e-3);
+    return double(quantileOfBest()) >= tolerance && moving && steps < cap;
+  }
+
+  /// One step after the body computed fy = f(y): residuals, y ← η fy +
+  /// (1 − η) y in place, then best-so-far, patience and step-size decay.
+  /// `y` and `fy` are [B, T, F] with `tokenSize` = F elements per token.
+  void step(Real *y, In<Real> fy, int64_t length, int64_t tokenSize) {
+    int64_t perSample = length * tokenSize;
+    parallelFor(batch, 3 * perSample, [&](int64_t b) {
+      Real worst = 0;
+      for (int64_t t = 0; t < length; ++t) {
+        In<Real> yt = y + b * perSample + t * tokenSize;
+        In<Real> ft = fy + b * perSample + t * tokenSize;
+        Real diff = 0, scale = 0;
+        for (int64_t f = 0; f < tokenSize; ++f) {
+          diff = std::max(diff, std::abs(yt[f] - ft[f]));
+          scale = std::max(scale, std::abs(ft[f]));
+        }
+        worst = std::max(worst, diff / (scale + Real(1e-8)));
+      }
+      rho[b] = worst;
+      Real e = eta[b], keep = Real(1) - e;
+      Real *ys = y + b * perSample;
+      In<Real> fs = fy + b * perSample;
+      for (int64_t i = 0; i < perSample; ++i)
+        ys[i] = e * fs[i] + keep * ys[i];
+    });
+    for (int64_t b = 0; b < batch; ++b) {
+      bool improved = rho[b] < best[b];
+      best[b] = std::min(best[b], rho[b]);
+      patience[b] = improved ? settings.relaxPatience : patience[b] - 1;
+      if (patience[b] == 0) {
+        patience[b] = settings.relaxPatience;
+        eta[b] = eta[b] * Real(settings.relaxDecay);
+      }
+    }
+    ++steps;
+  }
+
+  /// Writes the statistics of the finished solve: per sample steps + 1
+  /// (the differentiable step counts, spec §3.6) and ρ*.
+  void report(fp_solver_stats *stats) const {
+    if (!stats)
+      return;
+    stats->steps = steps;
+    for (int64_t b = 0; b < batch; ++b) {
+      if (stats->iterations)
+        stats->iterations[b] = steps + 1;
+      if (stats->residuals)
+        stats->residuals[b] = float(best[b]);
+    }
+  }
+
+  int32_t numSteps() const { return steps; }
+
+private:
+  /// The q-quantile of ρ* with linear interpolation (torch.quantile).
+  Real quantileOfBest() {
+    sorted = best;
+    std::sort(sorted.begin(), sorted.end());
+    Real rank = Real(quantile) * Real(batch - 1);
+    Real below = std::floor(rank), above = std::ceil(rank);
+    Real weight = rank - below;
+    Real lo = sorted[int64_t(below)], hi = sorted[int64_t(above)];
+    // torch.lerp's two-sided formula.
+    return weight < Real(0.5) ? lo + weight * (hi - lo)
+                              : hi - (hi - lo) * (Real(1) - weight);
+  }
+
+  int64_t batch;
+  SolverSettings settings;
+  std::vector<Real> best, eta;
+  std::vector<int32_t> patience;
+  std::vector<Real> rho, sorted;
+  double tolerance = 0, quantile = 1;
+  int32_t cap = 1, fixedIters = 0, steps = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Workspace layout
+//===----------------------------------------------------------------------===//
+
+/// One workspace buffer: `elements` scalars times B (if perBatch) times T
+/// (if perStep).
+struct BufferSpec {
+  int64_t elements;
+  bool perBatch;
+  bool perStep;
+};
+
+inline constexpr size_t kBufferAlignment = 64;
+
+/// Byte offsets of `count` buffers laid out one after the other, each
+/// aligned; returns the total size.
+inline size_t layoutBuffers(const BufferSpec *specs, int count, int64_t batch,
+                            int64_t length, size_t scalarSize,
+                            size_t *offsets) {
+  size_t total = 0;
+  for (int i = 0; i < count; ++i) {
+    size_t elements = size_t(specs[i].elements);
+    if (specs[i].perBatch)
+      elements *= size_t(batch);
+    if (specs[i].perStep)
+      elements *= size_t(length);
+    total =
+        (total + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+    if (offsets)
+      offsets[i] = total;
+    total += elements * scalarSize;
+  }
+  return total;
+}
+
+} // namespace fp::host
+
+#endif // FP_RUNTIME_KERNELS_HOST_H

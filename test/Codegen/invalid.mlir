@@ -1,0 +1,84 @@
+// RUN: fp-translate --fp-to-host %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{cannot emit a library without layers}}
+module {
+  func.func @not_a_layer(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+    return %u : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{cannot emit a layer whose signature is not}}
+  func.func @static_batch(%u: tensor<2x?x4xf32>) -> tensor<2x?x4xf32> attributes {fp.layer} {
+    return %u : tensor<2x?x4xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func private @mixer(tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+  func.func @calls(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer} {
+    // expected-error @+1 {{cannot emit a call; run the inliner first}}
+    %r = func.call @mixer(%u) : (tensor<?x?x4xf32>) -> tensor<?x?x4xf32>
+    return %r : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @reduce_batch(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer} {
+    // expected-error @+1 {{cannot emit a reduction over dimension 0 (batch or time)}}
+    %s = fp.reduce_sum %u dims [0] : tensor<?x?x4xf32> -> tensor<?x4xf32>
+    return %u : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @gain(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer} {
+    %v = fp.param "v" init <fan_in_uniform> : tensor<4x4xf32>
+    %g = fp.param "g" init <row_norm of "v"> : tensor<4xf32>
+    // expected-error @+1 {{cannot emit a weight-normalised fp.linear; run fp-hoist-invariants}}
+    %r = fp.linear %u, %v gain %g : (tensor<?x?x4xf32>, tensor<4x4xf32>, tensor<4xf32>) -> tensor<?x?x4xf32>
+    return %r : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @two_loops(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer} {
+    %r, %n = fp.fixed_point (%y = %u) : tensor<?x?x4xf32>
+        solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>
+        backward <one_step> {
+      fp.yield %y : tensor<?x?x4xf32>
+    }
+    // expected-error @+1 {{cannot emit a layer with more than one fixed-point loop}}
+    %r2, %n2 = fp.fixed_point (%y = %r) : tensor<?x?x4xf32>
+        solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>
+        backward <one_step> {
+      fp.yield %y : tensor<?x?x4xf32>
+    }
+    return %r2 : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @counts_used(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer} {
+    %r, %n = fp.fixed_point (%y = %u) : tensor<?x?x4xf32>
+        solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>
+        backward <one_step> {
+      fp.yield %y : tensor<?x?x4xf32>
+    }
+    // expected-error @+1 {{cannot emit a use of the iteration counts other than the layer's result}}
+    %f = arith.sitofp %n : tensor<?xi32> to tensor<?xf32>
+    return %r : tensor<?x?x4xf32>
+  }
+}
