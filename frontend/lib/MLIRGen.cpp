@@ -274,9 +274,10 @@ struct FuncCtx {
 
 class Elaborator {
 public:
-  Elaborator(const SourceLocator &locator, ModuleOp module, Type elementType)
+  Elaborator(const SourceLocator &locator, ModuleOp module, Type elementType,
+             const std::map<std::string, int64_t> &modelOverrides)
       : locator(locator), module(module), builder(module.getContext()),
-        elementType(elementType) {}
+        elementType(elementType), modelOverrides(modelOverrides) {}
 
   /// Registers the mixers and layers of every file; reports duplicates.
   LogicalResult declare(const LoadedSources &sources);
@@ -399,6 +400,7 @@ private:
   ModuleOp module;
   OpBuilder builder;
   Type elementType;
+  const std::map<std::string, int64_t> &modelOverrides;
   llvm::StringMap<const FunctionDecl *> functions;
   llvm::StringSet<> symbols;
   FuncCtx *ctx = nullptr;
@@ -3024,6 +3026,16 @@ LogicalResult Elaborator::elaborate(const SourceFile &main) {
         ok = false;
       }
     }
+    for (const auto &[key, value] : modelOverrides) {
+      if (key == "d_model")
+        dModel = value;
+      else if (key == "n_layers")
+        nLayers = value;
+      else if (key == "vocab")
+        vocab = value;
+      else if (key == "pad_vocab_multiple")
+        padVocab = value;
+    }
     if (!dModel && ok) {
       emitError(model->loc) << "model '" << model->name << "' needs 'd_model'";
       ok = false;
@@ -3090,13 +3102,28 @@ mlir::fp::frontend::importFpSource(llvm::SourceMgr &sourceMgr,
     return nullptr;
   }
 
+  for (const auto &[key, value] : options.modelOverrides) {
+    if (key != "d_model" && key != "n_layers" && key != "vocab" &&
+        key != "pad_vocab_multiple") {
+      mlir::emitError(UnknownLoc::get(context))
+          << "cannot override model field '" << key
+          << "'; expected d_model, n_layers, vocab or pad_vocab_multiple";
+      return nullptr;
+    }
+    if (value < 1 || value > (int64_t(1) << 24)) {
+      mlir::emitError(UnknownLoc::get(context))
+          << "model field '" << key << "' must be in [1, 2^24], got " << value;
+      return nullptr;
+    }
+  }
+
   LoadedSources sources;
   if (failed(loadSources(locator, mainId, options.includeDirs, sources)))
     return nullptr;
   const SourceFile &main = *sources.files.front();
   auto fileLoc = FileLineColLoc::get(context, main.path, 1, 1);
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  Elaborator elaborator(locator, *module, elementType);
+  Elaborator elaborator(locator, *module, elementType, options.modelOverrides);
   if (failed(elaborator.declare(sources)) || failed(elaborator.elaborate(main)))
     return nullptr;
   if (failed(verify(*module)))

@@ -87,6 +87,11 @@ cl::opt<ElementType> elementType(
     cl::values(clEnumValN(ElementType::F32, "f32", "32-bit floats"),
                clEnumValN(ElementType::F64, "f64", "64-bit floats")),
     cl::cat(fpcCategory));
+cl::list<std::string>
+    modelOverrides("set",
+                   cl::desc("Override an integer model field: d_model, "
+                            "n_layers, vocab or pad_vocab_multiple"),
+                   cl::value_desc("field=value"), cl::cat(fpcCategory));
 cl::opt<std::string>
     dumpDir("dump-dir",
             cl::desc("Write every stage (parsed and lowered IR, host C++, "
@@ -315,6 +320,18 @@ int main(int argc, char **argv) {
   fp::frontend::FrontendOptions options;
   options.includeDirs.assign(includeDirs.begin(), includeDirs.end());
   options.elementType = elementType == ElementType::F64 ? "f64" : "f32";
+  for (StringRef assignment : modelOverrides) {
+    auto [key, text] = assignment.split('=');
+    int64_t value = 0;
+    if (key.empty() || text.getAsInteger(10, value))
+      return fail("--set expects field=integer, got '" + assignment + "'");
+    if (!llvm::is_contained(
+            {"d_model", "n_layers", "vocab", "pad_vocab_multiple"}, key))
+      return fail("--set cannot override '" + key +
+                  "'; expected d_model, n_layers, vocab or "
+                  "pad_vocab_multiple");
+    options.modelOverrides[key.str()] = value;
+  }
   OwningOpRef<ModuleOp> module =
       fp::frontend::importFpSource(sourceMgr, &context, options);
   if (!module)

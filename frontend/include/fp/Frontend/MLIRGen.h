@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct FrontendOptions {
   std::vector<std::string> includeDirs;
   /// Element type of every tensor: "f32" or "f64".
   std::string elementType = "f32";
+  /// Integer model fields that replace the source's values in every model:
+  /// d_model, n_layers, vocab, pad_vocab_multiple (`fpc --set`).
+  std::map<std::string, int64_t> modelOverrides;
 };
 
 /// Parses and elaborates the main buffer of `sourceMgr`; imported files are
