@@ -384,8 +384,12 @@ LogicalResult LayerEmitter::emitConstant(arith::ConstantOp op) {
   w.line("// arith.constant{0}{1}", where.empty() ? "" : " at ", where);
   const Shape &out = shape(op);
   if (dense.isSplat()) {
+    double value = dense.getSplatValue<APFloat>().convertToDouble();
+    if (auto literal =
+            op->getAttrOfType<FloatAttr>(FPDialect::getLiteralAttrName()))
+      value = literal.getValueAsDouble();
     w.line("fp::host::fill({0}, {1}, {2});", name(op), out.numElements(),
-           realLiteral(dense.getSplatValue<APFloat>().convertToDouble()));
+           realLiteral(value));
     return success();
   }
   std::string values = uniqueName("values");

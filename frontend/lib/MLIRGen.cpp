@@ -1907,7 +1907,13 @@ Value Elaborator::splat(double value, const Val &like, Location l) {
   auto scalarType = RankedTensorType::get({}, elementType);
   auto attr = DenseElementsAttr::get(
       scalarType, builder.getFloatAttr(elementType, value).getValue());
-  Value scalar = arith::ConstantOp::create(builder, l, scalarType, attr);
+  auto constant = arith::ConstantOp::create(builder, l, scalarType, attr);
+  // The tensor holds the literal rounded to the model's element type; a
+  // library instantiated for a wider type needs the value as written.
+  if (!elementType.isF64())
+    constant->setAttr(FPDialect::getLiteralAttrName(),
+                      builder.getF64FloatAttr(value));
+  Value scalar = constant;
   return BroadcastOp::create(builder, l, like.value.getType(), scalar,
                              like.value, builder.getDenseI64ArrayAttr({}));
 }

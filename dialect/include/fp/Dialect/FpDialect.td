@@ -36,10 +36,19 @@ def FP_Dialect : Dialect {
     * `fp.fixed_point` is the loop: its body computes one application of the
       fixed-point map `f`, and the op iterates it under the solver rule of the
       reference implementation.
+    * A scalar `arith.constant` written as a DSL literal may carry
+      `fp.literal`, the literal as an `f64`: the tensor holds it rounded to the
+      model's element type, and code instantiated for a wider type uses the
+      value as written.
   }];
   let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
+
+    /// The exact value of a scalar literal (see the dialect description).
+    static constexpr ::llvm::StringLiteral getLiteralAttrName() {
+      return ::llvm::StringLiteral("fp.literal");
+    }
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
