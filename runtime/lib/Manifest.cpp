@@ -271,8 +271,11 @@ InitSpec parseInit(const Node &node) {
   InitSpec init;
   init.kind = node.get("kind").nonEmptyString();
   for (const auto &[key, value] : node.json().items())
-    if (key != "kind" && value.is_number())
+    if (key != "kind" && key != "of" && value.is_number())
       init.args[key] = Node(value, node.where() + "." + key).number();
+  // The parameter it names is checked once the whole layer is parsed.
+  if (std::optional<Node> of = node.find("of"))
+    init.of = of->nonEmptyString();
   return init;
 }
 
@@ -363,11 +366,26 @@ LayerInfo parseLayer(const Node &node) {
   layer.entryPoints.backward = symbol("backward");
 
   std::set<std::string> paramNames;
-  for (const Node &paramNode : node.get("params").array()) {
+  std::vector<Node> paramNodes = node.get("params").array();
+  for (const Node &paramNode : paramNodes) {
     ParamInfo param = parseParam(paramNode);
     if (!paramNames.insert(param.name).second)
       paramNode.get("name").fail("repeats parameter name '" + param.name + "'");
     layer.params.push_back(std::move(param));
+  }
+  // An initialiser's `of` names another parameter of this layer.
+  for (size_t i = 0, e = layer.params.size(); i != e; ++i) {
+    const std::string &of = layer.params[i].init.of;
+    if (of.empty())
+      continue;
+    Node ofNode = paramNodes[i].get("init").get("of");
+    if (of == layer.params[i].name)
+      ofNode.fail("names its own parameter '" + of +
+                  "'; it must name another parameter of layer '" + layer.name +
+                  "'");
+    if (!paramNames.count(of))
+      ofNode.fail("names parameter '" + of + "', which layer '" + layer.name +
+                  "' lacks");
   }
 
   if (std::optional<Node> solver = node.find("solver"))
@@ -378,7 +396,10 @@ LayerInfo parseLayer(const Node &node) {
 ModelInfo parseModel(const Node &node, const std::vector<LayerInfo> &layers) {
   node.object();
   ModelInfo model;
-  model.vocab = node.get("vocab").positiveInt64();
+  if (std::optional<Node> name = node.find("name"))
+    model.name = name->nonEmptyString();
+  if (std::optional<Node> vocab = node.find("vocab"))
+    model.vocab = vocab->positiveInt64();
   model.dModel = node.get("d_model").positiveInt64();
   for (const Node &entry : node.get("stack").nonEmptyArray()) {
     std::string name = entry.string();
@@ -397,6 +418,11 @@ ModelInfo parseModel(const Node &node, const std::vector<LayerInfo> &layers) {
   Node finalNorm = node.get("final_norm");
   model.finalNorm = lookupEnum(finalNorm, finalNorm.string(), finalNormNames);
   model.tiedHead = node.get("tied_head").boolean();
+  if (std::optional<Node> eps = node.find("norm_eps"))
+    model.normEps = eps->positiveNumberUpTo(
+        std::numeric_limits<double>::infinity(), "a positive number");
+  if (std::optional<Node> multiple = node.find("pad_vocab_multiple"))
+    model.padVocabMultiple = multiple->positiveInt64();
   return model;
 }
 

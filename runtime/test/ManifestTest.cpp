@@ -136,9 +136,57 @@ TEST(ManifestTest, IgnoresUnknownKeys) {
     m["build_id"] = "abc";
     m["layers"][0]["kernels"] = {{"fused", 3}};
     m["layers"][0]["solver"]["future_knob"] = true;
-    m["model"]["pad_vocab_multiple"] = 8;
+    m["model"]["dropout"] = 0.1;
+    m["layers"][0]["params"][0]["init"]["comment"] = "not an argument";
   }));
   EXPECT_EQ(manifest.layers[0].name, "fp_mamba");
+  EXPECT_TRUE(manifest.layers[0].params[0].init.args.empty());
+}
+
+TEST(ManifestTest, ModelDefaultsWhenOptionalKeysAreAbsent) {
+  Manifest manifest = parseManifest(goodManifest);
+  const ModelInfo &model = *manifest.model;
+  EXPECT_EQ(model.name, "");
+  EXPECT_DOUBLE_EQ(model.normEps, 1e-5);
+  EXPECT_EQ(model.padVocabMultiple, 8);
+  EXPECT_EQ(manifest.layers[0].params[0].init.of, "");
+}
+
+TEST(ManifestTest, ParsesModelNameEpsAndPadding) {
+  Manifest manifest = parseManifest(edited([](Json &m) {
+    m["model"]["name"] = "fp_mamba_householder1";
+    m["model"]["norm_eps"] = 1e-6;
+    m["model"]["pad_vocab_multiple"] = 4;
+  }));
+  const ModelInfo &model = *manifest.model;
+  EXPECT_EQ(model.name, "fp_mamba_householder1");
+  EXPECT_DOUBLE_EQ(model.normEps, 1e-6);
+  EXPECT_EQ(model.padVocabMultiple, 4);
+}
+
+TEST(ManifestTest, VocabularyIsOptional) {
+  Manifest manifest =
+      parseManifest(edited([](Json &m) { m["model"].erase("vocab"); }));
+  ASSERT_TRUE(manifest.model.has_value());
+  EXPECT_EQ(manifest.model->vocab, 0);
+}
+
+TEST(ManifestTest, ParsesTheParameterAnInitialiserReads) {
+  Manifest manifest = parseManifest(edited([](Json &m) {
+    m["layers"][0]["params"].push_back(
+        {{"name", "W_in_gain"},
+         {"shape", {2048}},
+         {"init", {{"kind", "row_norm"}, {"of", "W_in"}}},
+         {"weight_decay", true}});
+  }));
+  const ParamInfo &gain = manifest.layers[0].params.at(2);
+  EXPECT_EQ(gain.init.kind, "row_norm");
+  EXPECT_EQ(gain.init.of, "W_in");
+  EXPECT_TRUE(gain.init.args.empty());
+  // `of` may name a parameter listed later in the layer.
+  manifest = parseManifest(edited(
+      [](Json &m) { m["layers"][0]["params"][0]["init"]["of"] = "D_skip"; }));
+  EXPECT_EQ(manifest.layers[0].params[0].init.of, "D_skip");
 }
 
 TEST(ManifestTest, ScalarParameterHasOneElement) {
@@ -328,8 +376,32 @@ const InvalidCase invalidCases[] = {
     {"UnknownFinalNorm", [](Json &m) { m["model"]["final_norm"] = "batch"; },
      "field 'model.final_norm' is 'batch', expected 'none', 'rms_norm' or "
      "'layer_norm'"},
-    {"MissingVocab", [](Json &m) { m["model"].erase("vocab"); },
-     "missing required field 'model.vocab'"},
+    {"ZeroVocab", [](Json &m) { m["model"]["vocab"] = 0; },
+     "field 'model.vocab' must be a positive integer, got 0"},
+    {"EmptyModelName", [](Json &m) { m["model"]["name"] = ""; },
+     "field 'model.name' must not be empty"},
+    {"ModelNameNotString", [](Json &m) { m["model"]["name"] = 7; },
+     "field 'model.name' must be a string, got 7"},
+    {"ZeroNormEps", [](Json &m) { m["model"]["norm_eps"] = 0; },
+     "field 'model.norm_eps' must be a positive number, got 0"},
+    {"NormEpsString", [](Json &m) { m["model"]["norm_eps"] = "1e-5"; },
+     "field 'model.norm_eps' must be a finite number, got \"1e-5\""},
+    {"ZeroPadVocabMultiple",
+     [](Json &m) { m["model"]["pad_vocab_multiple"] = 0; },
+     "field 'model.pad_vocab_multiple' must be a positive integer, got 0"},
+    {"FractionalPadVocabMultiple",
+     [](Json &m) { m["model"]["pad_vocab_multiple"] = 2.5; },
+     "field 'model.pad_vocab_multiple' must be a positive integer, got 2.5"},
+    // Initialisers reading another parameter.
+    {"InitOfUnknownParam", [](Json &m) { param0(m)["init"]["of"] = "W_out"; },
+     "field 'layers[0].params[0].init.of' names parameter 'W_out', which "
+     "layer 'fp_mamba' lacks"},
+    {"InitOfItself", [](Json &m) { param0(m)["init"]["of"] = "W_in"; },
+     "field 'layers[0].params[0].init.of' names its own parameter 'W_in'"},
+    {"InitOfEmpty", [](Json &m) { param0(m)["init"]["of"] = ""; },
+     "field 'layers[0].params[0].init.of' must not be empty"},
+    {"InitOfNotString", [](Json &m) { param0(m)["init"]["of"] = 1; },
+     "field 'layers[0].params[0].init.of' must be a string, got 1"},
 };
 
 INSTANTIATE_TEST_SUITE_P(ManifestTest, InvalidManifestTest,

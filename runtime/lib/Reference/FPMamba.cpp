@@ -49,7 +49,8 @@ FPMambaLayer::FPMambaLayer(const ModelConfig &config)
   mixer = register_module(
       "mixer", makeMixer(config.mixer, mixerInput, d, config.mixerRank,
                          resolveKroneckerNorm(config, KroneckerNorm::Row),
-                         MixerActivation::Silu, config.normEps, dtype));
+                         MixerActivation::Silu, config.normEps, dtype,
+                         config.mixerBlocks));
   outNorm = register_module(
       "out_norm", std::make_shared<LayerNorm>(d, config.normEps, dtype));
   outProj = register_module("out_proj",

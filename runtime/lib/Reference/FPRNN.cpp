@@ -54,7 +54,8 @@ FPRNNLayer::FPRNNLayer(const ModelConfig &config)
                                 "'; expected row or spectral");
   mixer = register_module(
       "mixer", makeMixer(config.mixer, mixerInput, d, config.mixerRank, norm,
-                         MixerActivation::Silu, config.normEps, dtype));
+                         MixerActivation::Silu, config.normEps, dtype,
+                         config.mixerBlocks));
   cProj = register_module("c_proj", std::make_shared<Linear>(2 * d, d, dtype));
   outNorm = register_module(
       "out_norm", std::make_shared<RMSNorm>(d, config.normEps, dtype));

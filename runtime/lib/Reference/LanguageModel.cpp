@@ -14,14 +14,16 @@
 using namespace fp::rt;
 using namespace fp::rt::ref;
 
-static std::shared_ptr<BlockMixer> makeLayer(const ModelConfig &config) {
+std::shared_ptr<BlockMixer>
+fp::rt::ref::makeBlockMixer(const ModelConfig &config) {
   if (config.kind == "fp_mamba")
     return std::make_shared<FPMambaLayer>(config);
   if (config.kind == "mamba")
     return std::make_shared<MambaLayer>(config);
   if (config.kind == "fp_rnn")
     return std::make_shared<FPRNNLayer>(config);
-  throw std::invalid_argument("unknown layer kind '" + config.kind + "'");
+  throw std::invalid_argument("unknown layer kind '" + config.kind +
+                              "'; expected fp_mamba, mamba or fp_rnn");
 }
 
 LanguageModel::LanguageModel(const ModelConfig &config) : config(config) {
@@ -34,7 +36,7 @@ LanguageModel::LanguageModel(const ModelConfig &config) : config(config) {
   auto layerList = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < config.nLayers; ++i) {
     auto block = std::make_shared<torch::nn::Module>();
-    layers.push_back(block->register_module("mixer", makeLayer(config)));
+    layers.push_back(block->register_module("mixer", makeBlockMixer(config)));
     norms.push_back(block->register_module(
         "norm", std::make_shared<RMSNorm>(config.dModel, 1e-5, config.dtype)));
     layerList->push_back(block);

@@ -193,6 +193,117 @@ torch::Tensor MonarchMixer::forward(const torch::Tensor &p,
   return (vb - alpha.unsqueeze(-1) * pv).reshape(v.sizes());
 }
 
+//===----------------------------------------------------------------------===//
+// Selective dense
+//===----------------------------------------------------------------------===//
+
+SelectiveDenseMixer::SelectiveDenseMixer(int64_t mIn, int64_t d,
+                                         MixerActivation activation, double eps,
+                                         torch::Dtype dtype, int64_t steps)
+    : d(d), steps(steps), activation(activation), eps(eps) {
+  thetaProj = register_module(
+      "theta_proj",
+      std::make_shared<WNLinear>(mIn, d * (d + 1) / 2, false, dtype));
+}
+
+std::pair<torch::Tensor, torch::Tensor>
+SelectiveDenseMixer::matrix(const torch::Tensor &p) {
+  torch::Tensor l =
+      unpackUpperTriangular(activate(thetaProj->forward(p), activation), d);
+  torch::Tensor s = torch::matmul(l, l.transpose(-1, -2));
+  auto shape = s.sizes().vec();
+  shape.pop_back();
+  torch::Tensor w =
+      torch::full(shape, 1.0 / std::sqrt(static_cast<double>(d)), s.options());
+  torch::Tensor lambda;
+  for (int64_t step = 0; step < steps; ++step) {
+    w = torch::matmul(s, w.unsqueeze(-1)).squeeze(-1);
+    lambda = w.norm(2, {-1}, /*keepdim=*/true);
+    w = w / (lambda + eps);
+  }
+  return {s, lambda.squeeze(-1)};
+}
+
+torch::Tensor SelectiveDenseMixer::forward(const torch::Tensor &p,
+                                           const torch::Tensor &v) {
+  auto [s, lambda] = matrix(p);
+  return torch::matmul(s, v.unsqueeze(-1)).squeeze(-1) /
+         (lambda + eps).unsqueeze(-1);
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture
+//===----------------------------------------------------------------------===//
+
+MixtureMixer::MixtureMixer(int64_t mIn, int64_t d, int64_t factorCount,
+                           MixerActivation activation, double eps,
+                           torch::Dtype dtype) {
+  for (int64_t i = 0; i < factorCount; ++i) {
+    std::shared_ptr<Mixer> factor;
+    if (i % 2 == 0)
+      factor = std::make_shared<HouseholderMixer>(mIn, d, 1, /*sum=*/false,
+                                                  activation, eps, dtype);
+    else
+      factor = std::make_shared<KroneckerMixer>(mIn, d, KroneckerNorm::Row,
+                                                activation, eps, dtype);
+    factors.push_back(register_module("m" + std::to_string(i), factor));
+  }
+}
+
+torch::Tensor MixtureMixer::forward(const torch::Tensor &p,
+                                    const torch::Tensor &v) {
+  torch::Tensor out = v;
+  for (const std::shared_ptr<Mixer> &factor : factors)
+    out = factor->forward(p, out);
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Block Householder
+//===----------------------------------------------------------------------===//
+
+BlockHouseholderMixer::BlockHouseholderMixer(int64_t mIn, int64_t d,
+                                             int64_t rank, int64_t blocks,
+                                             MixerActivation activation,
+                                             double eps, torch::Dtype dtype)
+    : d(d), rank(rank), blocks(blocks), activation(activation), eps(eps) {
+  uProj = register_module(
+      "u_proj", std::make_shared<WNLinear>(mIn, rank * d, false, dtype));
+  alphaProj = register_module(
+      "alpha_proj",
+      std::make_shared<WNLinear>(mIn, rank * blocks, true, dtype));
+}
+
+std::pair<torch::Tensor, torch::Tensor>
+BlockHouseholderMixer::parameters(const torch::Tensor &p) {
+  auto uShape = p.sizes().vec();
+  uShape.back() = rank;
+  uShape.push_back(blocks);
+  uShape.push_back(d / blocks);
+  torch::Tensor u =
+      l2Normalize(activate(uProj->forward(p), activation).view(uShape), eps);
+  auto alphaShape = p.sizes().vec();
+  alphaShape.back() = rank;
+  alphaShape.push_back(blocks);
+  torch::Tensor alpha = torch::sigmoid(alphaProj->forward(p)).view(alphaShape);
+  return {u, alpha};
+}
+
+torch::Tensor BlockHouseholderMixer::forward(const torch::Tensor &p,
+                                             const torch::Tensor &v) {
+  auto [u, alpha] = parameters(p);
+  auto shape = v.sizes().vec();
+  shape.back() = blocks;
+  shape.push_back(d / blocks);
+  torch::Tensor out = v.reshape(shape);
+  for (int64_t i = 0; i < rank; ++i) {
+    torch::Tensor ui = u.select(-3, i);
+    torch::Tensor ai = alpha.select(-2, i).unsqueeze(-1);
+    out = out - 2 * ai * (ui * out).sum(-1, true) * ui;
+  }
+  return out.reshape(v.sizes());
+}
+
 torch::Tensor IdentityMixer::forward(const torch::Tensor &,
                                      const torch::Tensor &v) {
   return v;
@@ -202,7 +313,8 @@ std::shared_ptr<Mixer> fp::rt::ref::makeMixer(const std::string &name,
                                               int64_t mIn, int64_t d,
                                               int64_t rank, KroneckerNorm norm,
                                               MixerActivation activation,
-                                              double eps, torch::Dtype dtype) {
+                                              double eps, torch::Dtype dtype,
+                                              int64_t blocks) {
   if (name == "householder" || name == "dplr") {
     if (rank < 1)
       throw std::invalid_argument("mixer '" + name +
@@ -222,9 +334,33 @@ std::shared_ptr<Mixer> fp::rt::ref::makeMixer(const std::string &name,
           ") to be powers of two with rank <= width");
     return std::make_shared<MonarchMixer>(mIn, d, rank, activation, eps, dtype);
   }
+  if (name == "selective_dense")
+    return std::make_shared<SelectiveDenseMixer>(mIn, d, activation, eps,
+                                                 dtype);
+  if (name == "mixture") {
+    if (rank < 2)
+      throw std::invalid_argument(
+          "mixer 'mixture' needs at least 2 factors (rank), got " +
+          std::to_string(rank));
+    return std::make_shared<MixtureMixer>(mIn, d, rank, activation, eps, dtype);
+  }
+  if (name == "block_householder") {
+    if (rank < 1)
+      throw std::invalid_argument(
+          "mixer 'block_householder' needs a rank >= 1, got " +
+          std::to_string(rank));
+    if (blocks < 1 || d % blocks != 0)
+      throw std::invalid_argument(
+          "mixer 'block_householder' needs a number of blocks that divides "
+          "the channel width (" +
+          std::to_string(d) + "), got " + std::to_string(blocks));
+    return std::make_shared<BlockHouseholderMixer>(mIn, d, rank, blocks,
+                                                   activation, eps, dtype);
+  }
   if (name == "identity")
     return std::make_shared<IdentityMixer>();
-  throw std::invalid_argument("unknown mixer '" + name +
-                              "'; expected householder, dplr, kronecker, "
-                              "monarch or identity");
+  throw std::invalid_argument(
+      "unknown mixer '" + name +
+      "'; expected householder, dplr, kronecker, monarch, selective_dense, "
+      "mixture, block_householder or identity");
 }

@@ -167,6 +167,18 @@ TEST(LanguageModel, ReferenceModelsAreCausal) {
   householder.mixer = "householder";
   householder.mixerRank = 2;
   expectCausal(householder);
+  ModelConfig blockHouseholder = lmConfig("fp_mamba");
+  blockHouseholder.mixer = "block_householder";
+  blockHouseholder.mixerRank = 2;
+  blockHouseholder.mixerBlocks = 4;
+  expectCausal(blockHouseholder);
+  ModelConfig selectiveDense = lmConfig("fp_rnn");
+  selectiveDense.mixer = "selective_dense";
+  expectCausal(selectiveDense);
+  ModelConfig mixture = lmConfig("fp_rnn");
+  mixture.mixer = "mixture";
+  mixture.mixerRank = 4;
+  expectCausal(mixture);
 }
 
 TEST(FPMamba, SolveConvergesToAFixedPoint) {

@@ -34,11 +34,16 @@ public:
 };
 
 /// How to initialise a parameter. `kind` names the initialiser (interpreted
-/// by the trainer, e.g. "uniform_fan_in", "normal", "ones"); every other
-/// numeric member of the JSON object is an argument (e.g. "std": 0.02).
+/// by the runtime, fp/Runtime/ParamInit.h: "fan_in_uniform", "normal",
+/// "ones", ...); every other numeric member of the JSON object is an argument
+/// (e.g. "std": 0.02). `of` names another parameter of the same layer that
+/// the initialiser reads (the weight-norm gain "row_norm" of "weight_v").
 struct InitSpec {
   std::string kind;
   std::map<std::string, double> args;
+  /// Empty when the manifest gives none; otherwise the name of another
+  /// parameter of the same layer (checked by the parser).
+  std::string of;
 };
 
 /// One trainable parameter of a layer. Parameters are passed to the entry
@@ -103,6 +108,11 @@ enum class FinalNorm { None, RmsNorm, LayerNorm };
 
 /// How the runtime assembles a language model from the layers (spec §6).
 struct ModelInfo {
+  /// The model's name in its source (`model NAME { ... }`); empty when the
+  /// manifest gives none.
+  std::string name;
+  /// The vocabulary size before padding; 0 when the manifest gives none (the
+  /// task then decides it).
   int64_t vocab = 0;
   int64_t dModel = 0;
   /// Layer names, bottom to top; each names an entry of Manifest::layers and
@@ -110,6 +120,10 @@ struct ModelInfo {
   std::vector<std::string> stack;
   FinalNorm finalNorm = FinalNorm::RmsNorm;
   bool tiedHead = true;
+  /// Epsilon of the residual blocks' norms and of the final norm, > 0.
+  double normEps = 1e-5;
+  /// The embedding and head are padded to a multiple of this, >= 1.
+  int64_t padVocabMultiple = 8;
 };
 
 /// A parsed and validated manifest.
@@ -130,7 +144,8 @@ struct Manifest {
 
 /// Parses and validates a manifest. Throws ManifestError on malformed JSON,
 /// a missing or mistyped required field, an unknown target/dtype/mode string,
-/// a non-positive extent, a duplicate name or a dangling stack entry. Unknown
+/// a non-positive extent, a duplicate name, a dangling stack entry or an
+/// `init.of` that names no other parameter of its layer. Unknown
 /// extra keys are ignored so that newer generators stay readable.
 Manifest parseManifest(std::string_view text);
 

@@ -106,6 +106,10 @@ public:
   std::shared_ptr<RMSNorm> outNorm;
 };
 
+/// Builds the block mixer `config.kind` names: fp_mamba, mamba or fp_rnn.
+/// Throws std::invalid_argument for any other kind.
+std::shared_ptr<BlockMixer> makeBlockMixer(const ModelConfig &config);
+
 /// The solver settings of the reference for a model kind (spec §3.4):
 /// FP-Mamba's for "fp_mamba", FP-RNN's (η₀ = 1, no decay, q = 0.9) for
 /// "fp_rnn".

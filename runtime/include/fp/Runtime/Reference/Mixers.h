@@ -2,8 +2,12 @@
 //
 // The channel mixers Q(p) of spec §2, applied as Q(p)·v per token:
 // Householder products, DPLR, Kronecker (row or spectral normalisation),
-// block-diagonal "Monarch", and identity. Parameter projections from the
-// mixer input p are weight-normalised linears, as in the reference.
+// block-diagonal "Monarch", selective dense, the Householder/Kronecker
+// mixture, block Householder and identity. Parameter projections from the
+// mixer input p are weight-normalised linears, as in the reference. Where
+// the spec leaves a choice open (selective dense, mixture) the mixers follow
+// the DSL versions in models/lib/, which state it; block Householder is the
+// DSL's own mixer (models/lib/block_householder.fp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace fp::rt::ref {
 
@@ -93,6 +98,64 @@ public:
   std::shared_ptr<WNLinear> thetaProj, alphaProj;
 };
 
+/// Selective dense mixer (spec §2.4, FP-RNN only): S = L Lᵀ from d(d+1)/2
+/// projected entries (upper triangle, row-major), Q = S / (λ̂ + eps) with λ̂
+/// from `steps` power-iteration steps w ← S w, λ̂ = ‖w‖, w ← w / (λ̂ + eps)
+/// started at 𝟙/√d (models/lib/selective_dense.fp); output Q v, no I −.
+class SelectiveDenseMixer : public Mixer {
+public:
+  SelectiveDenseMixer(int64_t mIn, int64_t d, MixerActivation activation,
+                      double eps, torch::Dtype dtype, int64_t steps = 32);
+  torch::Tensor forward(const torch::Tensor &p,
+                        const torch::Tensor &v) override;
+
+  /// The matrices S [..., d, d] and the eigenvalue estimates λ̂ [...].
+  std::pair<torch::Tensor, torch::Tensor> matrix(const torch::Tensor &p);
+
+  int64_t d, steps;
+  MixerActivation activation;
+  double eps;
+  std::shared_ptr<WNLinear> thetaProj;
+};
+
+/// Mixture mixer (spec §2.4, FP-RNN only): the product of `factorCount` mixers
+/// alternating between a one-reflection Householder mixer (even index) and
+/// a row-normalised Kronecker mixer (odd index), applied in index order,
+/// Q = M_{r−1} ⋯ M_0, all reading the same p. The factors are submodules
+/// "m0", "m1", ... (models/lib/mixture.fp).
+class MixtureMixer : public Mixer {
+public:
+  MixtureMixer(int64_t mIn, int64_t d, int64_t factorCount,
+               MixerActivation activation, double eps, torch::Dtype dtype);
+  torch::Tensor forward(const torch::Tensor &p,
+                        const torch::Tensor &v) override;
+
+  std::vector<std::shared_ptr<Mixer>> factors;
+};
+
+/// Block Householder mixer (models/lib/block_householder.fp): the d channels
+/// split into `blocks` blocks of k = d / blocks, each with its own product of
+/// r reflections, Q = diag(Q_0, …, Q_{blocks−1}), Q_j = H_{j,r−1} ⋯ H_{j,0},
+/// H_{j,i} = I − 2 α_{j,i} u_{j,i} u_{j,i}ᵀ with
+/// u_{j,i} = nrm(act(W_u p)[i·d + j·k : i·d + (j+1)·k]) and
+/// α_{j,i} = σ(W_α p + b_α)[i·blocks + j]. One block is §2.1's mixer.
+class BlockHouseholderMixer : public Mixer {
+public:
+  BlockHouseholderMixer(int64_t mIn, int64_t d, int64_t rank, int64_t blocks,
+                        MixerActivation activation, double eps,
+                        torch::Dtype dtype);
+  torch::Tensor forward(const torch::Tensor &p,
+                        const torch::Tensor &v) override;
+
+  /// The unit vectors [..., r, blocks, k] and strengths [..., r, blocks].
+  std::pair<torch::Tensor, torch::Tensor> parameters(const torch::Tensor &p);
+
+  int64_t d, rank, blocks;
+  MixerActivation activation;
+  double eps;
+  std::shared_ptr<WNLinear> uProj, alphaProj;
+};
+
 /// Q = I.
 class IdentityMixer : public Mixer {
 public:
@@ -101,12 +164,15 @@ public:
 };
 
 /// Builds a mixer by name: householder | dplr | kronecker | monarch |
-/// identity. Throws std::invalid_argument for an unknown name or a shape it
-/// cannot take.
+/// selective_dense | mixture | block_householder | identity. `rank` is the
+/// number of reflections (householder, dplr, block_householder), the block
+/// size (monarch) or the number of factors (mixture); `blocks` is
+/// block_householder's number of channel blocks. Throws
+/// std::invalid_argument for an unknown name or a shape it cannot take.
 std::shared_ptr<Mixer> makeMixer(const std::string &name, int64_t mIn,
                                  int64_t d, int64_t rank, KroneckerNorm norm,
                                  MixerActivation activation, double eps,
-                                 torch::Dtype dtype);
+                                 torch::Dtype dtype, int64_t blocks = 1);
 
 } // namespace fp::rt::ref
 

@@ -77,9 +77,14 @@ struct ModelConfig {
   /// 0: ceil(dModel / 16).
   int64_t dtRank = 0;
   int64_t dConv = 4;
-  /// householder | dplr | kronecker | monarch | identity
+  /// householder | dplr | kronecker | monarch | selective_dense | mixture |
+  /// block_householder | identity
   std::string mixer = "kronecker";
+  /// Reflections (householder, dplr, block_householder), block size
+  /// (monarch) or number of factors (mixture).
   int64_t mixerRank = 1;
+  /// block_householder: the number of channel blocks.
+  int64_t mixerBlocks = 1;
   bool useShortConv = false;
   bool bcNorm = true;
   bool gluInLoop = false;

@@ -1,0 +1,153 @@
+//===- CompiledLayer.h - LibTorch modules over a model.so -------*- C++ -*-===//
+//
+// CompiledLayer is a torch::nn::Module for one instance of one layer of a
+// loaded model library: it owns the layer's parameters (created from the
+// manifest's initialisers) and its forward calls the library's entry point
+// through the C ABI of ModelABI.h. CompiledModel assembles the manifest's
+// model stack around such layers the way the reference LanguageModel does
+// (spec §6): embedding, pre-norm residual blocks, final norm, tied head.
+//
+// Forward only for now: the libraries' backward is not available yet, so a
+// forward that autograd would have to differentiate (grad mode on and the
+// input or a parameter requiring grad) is refused with an error rather
+// than silently returning an output without a gradient. Run compiled
+// layers under torch::NoGradGuard (or with parameters that do not require
+// grad) until then.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_COMPILEDLAYER_H
+#define FP_RUNTIME_COMPILEDLAYER_H
+
+#include "fp/Runtime/ModelLibrary.h"
+#include "fp/Runtime/Reference/Layers.h"
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fp::rt {
+
+/// Opens the model library at `path` (ModelLibrary::open, which throws
+/// LoadError) for sharing between the layers and models built on it.
+std::shared_ptr<const ModelLibrary> loadModelLibrary(const std::string &path);
+
+/// The element type of the ABI for a tensor dtype; throws
+/// std::invalid_argument for a dtype the ABI has none for.
+fp_dtype toAbiDType(torch::Dtype dtype);
+
+/// Per-call solver overrides that leave every compiled default in place.
+fp_solver_overrides keepCompiledSolver();
+
+/// One instance of one layer of a model library, as a module. Its
+/// parameters are registered under the manifest's names, the dots becoming
+/// submodules ("mixer.u_proj.weight_v" is parameter "weight_v" of submodule
+/// "u_proj" of submodule "mixer"), so named_parameters() lists exactly the
+/// manifest's names.
+class CompiledLayer : public ref::BlockMixer {
+public:
+  /// The layer called `layerName` of `library`, its parameters drawn from
+  /// `generator` by their manifest initialisers in `dtype` on the CPU. Throws
+  /// std::invalid_argument for an unknown layer, ParamInitError for an
+  /// initialiser the runtime cannot apply.
+  CompiledLayer(std::shared_ptr<const ModelLibrary> library,
+                const std::string &layerName, at::Generator &generator,
+                torch::Dtype dtype = torch::kFloat32);
+  /// As above with a fresh generator seeded with `seed`.
+  CompiledLayer(std::shared_ptr<const ModelLibrary> library,
+                const std::string &layerName, uint64_t seed = 0,
+                torch::Dtype dtype = torch::kFloat32);
+
+  /// Calls the library's forward on `input` [B, T, D]: on the CPU target, or
+  /// on CUDA when the input lives there and the library was compiled for it.
+  /// The call's dtype is the input's; every parameter must have the same
+  /// dtype and device (convert the module with to()). Training mode
+  /// (is_training()) selects the training quantile and cap. Fills
+  /// lastIterations, lastResiduals and lastSteps. Throws std::runtime_error
+  /// with the library's message when it reports a failure, and
+  /// std::invalid_argument for an input or parameters it cannot pass.
+  torch::Tensor forward(const torch::Tensor &input) override;
+
+  /// The library and this layer's manifest entry.
+  const ModelLibrary &library() const { return *lib; }
+  const std::shared_ptr<const ModelLibrary> &sharedLibrary() const {
+    return lib;
+  }
+  const LayerInfo &info() const { return *layerInfo; }
+
+  /// The parameters in manifest order (the order of the ABI's `params`).
+  const std::vector<torch::Tensor> &orderedParameters() const { return params; }
+  /// The parameter with manifest name `name`; throws std::out_of_range
+  /// naming it when the layer has none.
+  torch::Tensor &parameter(const std::string &name);
+  const torch::Tensor &parameter(const std::string &name) const;
+  /// Whether the layer has a parameter with manifest name `name`.
+  bool hasParameter(const std::string &name) const;
+
+  /// Per-sample best relative residuals of the last forward ([B] float32).
+  torch::Tensor lastResiduals;
+  /// Solver steps the whole batch took in the last forward.
+  int64_t lastSteps = 0;
+
+  /// Solver overrides passed to every call (keepCompiledSolver() by
+  /// default). A training cap set with setTrainIterationCap() applies in
+  /// training mode unless `max_iter` is set here.
+  fp_solver_overrides solverOverrides = keepCompiledSolver();
+
+private:
+  void registerParameters(std::vector<torch::Tensor> values);
+  size_t indexOf(const std::string &name) const;
+
+  std::shared_ptr<const ModelLibrary> lib;
+  const LayerInfo *layerInfo = nullptr;
+  LayerEntryPoints entry;
+  std::vector<torch::Tensor> params;
+};
+
+/// Options of a CompiledModel.
+struct CompiledModelOptions {
+  /// The vocabulary size before padding; 0 takes the manifest's
+  /// `model.vocab`.
+  int64_t vocabSize = 0;
+  uint64_t seed = 0;
+  torch::Dtype dtype = torch::kFloat32;
+};
+
+/// The language model of a library's manifest (`model`, spec §6): token
+/// embedding [V_pad, D] ~ N(0, 0.02²), one pre-norm residual block per
+/// `model.stack` entry, r ← r + Layer(RMSNorm(r)) with the manifest's
+/// `norm_eps`, the final norm, and a head tied to the embedding (or its own
+/// [V_pad, D] weight, U(±1/√D), when `tied_head` is false). As the reference
+/// wrapper does, every `out_proj.weight` is divided by √(number of blocks)
+/// after its own initialisation. Forward only, like CompiledLayer.
+class CompiledModel : public SequenceModel {
+public:
+  /// Throws std::invalid_argument when the manifest has no model or neither
+  /// it nor `options` gives a vocabulary size.
+  CompiledModel(std::shared_ptr<const ModelLibrary> library,
+                const CompiledModelOptions &options = {});
+
+  /// Logits [B, T, V_pad] for tokens [B, T].
+  torch::Tensor forward(const torch::Tensor &tokens) override;
+  void setTrainIterationCap(int64_t cap) override;
+
+  int64_t vocabSize, paddedVocab;
+  torch::Tensor embedding, head;
+  std::vector<std::shared_ptr<CompiledLayer>> layers;
+  std::vector<std::shared_ptr<ref::RMSNorm>> norms;
+  /// Null when the manifest's final norm is "none"; otherwise a
+  /// ref::RMSNorm or ref::LayerNorm.
+  std::shared_ptr<torch::nn::Module> finalNorm;
+
+private:
+  std::shared_ptr<const ModelLibrary> lib;
+  std::function<torch::Tensor(const torch::Tensor &)> applyFinalNorm;
+};
+
+} // namespace fp::rt
+
+#endif // FP_RUNTIME_COMPILEDLAYER_H

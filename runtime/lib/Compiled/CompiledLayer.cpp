@@ -1,0 +1,429 @@
+//===- CompiledLayer.cpp - Model.so layers as LibTorch modules --*- C++ -*-===//
+//
+// Registers a layer's manifest parameters as nested modules and calls the
+// library's forward through the C ABI: checks the input and parameters,
+// sizes and aligns the workspace, passes the solver overrides and collects
+// the per-sample statistics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/CompiledLayer.h"
+#include "fp/Runtime/ParamInit.h"
+
+#include <c10/core/DeviceGuard.h>
+#if FP_TORCH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+using namespace fp::rt;
+
+namespace {
+
+const char *statusName(fp_status status) {
+  switch (status) {
+  case FP_OK:
+    return "FP_OK";
+  case FP_ERROR_INVALID_ARGUMENT:
+    return "FP_ERROR_INVALID_ARGUMENT";
+  case FP_ERROR_UNSUPPORTED:
+    return "FP_ERROR_UNSUPPORTED";
+  case FP_ERROR_WORKSPACE:
+    return "FP_ERROR_WORKSPACE";
+  case FP_ERROR_DEVICE:
+    return "FP_ERROR_DEVICE";
+  }
+  return "unknown status";
+}
+
+std::string describe(const torch::Tensor &tensor) {
+  std::ostringstream text;
+  text << tensor.scalar_type() << " on " << tensor.device();
+  return text.str();
+}
+
+/// The stream a call on `device` enqueues on: LibTorch's current CUDA
+/// stream, or null (the CPU, or a LibTorch built without CUDA).
+void *streamFor(const torch::Device &device) {
+#if FP_TORCH_CUDA
+  if (device.is_cuda())
+    return c10::cuda::getCurrentCUDAStream(device.index()).stream();
+#else
+  (void)device;
+#endif
+  return nullptr;
+}
+
+const LayerInfo &findLayer(const ModelLibrary &library,
+                           const std::string &name) {
+  if (const LayerInfo *layer = library.manifest().findLayer(name))
+    return *layer;
+  std::string known;
+  for (const LayerInfo &layer : library.manifest().layers)
+    known += (known.empty() ? "'" : ", '") + layer.name + "'";
+  throw std::invalid_argument("model library '" + library.path() +
+                              "' has no layer '" + name + "'; it has " + known);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+std::shared_ptr<const ModelLibrary>
+fp::rt::loadModelLibrary(const std::string &path) {
+  return std::make_shared<const ModelLibrary>(ModelLibrary::open(path));
+}
+
+fp_dtype fp::rt::toAbiDType(torch::Dtype dtype) {
+  switch (dtype) {
+  case torch::kFloat32:
+    return FP_DTYPE_F32;
+  case torch::kFloat64:
+    return FP_DTYPE_F64;
+  case torch::kBFloat16:
+    return FP_DTYPE_BF16;
+  default: {
+    std::ostringstream message;
+    message << "the model ABI has no element type for " << dtype
+            << "; use float32, float64 or bfloat16";
+    throw std::invalid_argument(message.str());
+  }
+  }
+}
+
+fp_solver_overrides fp::rt::keepCompiledSolver() {
+  fp_solver_overrides overrides;
+  overrides.max_iter = -1;
+  overrides.fixed_iters = 0;
+  overrides.tolerance = std::numeric_limits<double>::quiet_NaN();
+  overrides.quantile = std::numeric_limits<double>::quiet_NaN();
+  return overrides;
+}
+
+//===----------------------------------------------------------------------===//
+// CompiledLayer
+//===----------------------------------------------------------------------===//
+
+CompiledLayer::CompiledLayer(std::shared_ptr<const ModelLibrary> library,
+                             const std::string &layerName,
+                             at::Generator &generator, torch::Dtype dtype)
+    : lib(std::move(library)) {
+  if (!lib)
+    throw std::invalid_argument("CompiledLayer needs a model library");
+  layerInfo = &findLayer(*lib, layerName);
+  entry = lib->entryPoints(layerName);
+  registerParameters(initLayerParams(*layerInfo, generator, dtype));
+}
+
+CompiledLayer::CompiledLayer(std::shared_ptr<const ModelLibrary> library,
+                             const std::string &layerName, uint64_t seed,
+                             torch::Dtype dtype)
+    : lib(std::move(library)) {
+  if (!lib)
+    throw std::invalid_argument("CompiledLayer needs a model library");
+  layerInfo = &findLayer(*lib, layerName);
+  entry = lib->entryPoints(layerName);
+  at::Generator generator = makeGenerator(seed);
+  registerParameters(initLayerParams(*layerInfo, generator, dtype));
+}
+
+void CompiledLayer::registerParameters(std::vector<torch::Tensor> values) {
+  const std::vector<ParamInfo> &infos = layerInfo->params;
+  std::set<std::string> leaves;
+  for (const ParamInfo &param : infos)
+    leaves.insert(param.name);
+  // Submodules by their dotted path.
+  std::map<std::string, std::shared_ptr<torch::nn::Module>> holders;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const std::string &name = infos[i].name;
+    auto fail = [&](const std::string &why) {
+      throw std::invalid_argument("layer '" + layerInfo->name +
+                                  "': cannot register parameter '" + name +
+                                  "': " + why);
+    };
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (true) {
+      size_t dot = name.find('.', start);
+      parts.push_back(name.substr(start, dot - start));
+      if (parts.back().empty())
+        fail("empty component in the name");
+      if (dot == std::string::npos)
+        break;
+      start = dot + 1;
+    }
+    torch::nn::Module *owner = this;
+    std::string path;
+    for (size_t p = 0; p + 1 < parts.size(); ++p) {
+      path += (path.empty() ? "" : ".") + parts[p];
+      if (leaves.count(path))
+        fail("'" + path + "' is both a parameter and a prefix of one");
+      auto it = holders.find(path);
+      if (it == holders.end())
+        it = holders
+                 .emplace(path,
+                          owner->register_module(
+                              parts[p], std::make_shared<torch::nn::Module>()))
+                 .first;
+      owner = it->second.get();
+    }
+    params.push_back(owner->register_parameter(parts.back(), values[i]));
+  }
+}
+
+size_t CompiledLayer::indexOf(const std::string &name) const {
+  for (size_t i = 0; i < layerInfo->params.size(); ++i)
+    if (layerInfo->params[i].name == name)
+      return i;
+  throw std::out_of_range("layer '" + layerInfo->name + "' has no parameter '" +
+                          name + "'");
+}
+
+torch::Tensor &CompiledLayer::parameter(const std::string &name) {
+  return params[indexOf(name)];
+}
+
+const torch::Tensor &CompiledLayer::parameter(const std::string &name) const {
+  return params[indexOf(name)];
+}
+
+bool CompiledLayer::hasParameter(const std::string &name) const {
+  return std::any_of(
+      layerInfo->params.begin(), layerInfo->params.end(),
+      [&](const ParamInfo &param) { return param.name == name; });
+}
+
+torch::Tensor CompiledLayer::forward(const torch::Tensor &input) {
+  const Manifest &manifest = lib->manifest();
+  const std::string where =
+      "layer '" + layerInfo->name + "' of '" + lib->path() + "'";
+  auto invalid = [&](const std::string &what) {
+    throw std::invalid_argument(where + ": " + what);
+  };
+
+  if (!input.defined() || input.dim() != 3 ||
+      input.size(2) != layerInfo->dModel || input.size(0) < 1 ||
+      input.size(1) < 1) {
+    std::ostringstream shape;
+    if (input.defined())
+      shape << input.sizes();
+    else
+      shape << "undefined";
+    invalid("expects an input [B, T, " + std::to_string(layerInfo->dModel) +
+            "] with B, T >= 1, got " + shape.str());
+  }
+  fp_dtype dtype = toAbiDType(input.scalar_type());
+  if (!manifest.hasDType(dtype))
+    invalid(std::string("was not compiled for dtype ") + toString(dtype));
+  if (!input.device().is_cpu() && !input.device().is_cuda())
+    invalid("cannot run on device " + input.device().str());
+  fp_target target = input.device().is_cuda() ? FP_TARGET_CUDA : FP_TARGET_CPU;
+  if (!manifest.hasTarget(target))
+    invalid(std::string("was not compiled for target ") + toString(target) +
+            " (the input is on " + input.device().str() + ")");
+
+  if (torch::GradMode::is_enabled()) {
+    bool needsGrad = input.requires_grad();
+    for (const torch::Tensor &param : params)
+      needsGrad = needsGrad || param.requires_grad();
+    if (needsGrad)
+      throw std::runtime_error(
+          where +
+          ": the compiled backward is not available yet, so the forward "
+          "cannot be differentiated; run it under torch::NoGradGuard or "
+          "with parameters that do not require grad");
+  }
+
+  std::vector<torch::Tensor> contiguous;
+  std::vector<const void *> pointers;
+  contiguous.reserve(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const torch::Tensor &param = params[i];
+    if (param.scalar_type() != input.scalar_type() ||
+        param.device() != input.device())
+      invalid("parameter '" + layerInfo->params[i].name + "' is " +
+              describe(param) + " but the input is " + describe(input) +
+              "; convert the layer with to()");
+    contiguous.push_back(param.contiguous());
+    pointers.push_back(contiguous.back().data_ptr());
+  }
+
+  c10::OptionalDeviceGuard deviceGuard(input.device());
+  const int64_t batch = input.size(0), length = input.size(1);
+  auto check = [&](fp_status status, const char *what) {
+    if (status == FP_OK)
+      return;
+    std::string message = lib->lastError();
+    throw std::runtime_error(where + ": " + what + " failed with " +
+                             statusName(status) +
+                             (message.empty() ? "" : ": " + message));
+  };
+
+  fp_buffer_sizes sizes{};
+  check(entry.bufferSizes(target, dtype, batch, length, &sizes),
+        "buffer_sizes");
+  // The ABI promises 256-byte alignment of the workspace.
+  constexpr size_t alignment = 256;
+  torch::Tensor workspace;
+  void *workspacePtr = nullptr;
+  if (sizes.forward_workspace_bytes) {
+    workspace = torch::empty(
+        {static_cast<int64_t>(sizes.forward_workspace_bytes + alignment - 1)},
+        torch::TensorOptions().dtype(torch::kUInt8).device(input.device()));
+    auto raw = reinterpret_cast<uintptr_t>(workspace.data_ptr());
+    workspacePtr = reinterpret_cast<void *>((raw + alignment - 1) &
+                                            ~uintptr_t(alignment - 1));
+  }
+
+  torch::Tensor in = input.contiguous();
+  torch::Tensor out = torch::empty_like(in);
+  std::vector<int32_t> iterations(batch, 0);
+  std::vector<float> residuals(batch, std::numeric_limits<float>::quiet_NaN());
+  fp_solver_stats stats{};
+  stats.iterations = iterations.data();
+  stats.residuals = residuals.data();
+
+  fp_solver_overrides overrides = solverOverrides;
+  if (is_training() && trainCap >= 0 && overrides.max_iter < 0)
+    overrides.max_iter = static_cast<int32_t>(trainCap);
+
+  fp_forward_args args{};
+  args.struct_size = sizeof(fp_forward_args);
+  args.target = target;
+  args.dtype = dtype;
+  args.stream = streamFor(input.device());
+  args.batch = batch;
+  args.seq_len = length;
+  args.training = is_training() ? 1 : 0;
+  args.num_params = static_cast<int32_t>(pointers.size());
+  args.params = pointers.data();
+  args.input = in.data_ptr();
+  args.output = out.data_ptr();
+  args.saved = nullptr;
+  args.workspace = workspacePtr;
+  args.workspace_bytes = sizes.forward_workspace_bytes;
+  args.solver = &overrides;
+  args.stats = &stats;
+  check(entry.forward(&args), "forward");
+
+  lastIterations =
+      torch::tensor(std::vector<int64_t>(iterations.begin(), iterations.end()),
+                    torch::TensorOptions().dtype(torch::kLong));
+  lastResiduals = torch::tensor(residuals, torch::kFloat32);
+  lastSteps = stats.steps;
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// CompiledModel
+//===----------------------------------------------------------------------===//
+
+CompiledModel::CompiledModel(std::shared_ptr<const ModelLibrary> library,
+                             const CompiledModelOptions &options)
+    : lib(std::move(library)) {
+  if (!lib)
+    throw std::invalid_argument("CompiledModel needs a model library");
+  const Manifest &manifest = lib->manifest();
+  if (!manifest.model)
+    throw std::invalid_argument("model library '" + lib->path() +
+                                "' describes no model (its manifest has no "
+                                "'model'); use its layers with CompiledLayer");
+  const ModelInfo &model = *manifest.model;
+  vocabSize = options.vocabSize > 0 ? options.vocabSize : model.vocab;
+  if (vocabSize <= 0)
+    throw std::invalid_argument(
+        "model library '" + lib->path() +
+        "' names no vocabulary size; pass one (CompiledModelOptions::"
+        "vocabSize)");
+  int64_t multiple = model.padVocabMultiple;
+  paddedVocab = (vocabSize + multiple - 1) / multiple * multiple;
+
+  at::Generator generator = makeGenerator(options.seed);
+  auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+  auto holder =
+      register_module("embedding", std::make_shared<torch::nn::Module>());
+  embedding = holder->register_parameter(
+      "weight", torch::empty({paddedVocab, model.dModel}, f64)
+                    .normal_(0.0, 0.02, generator)
+                    .to(options.dtype));
+
+  auto layerList = register_module("layers", torch::nn::ModuleList());
+  for (const std::string &name : model.stack) {
+    auto block = std::make_shared<torch::nn::Module>();
+    layers.push_back(block->register_module(
+        "mixer",
+        std::make_shared<CompiledLayer>(lib, name, generator, options.dtype)));
+    norms.push_back(block->register_module(
+        "norm", std::make_shared<ref::RMSNorm>(model.dModel, model.normEps,
+                                               options.dtype)));
+    layerList->push_back(block);
+  }
+  switch (model.finalNorm) {
+  case FinalNorm::None:
+    break;
+  case FinalNorm::RmsNorm: {
+    auto norm = register_module(
+        "norm_f", std::make_shared<ref::RMSNorm>(model.dModel, model.normEps,
+                                                 options.dtype));
+    finalNorm = norm;
+    applyFinalNorm = [norm](const torch::Tensor &x) {
+      return norm->forward(x);
+    };
+    break;
+  }
+  case FinalNorm::LayerNorm: {
+    auto norm = register_module(
+        "norm_f", std::make_shared<ref::LayerNorm>(model.dModel, model.normEps,
+                                                   options.dtype));
+    finalNorm = norm;
+    applyFinalNorm = [norm](const torch::Tensor &x) {
+      return norm->forward(x);
+    };
+    break;
+  }
+  }
+  if (model.tiedHead) {
+    head = embedding;
+  } else {
+    double bound = 1.0 / std::sqrt(static_cast<double>(model.dModel));
+    auto headHolder =
+        register_module("lm_head", std::make_shared<torch::nn::Module>());
+    head = headHolder->register_parameter(
+        "weight", torch::empty({paddedVocab, model.dModel}, f64)
+                      .uniform_(-bound, bound, generator)
+                      .to(options.dtype));
+  }
+
+  // The reference wrapper's output-projection scaling (spec §6).
+  torch::NoGradGuard noGrad;
+  double scale = std::sqrt(static_cast<double>(layers.size()));
+  for (const auto &layer : layers)
+    if (layer->hasParameter("out_proj.weight"))
+      layer->parameter("out_proj.weight").div_(scale);
+}
+
+torch::Tensor CompiledModel::forward(const torch::Tensor &tokens) {
+  torch::Tensor residual = torch::embedding(embedding, tokens);
+  stats.iterations.clear();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    residual = residual + layers[i]->forward(norms[i]->forward(residual));
+    if (layers[i]->lastIterations.defined())
+      stats.iterations.push_back(layers[i]->lastIterations);
+  }
+  torch::Tensor out = applyFinalNorm ? applyFinalNorm(residual) : residual;
+  return torch::matmul(out, head.t());
+}
+
+void CompiledModel::setTrainIterationCap(int64_t cap) {
+  for (const auto &layer : layers)
+    layer->setTrainIterationCap(cap);
+}

@@ -1,0 +1,308 @@
+//===- CompiledModelsTest.cpp - Model.so vs reference -----------*- C++ -*-===//
+//
+// For every models/*.fp, the library fpc compiled from it (the build puts it
+// in <build>/test-models/) against the eager reference layer that the table
+// of fp/Runtime/ReferenceImport.h maps it to: one layer instance, reference
+// weights drawn with a fresh seed (printed; FP_TEST_SEED=S reproduces a run)
+// and imported into the compiled layer, a fresh random input [3, 7, D], in
+// f32 and f64, in training and in evaluation mode:
+//
+// * with 3 solver steps on both sides (the per-step math, free of the
+//   amplification of long solves): max|compiled − reference| /
+//   max|reference| ≤ 1e-5 (f32), ≤ 1e-10 (f64);
+// * with the compiled stop rule: the same per-sample iteration counts, and
+//   the same bounds, except where the solve itself amplifies rounding past
+//   them. A slowly contracting map (tens to hundreds of steps at random
+//   weights: Kronecker, Monarch) turns any two roundings of the same
+//   computation into differences far above 1e-5 in f32 (and 1e-10 in f64).
+//   There the difference must stay within 30× the reference's own
+//   sensitivity: how far its output moves when its input and weights are
+//   perturbed by one unit roundoff, at the same number of steps. An
+//   implementation that loses precision per step (an f32 constant in the
+//   f64 path, say) exceeds that. Where that sensitivity exceeds 1e-2 the
+//   solve is chaotic in that dtype (its result and stop step carry no
+//   information) and only the 3-step comparison applies; the log says so.
+//
+// A map that diverges at its random weights within the compiled cap (FP-RNN
+// with the mixture mixer: no damping, no normalisation, 1000 steps in
+// evaluation) is compared at the first of the caps 100, 30, 10 at which the
+// reference stays finite, on both sides.
+//
+// Without the compiler in the build (FP_BUILD_COMPILER=OFF) there is
+// nothing to compare and every case is skipped, unless the environment
+// variable FP_TEST_MODELS_DIR names a directory of libraries compiled
+// elsewhere (<dir>/<model>.so).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/ReferenceImport.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <random>
+
+using namespace fp::rt;
+
+namespace {
+
+/// The stems of models/*.fp, sorted.
+std::vector<std::string> modelNames() {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto &entry :
+       std::filesystem::directory_iterator(FP_MODELS_DIR, error))
+    if (entry.path().extension() == ".fp")
+      names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// FP_TEST_SEED when set, else a fresh one.
+uint64_t testSeed() {
+  if (const char *text = std::getenv("FP_TEST_SEED"))
+    return std::strtoull(text, nullptr, 10);
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32 | device()) % 1000000007u;
+}
+
+double relativeDifference(const torch::Tensor &actual,
+                          const torch::Tensor &expected) {
+  return ((actual - expected).abs().max() / expected.abs().max())
+      .item<double>();
+}
+
+std::string listOf(const torch::Tensor &tensor) {
+  std::string text;
+  for (int64_t i = 0; i < tensor.numel(); ++i)
+    text += (i ? " " : "") + std::to_string(tensor[i].item<int64_t>());
+  return text;
+}
+
+bool allFinite(const torch::Tensor &tensor) {
+  return torch::isfinite(tensor).all().item<bool>();
+}
+
+/// The solver configuration of a reference fixed-point layer, or null (a
+/// one-pass layer).
+SolverConfig *solverOf(ref::BlockMixer &layer) {
+  if (auto *fpMamba = dynamic_cast<ref::FPMambaLayer *>(&layer))
+    return &fpMamba->config.solver;
+  if (auto *fpRnn = dynamic_cast<ref::FPRNNLayer *>(&layer))
+    return &fpRnn->config.solver;
+  return nullptr;
+}
+
+/// Above this sensitivity to one rounding a solve has lost all but a digit
+/// or two; its output and stop step are then no test of anything.
+constexpr double chaoticSensitivity = 1e-2;
+
+/// How both sides run their solves.
+struct SolveMode {
+  int32_t cap = -1;       ///< < 0: the compiled caps
+  int32_t fixedSteps = 0; ///< > 0: exactly this many steps
+};
+
+void setSolveMode(ref::BlockMixer &reference, CompiledLayer &compiled,
+                  const SolveMode &mode) {
+  compiled.solverOverrides.max_iter = mode.cap;
+  compiled.solverOverrides.fixed_iters = mode.fixedSteps;
+  SolverConfig *solver = solverOf(reference);
+  if (solver && compiled.info().solver) {
+    const SolverDefaults &defaults = *compiled.info().solver;
+    solver->maxIterTrain = mode.cap >= 0 ? mode.cap : defaults.maxIterTrain;
+    solver->maxIterEval = mode.cap >= 0 ? mode.cap : defaults.maxIterEval;
+    solver->fixedIters = mode.fixedSteps;
+  }
+}
+
+/// How far the output of `reference` on `x` moves when x and every weight
+/// are multiplied by 1 ± u (random signs, u the dtype's unit roundoff), at
+/// exactly `steps` solver steps: the scale of differences rounding alone
+/// produces through this computation.
+double sensitivity(const ModelConfig &config, ref::BlockMixer &reference,
+                   const torch::Tensor &x, const torch::Tensor &output,
+                   int64_t steps, bool training) {
+  const double u = x.scalar_type() == torch::kFloat64
+                       ? std::numeric_limits<double>::epsilon() / 2
+                       : std::numeric_limits<float>::epsilon() / 2;
+  auto perturb = [&](const torch::Tensor &t) {
+    torch::Tensor signs = torch::randint(0, 2, t.sizes(), t.options()) * 2 - 1;
+    return t * (1 + u * signs);
+  };
+  std::shared_ptr<ref::BlockMixer> perturbed = ref::makeBlockMixer(config);
+  torch::NoGradGuard noGrad;
+  auto source = reference.parameters();
+  auto target = perturbed->parameters();
+  for (size_t i = 0; i < source.size(); ++i)
+    target[i].copy_(perturb(source[i]));
+  if (SolverConfig *solver = solverOf(*perturbed))
+    solver->fixedIters = steps;
+  perturbed->train(training);
+  return relativeDifference(perturbed->forward(perturb(x)), output);
+}
+
+class CompiledModels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CompiledModels, ForwardMatchesTheReference) {
+  std::string directory = FP_TEST_MODELS_DIR;
+  if (const char *override = std::getenv("FP_TEST_MODELS_DIR"))
+    directory = override;
+  else if (!FP_HAVE_FPC)
+    GTEST_SKIP() << "the compiler is not part of this build "
+                    "(FP_BUILD_COMPILER=OFF) and FP_TEST_MODELS_DIR is not "
+                    "set: no model library to compare";
+  const std::string name = GetParam();
+  const std::string path = directory + "/" + name + ".so";
+  ASSERT_TRUE(std::filesystem::exists(path))
+      << path << " is missing; build the target FpTestModels";
+  std::shared_ptr<const ModelLibrary> library = loadModelLibrary(path);
+  const Manifest &manifest = library->manifest();
+  ASSERT_TRUE(manifest.model.has_value()) << path << " describes no model";
+  EXPECT_EQ(manifest.model->name, name);
+  const LayerInfo &layer = referenceLayerOf(manifest);
+
+  // The table states what the source compiles to.
+  auto entry = std::find_if(
+      referenceModels().begin(), referenceModels().end(),
+      [&](const ReferenceModel &model) { return model.name == name; });
+  ASSERT_NE(entry, referenceModels().end()) << "no table entry for " << name;
+  EXPECT_EQ(layer.dModel, entry->config.dModel);
+  EXPECT_EQ(static_cast<int64_t>(manifest.model->stack.size()),
+            entry->config.nLayers);
+  if (layer.solver)
+    for (const std::string &difference :
+         solverDifferences(*layer.solver, entry->config.solver))
+      ADD_FAILURE() << "the table's solver differs from the library's: "
+                    << difference;
+
+  const uint64_t seed = testSeed();
+  std::cout << "[   seed   ] " << name << ": " << seed
+            << " (FP_TEST_SEED=" << seed << " reproduces)" << std::endl;
+  RecordProperty("seed", std::to_string(seed));
+
+  // Reference weights and input drawn once in f64 and rounded to f32
+  // precision, so that both dtypes see the same numbers.
+  const int64_t batch = 3, length = 7;
+  torch::manual_seed(seed);
+  ModelConfig config64 = referenceConfigFor(manifest, "", torch::kFloat64);
+  ModelConfig config32 = referenceConfigFor(manifest, "", torch::kFloat32);
+  std::shared_ptr<ref::BlockMixer> reference64 = ref::makeBlockMixer(config64);
+  std::shared_ptr<ref::BlockMixer> reference32 = ref::makeBlockMixer(config32);
+  {
+    torch::NoGradGuard noGrad;
+    auto source = reference64->parameters();
+    auto target = reference32->parameters();
+    ASSERT_EQ(source.size(), target.size());
+    for (size_t i = 0; i < source.size(); ++i) {
+      source[i].copy_(source[i].to(torch::kFloat32));
+      target[i].copy_(source[i]);
+    }
+  }
+  torch::Tensor input =
+      torch::randn({batch, length, layer.dModel}).to(torch::kFloat64);
+
+  for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
+    const bool f64 = dtype == torch::kFloat64;
+    const char *dtypeName = f64 ? "f64" : "f32";
+    if (!manifest.hasDType(toAbiDType(dtype))) {
+      ADD_FAILURE() << name << " was not compiled for " << dtypeName;
+      continue;
+    }
+    const double tolerance = f64 ? 1e-10 : 1e-5;
+    const ModelConfig &config = f64 ? config64 : config32;
+    ref::BlockMixer &reference = f64 ? *reference64 : *reference32;
+    CompiledLayer compiled(library, layer.name, seed, dtype);
+    importReferenceWeights(*reference64, compiled);
+    torch::Tensor x = input.to(dtype);
+
+    for (bool training : {true, false}) {
+      const char *modeName = training ? "train" : "eval";
+      const std::string what = name + " " + dtypeName + " " + modeName;
+      SCOPED_TRACE(what + ", seed " + std::to_string(seed));
+      reference.train(training);
+      compiled.train(training);
+      torch::NoGradGuard noGrad;
+
+      // A few steps: the per-step math at the full tolerance.
+      SolveMode fewSteps;
+      fewSteps.fixedSteps = 3;
+      setSolveMode(reference, compiled, fewSteps);
+      torch::Tensor expected = reference.forward(x);
+      torch::Tensor actual = compiled.forward(x);
+      ASSERT_TRUE(allFinite(expected) && allFinite(actual));
+      double difference = relativeDifference(actual, expected);
+      EXPECT_LE(difference, tolerance) << "after 3 solver steps";
+      std::cout << "[ compare  ] " << what << ", 3 steps: relative difference "
+                << difference << std::endl;
+
+      // The compiled stop rule; a smaller cap where the reference diverges.
+      SolveMode natural;
+      std::string note;
+      setSolveMode(reference, compiled, natural);
+      expected = reference.forward(x);
+      for (int32_t cap : {100, 30, 10}) {
+        if (allFinite(expected))
+          break;
+        natural.cap = cap;
+        setSolveMode(reference, compiled, natural);
+        expected = reference.forward(x);
+        note = " (the reference diverges at the compiled cap; both capped at " +
+               std::to_string(cap) + ")";
+      }
+      ASSERT_TRUE(allFinite(expected)) << "the reference diverges at cap 10";
+      actual = compiled.forward(x);
+      ASSERT_EQ(actual.sizes(), expected.sizes());
+      ASSERT_TRUE(allFinite(actual));
+
+      // Iterations: the reference's lastIterations; a one-pass reference
+      // (Mamba-1) is the compiled layer's single solver step.
+      torch::Tensor iterations = reference.lastIterations.defined()
+                                     ? reference.lastIterations
+                                     : torch::full({batch}, 2, torch::kLong);
+      const bool sameIterations =
+          torch::equal(compiled.lastIterations, iterations);
+      difference = relativeDifference(actual, expected);
+      std::cout << "[ compare  ] " << what << ", stop rule: relative "
+                << "difference " << difference << ", iterations "
+                << listOf(compiled.lastIterations) << " (reference "
+                << listOf(iterations) << ")" << note << std::endl;
+      if (sameIterations && difference <= tolerance)
+        continue;
+
+      int64_t steps = compiled.lastIterations.max().item<int64_t>() - 1;
+      double scale =
+          sensitivity(config, reference, x, expected, steps, training);
+      std::cout << "[ compare  ] " << what
+                << ": the reference's sensitivity to one rounding is " << scale
+                << " (difference / sensitivity " << difference / scale << ")"
+                << std::endl;
+      if (scale > chaoticSensitivity) {
+        std::cout << "[ compare  ] " << what << ": not compared: after "
+                  << steps << " steps one rounding moves the reference by "
+                  << scale << " (the 3-step comparison above stands)"
+                  << std::endl;
+        continue;
+      }
+      EXPECT_TRUE(sameIterations)
+          << "compiled " << listOf(compiled.lastIterations) << ", reference "
+          << listOf(iterations);
+      EXPECT_LE(difference, 30 * scale)
+          << "the compiled forward differs from the reference by more than "
+             "rounding through "
+          << steps << " solver steps explains";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CompiledModels,
+                         ::testing::ValuesIn(modelNames()),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                           return info.param;
+                         });
+
+} // namespace

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+#===- fp_bench_test.py - fp-bench end to end -------------------------------===#
+#
+# Runs the fp-bench binary as a user would: command-line mistakes (exit 2, one
+# line on stderr), a missing library and a library without a reference
+# (exit 1, a message naming the problem), and, given a directory of compiled
+# models, a short run of fp_mamba_householder1 in f64 whose table is checked:
+# both implementations timed, the same iterations, outputs within 1e-8.
+#
+# usage: fp_bench_test.py FP_BENCH FIXTURE_LIBRARY [MODELS_DIR]
+#
+#===------------------------------------------------------------------------===#
+
+import os
+import re
+import subprocess
+import sys
+
+FAILURES = []
+
+
+def check(condition, message):
+    if not condition:
+        FAILURES.append(message)
+        print(f"FAIL: {message}", file=sys.stderr)
+
+
+def run(binary, args, timeout=300):
+    result = subprocess.run([binary] + args, capture_output=True, text=True,
+                            timeout=timeout)
+    print(f"$ fp-bench {' '.join(args)}\n-> exit {result.returncode}")
+    if result.stdout:
+        print(result.stdout.rstrip())
+    if result.stderr:
+        print(result.stderr.rstrip())
+    return result
+
+
+def expect_error(binary, args, code, fragment):
+    result = run(binary, args)
+    check(result.returncode == code,
+          f"{args}: exit {result.returncode}, expected {code}")
+    lines = result.stderr.strip().splitlines()
+    check(len(lines) == 1, f"{args}: expected one line on stderr, got {lines}")
+    check(fragment in result.stderr,
+          f"{args}: stderr lacks '{fragment}': {result.stderr!r}")
+    check(result.stdout == "", f"{args}: unexpected stdout {result.stdout!r}")
+
+
+def main():
+    if len(sys.argv) not in (3, 4):
+        print(__doc__, file=sys.stderr)
+        return 2
+    binary, fixture = sys.argv[1], sys.argv[2]
+    models = sys.argv[3] if len(sys.argv) == 4 else os.environ.get(
+        "FP_TEST_MODELS_DIR", "")
+
+    result = run(binary, ["--help"])
+    check(result.returncode == 0 and result.stdout.startswith("usage: "),
+          "--help prints the usage and exits 0")
+
+    expect_error(binary, [], 2, "--model PATH is required")
+    expect_error(binary, ["--model", "x.so", "--batch", "0"], 2,
+                 "--batch must be at least 1, got 0")
+    expect_error(binary, ["--model", "x.so", "--seq-len", "ten"], 2,
+                 "--seq-len needs an integer, got 'ten'")
+    expect_error(binary, ["--model", "x.so", "--dtype", "f16"], 2,
+                 "--dtype is 'f32' or 'f64', got 'f16'")
+    expect_error(binary, ["--model", "x.so", "--mode", "test"], 2,
+                 "--mode is 'eval' or 'train', got 'test'")
+    expect_error(binary, ["--model", "x.so", "--warmup", "-1"], 2,
+                 "--warmup must be at least 0, got -1")
+    expect_error(binary, ["--model", "x.so", "--repeat", "3"], 2,
+                 "unknown option '--repeat'")
+    expect_error(binary, ["--model", "x.so", "--model", "y.so"], 2,
+                 "--model is given twice")
+    expect_error(binary, ["--model", "x.so", "--threads"], 2,
+                 "--threads needs a value")
+    expect_error(binary, ["--model", "x.so", "extra"], 2,
+                 "unexpected argument 'extra'")
+
+    missing = os.path.join(os.path.dirname(fixture), "no_such_model.so")
+    expect_error(binary, ["--model", missing], 1,
+                 f"cannot load model library '{missing}': no such file")
+    expect_error(binary, ["--model", fixture], 1,
+                 "names no model, so its reference is unknown; pass "
+                 "--reference NAME")
+    expect_error(binary, ["--model", fixture, "--reference", "gru"], 1,
+                 "no reference for model 'gru'")
+
+    library = os.path.join(models, "fp_mamba_householder1.so") if models else ""
+    if library and os.path.exists(library):
+        result = run(binary, ["--model", library, "--batch", "2",
+                              "--seq-len", "5", "--dtype", "f64",
+                              "--repeats", "2", "--warmup", "1",
+                              "--threads", "1", "--seed", "7"])
+        check(result.returncode == 0, "a real run exits 0")
+        rows = {}
+        for line in result.stdout.splitlines():
+            fields = line.split()
+            if fields and fields[0] in ("compiled", "eager"):
+                rows[fields[0]] = [float(x) for x in fields[1:]]
+        check(set(rows) == {"compiled", "eager"},
+              f"the table has a compiled and an eager row: {rows}")
+        if set(rows) == {"compiled", "eager"}:
+            for name, (median, minimum, iterations, per) in rows.items():
+                check(0 < minimum <= median, f"{name}: 0 < min <= median")
+                check(iterations >= 2, f"{name}: at least two iterations")
+                check(abs(per - median / iterations) <= 1e-3 * median,
+                      f"{name}: time per iteration is median / iterations")
+            check(rows["compiled"][2] == rows["eager"][2],
+                  "both take the same iterations")
+        difference = re.search(r"max relative difference\s+(\S+)",
+                               result.stdout)
+        check(difference is not None and float(difference.group(1)) <= 1e-8,
+              "the outputs agree in f64")
+        check(re.search(r"speedup\s+\d+\.\d+x", result.stdout) is not None,
+              "the speedup is printed")
+        check("1 threads" in result.stdout, "--threads 1 is in effect")
+    elif library:
+        check(False, f"{library} is missing; build the target FpTestModels")
+    else:
+        print("no compiled models: the real run is skipped")
+
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
+        return 1
+    print("all fp-bench checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
