@@ -35,6 +35,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
 
 #ifndef FP_RUNTIME_INCLUDE_DIR
 #error "FP_RUNTIME_INCLUDE_DIR must name the runtime's include directory"
@@ -97,6 +98,12 @@ cl::opt<std::string>
             cl::desc("Write every stage (parsed and lowered IR, host C++, "
                      "manifest) into this directory"),
             cl::value_desc("dir"), cl::cat(fpcCategory));
+cl::opt<std::string> hostArch(
+    "march",
+    cl::desc("CPU the host code is compiled for, as the host compiler's "
+             "-march (default: native, the CPU running fpc; a generic one "
+             "such as x86-64 makes a library other machines can load)"),
+    cl::value_desc("cpu"), cl::init("native"), cl::cat(fpcCategory));
 cl::opt<std::string> cacheDir(
     "cache-dir",
     cl::desc("Where compiled libraries are cached (default: $FPC_CACHE_DIR, "
@@ -162,10 +169,12 @@ std::string defaultCacheDir() {
 /// The arguments of the host compiler for `source` → `output`.
 std::vector<std::string> hostCompileArgs(StringRef compiler, StringRef source,
                                          StringRef output) {
-  return {compiler.str(), "-std=c++17", "-O2", "-fPIC", "-shared",
-          "-fvisibility=hidden", "-fopenmp",
+  return {compiler.str(), "-std=c++17", "-O2", "-march=" + hostArch, "-fPIC",
+          "-shared", "-fvisibility=hidden", "-fopenmp",
           // Keep a · b + c as two roundings, as the eager reference does.
-          "-ffp-contract=off", "-w", "-I" + runtimeIncludeDir(), source.str(),
+          "-ffp-contract=off",
+          // Let loops with selects vectorise; no code here reads FP flags.
+          "-fno-trapping-math", "-w", "-I" + runtimeIncludeDir(), source.str(),
           "-o", output.str(), "-lopenblas"};
 }
 
@@ -183,6 +192,17 @@ int buildLibrary(StringRef source, StringRef output) {
   hash.update(source);
   for (const std::string &arg : hostCompileArgs(*program, "", ""))
     hash.update(arg);
+  // -march=native means this CPU: a cache shared by machines must not hand
+  // one's library to another.
+  if (hostArch == "native") {
+    hash.update(llvm::sys::getHostCPUName());
+    std::vector<std::string> features;
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      features.push_back((feature.second ? "+" : "-") + feature.first().str());
+    llvm::sort(features);
+    for (const std::string &feature : features)
+      hash.update(feature);
+  }
   for (StringRef header :
        {"fp/Runtime/Kernels/Host.h", "fp/Runtime/Kernels/HostEntry.h",
         "fp/Runtime/ModelABI.h"}) {
@@ -274,6 +294,11 @@ int main(int argc, char **argv) {
   registerPassManagerCLOptions();
   cl::HideUnrelatedOptions({&fpcCategory, &cl::getGeneralCategory()});
   cl::ParseCommandLineOptions(argc, argv, "fpc: the fp compiler\n");
+  if (hostArch.empty() || !llvm::all_of(hostArch.getValue(), [](char c) {
+        return llvm::isAlnum(c) || llvm::is_contained("._+-", c);
+      }))
+    return fail("--march expects a CPU name such as native or x86-64, got '" +
+                hostArch + "'");
 
   DialectRegistry registry;
   fp::registerAllFpDialects(registry);
