@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # The main job, on a small default. Installs missing dependencies, builds
-# fpc, then runs what the compiler can do today on the FP-Mamba model of
-# models/fp_mamba_householder1.fp: compile the .fp source to the fp dialect,
-# inline the fixed-point map and its mixer, and hoist the
-# iteration-invariant work out of fp.fixed_point. Every stage is written to
-# $FP_OUT (default: out/main).
+# everything, then takes the FP-Mamba model of
+# models/fp_mamba_householder1.fp (width FP_D_MODEL, default 128) through
+# the compiler: the .fp source to the fp dialect, the fixed-point map and its
+# mixer inlined, the iteration-invariant work hoisted out of fp.fixed_point,
+# host code generated and compiled into a model library; then fp-bench runs
+# one compiled layer against the eager reference on the same weights and
+# input (B = 16, T = 17). Every stage is written to $FP_OUT (default:
+# out/main).
 #
-# Code generation (model.so) is not built yet; fp-train trains the eager
-# reference models (README, "Training"). This script grows into "compile
-# the default model and train it on a small task" once compiled models can
-# train.
+# Compiled models have no backward yet; fp-train trains the eager reference
+# models (README, "Training"). This script grows into "compile the default
+# model and train it on a small task" once compiled models can train.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FP_BUILD_DIR:-$root/build}
 out=${FP_OUT:-$root/out/main}
 model=${1:-$root/models/fp_mamba_householder1.fp}
+d_model=${FP_D_MODEL:-128}
 
 bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/build.sh"
@@ -43,6 +46,10 @@ after=$(body_ops "$out/$name.2-hoisted.mlir")
 echo
 echo "fixed-point body: $before ops before hoisting, $after after" \
      "($((before - after)) now run once per call instead of once per iteration)"
+
+echo "== build the model library (fpc, host target)"
+"$fpc" "$model" --set d_model="$d_model" --dump-dir "$out" -o "$out/$name.so"
+echo "== compiled layer vs eager reference (fp-bench)"
+"$build/bin/fp-bench" --model "$out/$name.so" --batch 16 --seq-len 17 \
+  --repeats 3
 echo "stages written to $out/"
-echo "not yet available: code generation (fpc -o model.so), fp-bench;" \
-     "fp-train trains the eager reference models (see README, Training)"

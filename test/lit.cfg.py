@@ -22,6 +22,8 @@ config.environment["FILECHECK_OPTS"] = (
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%models", os.path.join(config.fp_src_root, "models")))
+config.substitutions.append(("%fp_src", config.fp_src_root))
+config.substitutions.append(("%nvcc", config.fp_nvcc or "nvcc"))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

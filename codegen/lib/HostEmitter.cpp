@@ -75,7 +75,8 @@ class LayerEmitter {
 public:
   LayerEmitter(CodeWriter &w, const LayerPlan &plan) : w(w), plan(plan) {}
 
-  LogicalResult emitForward(StringRef fnName);
+  /// Emits `template <typename Real> <signature> { ... }`.
+  LogicalResult emitForward(StringRef signature);
 
 private:
   CodeWriter &w;
@@ -125,7 +126,7 @@ std::string LayerEmitter::name(Value value) const {
 }
 
 std::string LayerEmitter::shapeLiteral(const Shape &s) const {
-  std::string text = "fp::host::Shape{" + std::to_string(s.rank()) + ", {";
+  std::string text = "kernels::Shape{" + std::to_string(s.rank()) + ", {";
   for (int64_t i = 0; i < s.rank(); ++i) {
     if (i)
       text += ", ";
@@ -134,11 +135,10 @@ std::string LayerEmitter::shapeLiteral(const Shape &s) const {
   return text + "}}";
 }
 
-LogicalResult LayerEmitter::emitForward(StringRef fnName) {
+LogicalResult LayerEmitter::emitForward(StringRef signature) {
   w.text("template <typename Real>");
-  auto fn = w.block("void {0}(const fp_forward_args &args, char *workspace, "
-                    "const size_t *offsets)",
-                    fnName);
+  auto fn = w.block("{0}", signature);
+  w.text("kernels::Scope scope(args.stream);");
   w.text("const int64_t B = args.batch, T = args.seq_len;");
   w.text("(void)B;");
   w.text("(void)T;");
@@ -190,7 +190,7 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
           return linear.emitOpError(
               "cannot emit a weight-normalised fp.linear; run "
               "fp-hoist-invariants, which makes the normalisation explicit");
-        w.line("fp::host::linear({0}, {1}, {2}, {3}, {4}, {5}, {6});",
+        w.line("kernels::linear({0}, {1}, {2}, {3}, {4}, {5}, {6});",
                name(linear.getInput()), rows(linear.getInput()),
                width(linear.getInput()), name(linear.getWeight()),
                width(linear),
@@ -200,13 +200,13 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       })
       .Case([&](WeightNormOp norm) {
         auto type = cast<RankedTensorType>(norm.getType());
-        w.line("fp::host::weightNorm({0}, {1}, {2}, {3}, {4});",
+        w.line("kernels::weightNorm({0}, {1}, {2}, {3}, {4});",
                name(norm.getWeight()), name(norm.getGain()), type.getDimSize(0),
                type.getDimSize(1), name(norm));
         return success();
       })
       .Case([&](SliceOp slice) {
-        w.line("fp::host::sliceColumns({0}, {1}, {2}, {3}, {4}, {5});",
+        w.line("kernels::sliceColumns({0}, {1}, {2}, {3}, {4}, {5});",
                name(slice.getInput()), rows(slice.getInput()),
                width(slice.getInput()), slice.getStart(),
                slice.getEnd() - slice.getStart(), name(slice));
@@ -215,7 +215,7 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       .Case([&](ConcatOp concat) {
         int64_t offset = 0;
         for (Value input : concat.getInputs()) {
-          w.line("fp::host::insertColumns({0}, {1}, {2}, {3}, {4}, {5});",
+          w.line("kernels::insertColumns({0}, {1}, {2}, {3}, {4}, {5});",
                  name(input), rows(input), width(input), offset, width(concat),
                  name(concat));
           offset += width(input);
@@ -226,7 +226,7 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
         Value input = broadcast.getInput();
         const Shape &out = shape(broadcast);
         if (shape(input).rank() == 0) {
-          w.line("fp::host::fill({0}, {1}, {2}[0]);", name(broadcast),
+          w.line("kernels::fillFrom({0}, {1}, {2});", name(broadcast),
                  out.numElements(), name(input));
           return success();
         }
@@ -236,7 +236,7 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
                    llvm::map_range(broadcast.getDims(),
                                    [](int64_t d) { return std::to_string(d); }),
                    ", "));
-        w.line("fp::host::broadcast({0}, {1}, {2}, {3}, {4});", name(input),
+        w.line("kernels::broadcast({0}, {1}, {2}, {3}, {4});", name(input),
                shapeLiteral(out), dims, shape(input).rank(), name(broadcast));
         return success();
       })
@@ -247,13 +247,13 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
         return emitReduce(reduce, reduce.getInput(), reduce.getDims(), false);
       })
       .Case([&](ShiftOp shift) {
-        w.line("fp::host::shift({0}, B, T, {1}, {2}, {3});",
+        w.line("kernels::shift({0}, B, T, {1}, {2}, {3});",
                name(shift.getInput()), shape(shift).tokenSize(),
                shift.getOffset(), name(shift));
         return success();
       })
       .Case([&](ScanOp scan) {
-        w.line("fp::host::scan({0}, {1}, B, T, {2}, {3}, {4});",
+        w.line("kernels::scan({0}, {1}, B, T, {2}, {3}, {4});",
                name(scan.getCoeff()), name(scan.getInput()),
                shape(scan).tokenSize(), scan.getReverse() ? "true" : "false",
                name(scan));
@@ -261,7 +261,7 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       })
       .Case([&](SelectiveScanOp scan) {
         auto a = cast<RankedTensorType>(scan.getA().getType());
-        w.line("fp::host::selectiveScan({0}, {1}, {2}, {3}, {4}, {5}, B, T, "
+        w.line("kernels::selectiveScan({0}, {1}, {2}, {3}, {4}, {5}, B, T, "
                "{6}, {7}, {8});",
                name(scan.getU()), name(scan.getDelta()), name(scan.getA()),
                name(scan.getB()), name(scan.getC()),
@@ -271,27 +271,27 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       })
       .Case([&](CausalConvOp conv) {
         auto weight = cast<RankedTensorType>(conv.getWeight().getType());
-        w.line("fp::host::causalConv({0}, {1}, {2}, B, T, {3}, {4}, {5});",
+        w.line("kernels::causalConv({0}, {1}, {2}, B, T, {3}, {4}, {5});",
                name(conv.getInput()), name(conv.getWeight()),
                conv.getBias() ? name(conv.getBias()) : "nullptr",
                weight.getDimSize(0), weight.getDimSize(1), name(conv));
         return success();
       })
       .Case([&](L2NormOp norm) {
-        w.line("fp::host::l2norm({0}, {1}, {2}, {3}, {4});",
+        w.line("kernels::l2norm({0}, {1}, {2}, {3}, {4});",
                name(norm.getInput()), rows(norm), width(norm),
                realLiteral(norm.getEps().convertToDouble()), name(norm));
         return success();
       })
       .Case([&](LayerNormOp norm) {
-        w.line("fp::host::layerNorm({0}, {1}, {2}, {3}, {4}, {5}, {6});",
+        w.line("kernels::layerNorm({0}, {1}, {2}, {3}, {4}, {5}, {6});",
                name(norm.getInput()), name(norm.getWeight()),
                name(norm.getBias()), rows(norm), width(norm),
                realLiteral(norm.getEps().convertToDouble()), name(norm));
         return success();
       })
       .Case([&](RMSNormOp norm) {
-        w.line("fp::host::rmsNorm({0}, {1}, {2}, {3}, {4}, {5});",
+        w.line("kernels::rmsNorm({0}, {1}, {2}, {3}, {4}, {5});",
                name(norm.getInput()), name(norm.getWeight()), rows(norm),
                width(norm), realLiteral(norm.getEps().convertToDouble()),
                name(norm));
@@ -305,7 +305,7 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
         int64_t r0 = rhs.getDimSize(rank - 2), r1 = rhs.getDimSize(rank - 1);
         bool tl = matmul.getTransposeLhs(), tr = matmul.getTransposeRhs();
         int64_t m = tl ? l1 : l0, k = tl ? l0 : l1, n = tr ? r0 : r1;
-        w.line("fp::host::matmul({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+        w.line("kernels::matmul({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
                "{8});",
                name(matmul.getLhs()), name(matmul.getRhs()),
                shape(matmul).product(0, rank - 2), m, n, k,
@@ -314,7 +314,7 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       })
       .Case([&](TriuOp triu) {
         auto type = cast<RankedTensorType>(triu.getType());
-        w.line("fp::host::triu({0}, {1}, {2}, {3});", name(triu.getInput()),
+        w.line("kernels::triu({0}, {1}, {2}, {3});", name(triu.getInput()),
                rows(triu.getInput()), type.getShape().back(), name(triu));
         return success();
       })
@@ -330,14 +330,14 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
         if (it == scalars.end())
           return splat.emitOpError("cannot emit a splat of a value that is "
                                    "not a constant");
-        w.line("fp::host::fill({0}, {1}, {2});", name(splat), out.numElements(),
+        w.line("kernels::fill({0}, {1}, {2});", name(splat), out.numElements(),
                it->second);
         return success();
       })
       .Case([&](FixedPointOp loop) { return emitFixedPoint(loop); })
       .Case([&](func::ReturnOp ret) {
         Value result = ret.getOperand(0);
-        w.line("fp::host::copy({0}, {1}, static_cast<Real *>(args.output));",
+        w.line("kernels::copy({0}, {1}, static_cast<Real *>(args.output));",
                name(result), shape(result).numElements());
         return success();
       })
@@ -351,7 +351,7 @@ LogicalResult LayerEmitter::emitReduce(Operation *op, Value input,
   const Shape &in = shape(input);
   Value result = op->getResult(0);
   if (isSum && dims.size() == 1 && dims[0] == in.rank() - 1) {
-    w.line("fp::host::sumRows({0}, {1}, {2}, {3});", name(input), rows(input),
+    w.line("kernels::sumRows({0}, {1}, {2}, {3});", name(input), rows(input),
            width(input), name(result));
     return success();
   }
@@ -360,7 +360,7 @@ LogicalResult LayerEmitter::emitReduce(Operation *op, Value input,
   for (int64_t d = 0; d < in.rank(); ++d)
     flags.push_back(llvm::is_contained(dims, d) ? "true" : "false");
   w.line("const bool {0}[] = {{{1}};", mask, llvm::join(flags, ", "));
-  w.line("fp::host::reduce({0}, {1}, {2}, fp::host::Reduction::{3}, {4});",
+  w.line("kernels::reduce({0}, {1}, {2}, kernels::Reduction::{3}, {4});",
          name(input), shapeLiteral(in), mask, isSum ? "Sum" : "Max",
          name(result));
   return success();
@@ -388,7 +388,7 @@ LogicalResult LayerEmitter::emitConstant(arith::ConstantOp op) {
     if (auto literal =
             op->getAttrOfType<FloatAttr>(FPDialect::getLiteralAttrName()))
       value = literal.getValueAsDouble();
-    w.line("fp::host::fill({0}, {1}, {2});", name(op), out.numElements(),
+    w.line("kernels::fill({0}, {1}, {2});", name(op), out.numElements(),
            realLiteral(value));
     return success();
   }
@@ -396,8 +396,9 @@ LogicalResult LayerEmitter::emitConstant(arith::ConstantOp op) {
   SmallVector<std::string> literals;
   for (APFloat value : dense.getValues<APFloat>())
     literals.push_back(realLiteral(value.convertToDouble()));
-  w.line("const Real {0}[] = {{{1}};", values, llvm::join(literals, ", "));
-  w.line("fp::host::copy({0}, {1}, {2});", values, literals.size(), name(op));
+  w.line("static const Real {0}[] = {{{1}};", values,
+         llvm::join(literals, ", "));
+  w.line("kernels::upload({0}, {1}, {2});", values, literals.size(), name(op));
   return success();
 }
 
@@ -428,7 +429,7 @@ LogicalResult LayerEmitter::emitElementwise(Operation *op) {
   SmallVector<std::string> operands;
   for (Value operand : op->getOperands())
     operands.push_back(name(operand));
-  w.line("fp::host::{0}(fp::host::{1}(), {2}, {3}, {4});",
+  w.line("kernels::{0}(kernels::{1}(), {2}, {3}, {4});",
          operands.size() == 1 ? "unary" : "binary", functor,
          shape(result).numElements(), llvm::join(operands, ", "), name(result));
   return success();
@@ -440,11 +441,11 @@ LogicalResult LayerEmitter::emitFixedPoint(FixedPointOp loop) {
   auto yield = cast<YieldOp>(loop.getBodyBlock()->getTerminator());
   Value next = yield.getOperand(0);
   std::string solver = uniqueName("solver");
-  w.line("fp::host::Solver<Real> {0}(B, kSolver, args.training != 0, "
+  w.line("kernels::Solver<Real> {0}(B, kSolver, args.training != 0, "
          "args.solver);",
          solver);
-  w.line("fp::host::copy({0}, {1}, {2});", name(init),
-         shape(init).numElements(), name(iterate));
+  w.line("kernels::copy({0}, {1}, {2});", name(init), shape(init).numElements(),
+         name(iterate));
   {
     auto body = w.block("while ({0}.shouldContinue())", solver);
     for (Operation &op : loop.getBodyBlock()->without_terminator())
@@ -481,40 +482,92 @@ static std::string cppStringLiteral(StringRef text) {
   return out + "\"";
 }
 
-LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
-                                                const LibraryInfo &info,
-                                                raw_ostream &os) {
+/// The layers of `module`, planned, and its manifest.
+struct PlannedLibrary {
+  std::vector<LayerPlan> plans;
+  std::string manifest;
+};
+
+static FailureOr<PlannedLibrary> planLibrary(ModuleOp module,
+                                             const LibraryInfo &info) {
   FailureOr<std::vector<LayerPlan>> planned = planLayers(module);
   if (failed(planned))
     return failure();
-  const std::vector<LayerPlan> &plans = *planned;
-  FailureOr<std::string> manifest = buildManifest(module, plans, info);
+  FailureOr<std::string> manifest = buildManifest(module, *planned, info);
   if (failed(manifest))
     return failure();
+  return PlannedLibrary{std::move(*planned), std::move(*manifest)};
+}
+
+static bool hasTarget(const LibraryInfo &info, StringRef target) {
+  return llvm::is_contained(info.targets, target);
+}
+
+static void emitBanner(CodeWriter &w, const LibraryInfo &info,
+                       ArrayRef<StringRef> description) {
+  w.line("// Generated by {0} from {1}; do not edit.", info.generator,
+         info.source.empty() ? std::string("<stdin>") : info.source);
+  w.text("//");
+  for (StringRef line : description)
+    w.line("// {0}", line);
+  w.blank();
+}
+
+static void emitLayerRule(CodeWriter &w, StringRef name) {
+  w.line("//===-- layer {0} {1}//", name,
+         std::string(std::max<int>(2, 60 - name.size()), '-'));
+  w.blank();
+}
+
+static void emitSolverSettings(CodeWriter &w, const LayerPlan &plan) {
+  if (!plan.loop)
+    return;
+  SolverAttr s = plan.loop.getSolver();
+  w.line("const fp::host::SolverSettings kSolver = {{{0}, {1}, {2}, "
+         "{3}, {4}, {5}, {6}};",
+         llvm::format("%.17g", s.getTolerance().convertToDouble()),
+         llvm::format("%.17g", s.getQuantile().convertToDouble()),
+         s.getMaxIterTrain(), s.getMaxIterEval(),
+         llvm::format("%.17g", s.getRelaxStart().convertToDouble()),
+         llvm::format("%.17g", s.getRelaxDecay().convertToDouble()),
+         s.getRelaxPatience());
+}
+
+/// The signature of a layer forward named `name` (`forward`, or one of its
+/// instantiations).
+static std::string forwardSignature(StringRef name) {
+  return ("void " + name +
+          "(const fp_forward_args &args, char *workspace, "
+          "const size_t *offsets)")
+      .str();
+}
+
+LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
+                                                const LibraryInfo &info,
+                                                raw_ostream &os) {
+  FailureOr<PlannedLibrary> library = planLibrary(module, info);
+  if (failed(library))
+    return failure();
+  const bool cpu = hasTarget(info, "cpu"), cuda = hasTarget(info, "cuda");
 
   // Nothing reaches `os` unless the whole unit is emitted.
   std::string text;
   llvm::raw_string_ostream buffer(text);
   CodeWriter w(buffer);
-  w.line("// Generated by {0} from {1}; do not edit.", info.generator,
-         info.source.empty() ? std::string("<stdin>") : info.source);
-  w.text("//");
-  w.text("// Host code of a model library: one forward per layer over the");
-  w.text("// kernels of fp/Runtime/Kernels/Host.h, the model ABI entry points");
-  w.text("// (fp/Runtime/ModelABI.h) and the manifest.");
-  w.blank();
+  emitBanner(w, info,
+             {"Host code of a model library: one forward per layer over the",
+              "kernels of fp/Runtime/Kernels/Host.h, the model ABI entry "
+              "points",
+              "(fp/Runtime/ModelABI.h) and the manifest."});
   w.text("#include \"fp/Runtime/Kernels/HostEntry.h\"");
   w.blank();
   w.text("#include <cmath>");
   w.text("#include <limits>");
 
-  for (const LayerPlan &plan : plans) {
+  for (const LayerPlan &plan : library->plans) {
     std::string layer = identifier(plan.layer.getSymName());
     w.blank();
-    w.line("//===-- layer {0} {1}//", plan.layer.getSymName(),
-           std::string(std::max<int>(2, 60 - plan.layer.getSymName().size()),
-                       '-'));
-    w.blank();
+    emitLayerRule(w, plan.layer.getSymName());
     {
       auto ns = w.blockWithTrailer(" // namespace layer_" + layer,
                                    "namespace layer_{0}", layer);
@@ -528,24 +581,30 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
         specs.push_back("{0, false, false}");
       w.line("const fp::host::BufferSpec kBuffers[] = {{{0}};",
              llvm::join(specs, ", "));
-      w.line("const fp::host::LayerDescriptor kLayer = {{\"{0}\", {1}, "
-             "kBuffers, {2}};",
-             plan.layer.getSymName(), plan.params.size(), plan.slots.size());
-      if (plan.loop) {
-        SolverAttr s = plan.loop.getSolver();
-        w.line("const fp::host::SolverSettings kSolver = {{{0}, {1}, {2}, "
-               "{3}, {4}, {5}, {6}};",
-               llvm::format("%.17g", s.getTolerance().convertToDouble()),
-               llvm::format("%.17g", s.getQuantile().convertToDouble()),
-               s.getMaxIterTrain(), s.getMaxIterEval(),
-               llvm::format("%.17g", s.getRelaxStart().convertToDouble()),
-               llvm::format("%.17g", s.getRelaxDecay().convertToDouble()),
-               s.getRelaxPatience());
+      if (cpu) {
+        emitSolverSettings(w, plan);
+        w.text("namespace kernels = fp::host;");
+        w.blank();
+        LayerEmitter emitter(w, plan);
+        if (failed(emitter.emitForward(forwardSignature("forward"))))
+          return failure();
+        w.blank();
       }
-      w.blank();
-      LayerEmitter emitter(w, plan);
-      if (failed(emitter.emitForward("forward")))
-        return failure();
+      if (cuda) {
+        // Compiled by nvcc in the library's CUDA unit.
+        auto inner = w.blockWithTrailer(" // namespace cuda", "namespace cuda");
+        w.text("template <typename Real>");
+        w.line("{0};", forwardSignature("forward"));
+        w.line("extern template {0};", forwardSignature("forward<float>"));
+        w.line("extern template {0};", forwardSignature("forward<double>"));
+      }
+      if (cuda)
+        w.blank();
+      w.line("const fp::host::LayerDescriptor kLayer = {{\"{0}\", {1}, "
+             "kBuffers, {2}, {3}, {4}};",
+             plan.layer.getSymName(), plan.params.size(), plan.slots.size(),
+             cpu ? "{&forward<float>, &forward<double>}" : "{}",
+             cuda ? "{&cuda::forward<float>, &cuda::forward<double>}" : "{}");
       w.blank();
     }
     w.blank();
@@ -564,9 +623,7 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
       auto fn = w.block("FP_MODEL_EXPORT fp_status {0}(const fp_forward_args "
                         "*args)",
                         entryPointName(plan.layer.getSymName(), "forward"));
-      w.line("return fp::host::forward(args, layer_{0}::kLayer, "
-             "&layer_{0}::forward<float>, &layer_{0}::forward<double>);",
-             layer);
+      w.line("return fp::host::forward(args, layer_{0}::kLayer);", layer);
     }
     w.blank();
     {
@@ -588,7 +645,7 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
   w.blank();
   {
     auto fn = w.block("FP_MODEL_EXPORT const char *fp_model_manifest(void)");
-    w.line("return {0};", cppStringLiteral(*manifest));
+    w.line("return {0};", cppStringLiteral(library->manifest));
   }
   w.blank();
   {
@@ -599,19 +656,73 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
   return success();
 }
 
+LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
+                                                  const LibraryInfo &info,
+                                                  raw_ostream &os) {
+  FailureOr<PlannedLibrary> library = planLibrary(module, info);
+  if (failed(library))
+    return failure();
+
+  std::string text;
+  llvm::raw_string_ostream buffer(text);
+  CodeWriter w(buffer);
+  emitBanner(w, info,
+             {"CUDA code of a model library: one forward per layer over the",
+              "kernels of fp/Runtime/Kernels/Device.cuh, called by the entry",
+              "points of the library's host unit for FP_TARGET_CUDA."});
+  w.text("#include \"fp/Runtime/Kernels/Device.cuh\"");
+  w.blank();
+  w.text("#include <cmath>");
+  w.text("#include <limits>");
+
+  for (const LayerPlan &plan : library->plans) {
+    std::string layer = identifier(plan.layer.getSymName());
+    w.blank();
+    emitLayerRule(w, plan.layer.getSymName());
+    auto ns = w.blockWithTrailer(" // namespace layer_" + layer + "::cuda",
+                                 "namespace layer_{0}::cuda", layer);
+    w.blank();
+    emitSolverSettings(w, plan);
+    w.text("namespace kernels = fp::cuda;");
+    w.blank();
+    LayerEmitter emitter(w, plan);
+    if (failed(emitter.emitForward(forwardSignature("forward"))))
+      return failure();
+    w.blank();
+    w.line("template {0};", forwardSignature("forward<float>"));
+    w.line("template {0};", forwardSignature("forward<double>"));
+    w.blank();
+  }
+  os << text;
+  return success();
+}
+
 void mlir::fp::codegen::registerHostTranslation() {
-  TranslateFromMLIRRegistration registration(
+  auto dialects = [](DialectRegistry &registry) {
+    registry
+        .insert<FPDialect, arith::ArithDialect, func::FuncDialect,
+                math::MathDialect, scf::SCFDialect, tensor::TensorDialect>();
+  };
+  auto asModule = [](Operation *op) -> ModuleOp {
+    auto module = dyn_cast<ModuleOp>(op);
+    if (!module)
+      op->emitError("cannot emit: expected a builtin.module");
+    return module;
+  };
+  TranslateFromMLIRRegistration host(
       "fp-to-host", "emit the host C++ of a model library",
-      [](Operation *op, raw_ostream &os) -> LogicalResult {
-        auto module = dyn_cast<ModuleOp>(op);
-        if (!module)
-          return op->emitError("cannot emit: expected a builtin.module");
-        LibraryInfo info;
-        return emitHostSource(module, info, os);
+      [=](Operation *op, raw_ostream &os) -> LogicalResult {
+        ModuleOp module = asModule(op);
+        return success(module && succeeded(emitHostSource(module, {}, os)));
       },
-      [](DialectRegistry &registry) {
-        registry.insert<FPDialect, arith::ArithDialect, func::FuncDialect,
-                        math::MathDialect, scf::SCFDialect,
-                        tensor::TensorDialect>();
-      });
+      dialects);
+  TranslateFromMLIRRegistration cuda(
+      "fp-to-cuda", "emit the CUDA C++ of a model library",
+      [=](Operation *op, raw_ostream &os) -> LogicalResult {
+        ModuleOp module = asModule(op);
+        LibraryInfo info;
+        info.targets = {"cuda"};
+        return success(module && succeeded(emitDeviceSource(module, info, os)));
+      },
+      dialects);
 }

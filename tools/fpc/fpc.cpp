@@ -46,7 +46,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class EmitStage { MLIR, Lowered, Host, Manifest, SharedLibrary };
+enum class EmitStage { MLIR, Lowered, Host, Cuda, Manifest, SharedLibrary };
 
 cl::OptionCategory fpcCategory("fpc options");
 
@@ -57,26 +57,36 @@ cl::opt<std::string>
                cl::desc("Output file ('-' for stdout; default: <model>.so "
                         "for --emit=so, stdout otherwise)"),
                cl::value_desc("file"), cl::cat(fpcCategory));
-cl::opt<EmitStage> emit(
-    "emit", cl::desc("What to produce"), cl::init(EmitStage::SharedLibrary),
-    cl::values(clEnumValN(EmitStage::MLIR, "mlir",
-                          "the model in the fp dialect, as "
-                          "parsed"),
-               clEnumValN(EmitStage::Lowered, "lowered",
-                          "the IR after the fp pipeline (the emitters' input)"),
-               clEnumValN(EmitStage::Host, "host",
-                          "the host C++ of the library"),
-               clEnumValN(EmitStage::Manifest, "manifest",
-                          "the library's JSON manifest"),
-               clEnumValN(EmitStage::SharedLibrary, "so",
-                          "a shared library (model.so)")),
+cl::opt<EmitStage>
+    emit("emit", cl::desc("What to produce"),
+         cl::init(EmitStage::SharedLibrary),
+         cl::values(
+             clEnumValN(EmitStage::MLIR, "mlir",
+                        "the model in the fp dialect, as "
+                        "parsed"),
+             clEnumValN(EmitStage::Lowered, "lowered",
+                        "the IR after the fp pipeline (the emitters' input)"),
+             clEnumValN(EmitStage::Host, "host", "the host C++ of the library"),
+             clEnumValN(EmitStage::Cuda, "cuda", "the CUDA C++ of the library"),
+             clEnumValN(EmitStage::Manifest, "manifest",
+                        "the library's JSON manifest"),
+             clEnumValN(EmitStage::SharedLibrary, "so",
+                        "a shared library (model.so)")),
+         cl::cat(fpcCategory));
+enum class Target { CPU, CUDA, All };
+cl::opt<Target> target(
+    "target", cl::desc("Targets compiled into the library"),
+    cl::init(Target::CPU),
+    cl::values(clEnumValN(Target::CPU, "cpu", "host code only"),
+               clEnumValN(Target::CUDA, "cuda",
+                          "CUDA code only (the entry points run on the host)"),
+               clEnumValN(Target::All, "all", "host and CUDA code")),
     cl::cat(fpcCategory));
-enum class Target { CPU };
-cl::opt<Target>
-    target("target", cl::desc("Targets compiled into the library"),
-           cl::init(Target::CPU),
-           cl::values(clEnumValN(Target::CPU, "cpu", "host code only")),
-           cl::cat(fpcCategory));
+cl::list<std::string> cudaArchs(
+    "cuda-arch",
+    cl::desc("CUDA architectures the CUDA unit is compiled for (default: "
+             "80,90)"),
+    cl::value_desc("sm"), cl::CommaSeparated, cl::cat(fpcCategory));
 cl::list<std::string> includeDirs("I",
                                   cl::desc("Directory searched by imports"),
                                   cl::value_desc("dir"), cl::Prefix,
@@ -166,32 +176,165 @@ std::string defaultCacheDir() {
   return std::string(path);
 }
 
-/// The arguments of the host compiler for `source` → `output`.
-std::vector<std::string> hostCompileArgs(StringRef compiler, StringRef source,
-                                         StringRef output) {
-  return {compiler.str(), "-std=c++17", "-O2", "-march=" + hostArch, "-fPIC",
-          "-shared", "-fvisibility=hidden", "-fopenmp",
-          // Keep a · b + c as two roundings, as the eager reference does.
-          "-ffp-contract=off",
-          // Let loops with selects vectorise; no code here reads FP flags.
-          "-fno-trapping-math", "-w", "-I" + runtimeIncludeDir(), source.str(),
-          "-o", output.str(), "-lopenblas"};
+/// Where the CUDA toolkit is: $CUDA_HOME, else $CUDA_PATH, else
+/// /usr/local/cuda.
+std::string cudaHome() {
+  for (const char *variable : {"CUDA_HOME", "CUDA_PATH"})
+    if (std::optional<std::string> dir = llvm::sys::Process::GetEnv(variable))
+      if (!dir->empty())
+        return *dir;
+  return "/usr/local/cuda";
 }
 
-/// Compiles the host source into `output`, or copies a cached library.
-int buildLibrary(StringRef source, StringRef output) {
-  std::string compiler = hostCompiler();
-  auto program = llvm::sys::findProgramByName(compiler);
+/// The CUDA compiler: $NVCC, else <cuda home>/bin/nvcc, else nvcc on the
+/// PATH.
+std::string cudaCompiler() {
+  if (std::optional<std::string> nvcc = llvm::sys::Process::GetEnv("NVCC"))
+    if (!nvcc->empty())
+      return *nvcc;
+  SmallString<256> path(cudaHome());
+  llvm::sys::path::append(path, "bin", "nvcc");
+  if (llvm::sys::fs::can_execute(path))
+    return std::string(path);
+  return "nvcc";
+}
+
+/// One program run of a library build.
+struct Command {
+  std::string what; ///< "the host compiler", "nvcc"
+  std::string program;
+  std::vector<std::string> args; ///< args[0] is the program
+};
+
+/// The CUDA unit → an object file, for every architecture asked for.
+Command deviceCompileCommand(StringRef nvcc, StringRef source,
+                             StringRef object) {
+  Command command{"nvcc", nvcc.str(), {nvcc.str()}};
+  auto &args = command.args;
+  for (StringRef arg :
+       {"-std=c++17", "-O3", "--expt-relaxed-constexpr",
+        // Two roundings for a · b + c, as on the host.
+        "-fmad=false", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-w"})
+    args.push_back(arg.str());
+  for (const std::string &arch : cudaArchs) {
+    args.push_back("-gencode");
+    args.push_back("arch=compute_" + arch + ",code=sm_" + arch);
+  }
+  args.push_back("-I" + runtimeIncludeDir());
+  args.push_back("-c");
+  args.push_back(source.str());
+  args.push_back("-o");
+  args.push_back(object.str());
+  return command;
+}
+
+/// The host unit (and the CUDA object, if any) → the shared library.
+Command hostCompileCommand(StringRef compiler, StringRef source,
+                           StringRef deviceObject, StringRef output) {
+  Command command{"the host compiler", compiler.str(), {compiler.str()}};
+  auto &args = command.args;
+  for (StringRef arg : {"-std=c++17", "-O2"})
+    args.push_back(arg.str());
+  args.push_back("-march=" + hostArch);
+  for (StringRef arg : {"-fPIC", "-shared", "-fvisibility=hidden", "-fopenmp",
+                        // Keep a · b + c as two roundings, as the eager
+                        // reference does.
+                        "-ffp-contract=off",
+                        // Let loops with selects vectorise; no code here
+                        // reads FP flags.
+                        "-fno-trapping-math", "-w"})
+    args.push_back(arg.str());
+  args.push_back("-I" + runtimeIncludeDir());
+  args.push_back(source.str());
+  if (!deviceObject.empty())
+    args.push_back(deviceObject.str());
+  args.push_back("-o");
+  args.push_back(output.str());
+  args.push_back("-lopenblas");
+  if (!deviceObject.empty()) {
+    std::string lib = cudaHome() + "/lib64";
+    args.push_back("-L" + lib);
+    args.push_back("-Wl,-rpath," + lib);
+    args.push_back("-lcublas");
+    args.push_back("-lcudart");
+  }
+  return command;
+}
+
+/// Runs `command`; on failure prints it with the first lines of its output.
+int run(const Command &command) {
+  SmallVector<StringRef> argRefs(command.args.begin(), command.args.end());
+  if (verbose)
+    llvm::errs() << "fpc: " << llvm::join(argRefs, " ") << "\n";
+  SmallString<128> logPath;
+  llvm::sys::fs::createTemporaryFile("fpc-build", "log", logPath);
+  llvm::FileRemover removeLog(logPath);
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
+                                          StringRef(logPath)};
+  std::string error;
+  int status = llvm::sys::ExecuteAndWait(command.program, argRefs, std::nullopt,
+                                         redirects, 0, 0, &error);
+  if (status == 0)
+    return 0;
+  // The first lines of the compiler's output name the first problem.
+  std::string log;
+  if (auto text = llvm::MemoryBuffer::getFile(logPath)) {
+    SmallVector<StringRef> lines;
+    (*text)->getBuffer().split(lines, '\n');
+    constexpr size_t kMaxLines = 40;
+    for (size_t i = 0; i < std::min(lines.size(), kMaxLines); ++i)
+      log += lines[i].str() + "\n";
+    if (lines.size() > kMaxLines)
+      log += "[" + std::to_string(lines.size() - kMaxLines) +
+             " more lines; rerun with --dump-dir to keep the source]\n";
+  }
+  llvm::errs() << "fpc: error: " << command.what << " failed"
+               << (error.empty() ? "" : " (" + error + ")") << " with exit "
+               << status << ":\n  " << llvm::join(argRefs, " ") << "\n"
+               << log;
+  return 1;
+}
+
+/// Finds `name` as given or on the PATH.
+std::optional<std::string> findProgram(StringRef name) {
+  auto program = llvm::sys::findProgramByName(name);
   if (!program || !llvm::sys::fs::can_execute(*program))
+    return std::nullopt;
+  return *program;
+}
+
+/// Compiles the host source (and the CUDA source, when not empty) into
+/// `output`, or copies a cached library.
+int buildLibrary(StringRef hostSource, StringRef deviceSource,
+                 StringRef output) {
+  std::string compiler = hostCompiler();
+  std::optional<std::string> hostProgram = findProgram(compiler);
+  if (!hostProgram)
     return fail("cannot find the host compiler '" + compiler +
                 "'; install a C++ compiler or set CXX");
+  std::optional<std::string> nvccProgram;
+  if (!deviceSource.empty()) {
+    std::string nvcc = cudaCompiler();
+    nvccProgram = findProgram(nvcc);
+    if (!nvccProgram)
+      return fail("cannot find the CUDA compiler '" + nvcc +
+                  "'; install the CUDA toolkit, set NVCC or CUDA_HOME, or "
+                  "build for --target=cpu");
+  }
 
-  // The cache key covers the generated code, the command and the kernels
-  // it includes.
+  // The cache key covers the generated code, the commands and the kernels
+  // they include.
   llvm::SHA256 hash;
-  hash.update(source);
-  for (const std::string &arg : hostCompileArgs(*program, "", ""))
+  hash.update(hostSource);
+  hash.update(deviceSource);
+  for (const std::string &arg :
+       hostCompileCommand(*hostProgram, "", deviceSource.empty() ? "" : "o", "")
+           .args)
     hash.update(arg);
+  if (nvccProgram)
+    for (const std::string &arg :
+         deviceCompileCommand(*nvccProgram, "", "").args)
+      hash.update(arg);
   // -march=native means this CPU: a cache shared by machines must not hand
   // one's library to another.
   if (hostArch == "native") {
@@ -203,9 +346,12 @@ int buildLibrary(StringRef source, StringRef output) {
     for (const std::string &feature : features)
       hash.update(feature);
   }
-  for (StringRef header :
-       {"fp/Runtime/Kernels/Host.h", "fp/Runtime/Kernels/HostEntry.h",
-        "fp/Runtime/ModelABI.h"}) {
+  SmallVector<StringRef> headers = {
+      "fp/Runtime/Kernels/Common.h", "fp/Runtime/Kernels/Host.h",
+      "fp/Runtime/Kernels/HostEntry.h", "fp/Runtime/ModelABI.h"};
+  if (nvccProgram)
+    headers.push_back("fp/Runtime/Kernels/Device.cuh");
+  for (StringRef header : headers) {
     SmallString<256> path(runtimeIncludeDir());
     llvm::sys::path::append(path, header);
     auto text = llvm::MemoryBuffer::getFile(path);
@@ -230,47 +376,35 @@ int buildLibrary(StringRef source, StringRef output) {
     }
   }
 
-  SmallString<128> sourcePath, logPath, libPath;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("fpc-model", "cpp", sourcePath))
+  SmallString<128> hostPath, devicePath, objectPath, libPath;
+  auto temporary = [](StringRef suffix, SmallString<128> &path) {
+    return llvm::sys::fs::createTemporaryFile("fpc-model", suffix, path);
+  };
+  if (std::error_code ec = temporary("cpp", hostPath))
     return fail("cannot create a temporary file: " + ec.message());
-  llvm::FileRemover removeSource(sourcePath);
-  llvm::sys::fs::createTemporaryFile("fpc-model", "log", logPath);
-  llvm::FileRemover removeLog(logPath);
-  llvm::sys::fs::createTemporaryFile("fpc-model", "so", libPath);
+  llvm::FileRemover removeHost(hostPath);
+  temporary("so", libPath);
   llvm::FileRemover removeLib(libPath);
-  if (failed(writeFile(sourcePath, source)))
+  if (failed(writeFile(hostPath, hostSource)))
     return 1;
-
-  std::vector<std::string> args =
-      hostCompileArgs(*program, sourcePath, libPath);
-  SmallVector<StringRef> argRefs(args.begin(), args.end());
-  if (verbose)
-    llvm::errs() << "fpc: " << llvm::join(argRefs, " ") << "\n";
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
-                                          StringRef(logPath)};
-  std::string error;
-  int status = llvm::sys::ExecuteAndWait(*program, argRefs, std::nullopt,
-                                         redirects, 0, 0, &error);
-  if (status != 0) {
-    // The first lines of the compiler's output name the first problem.
-    std::string log;
-    if (auto text = llvm::MemoryBuffer::getFile(logPath)) {
-      SmallVector<StringRef> lines;
-      (*text)->getBuffer().split(lines, '\n');
-      constexpr size_t kMaxLines = 40;
-      for (size_t i = 0; i < std::min(lines.size(), kMaxLines); ++i)
-        log += lines[i].str() + "\n";
-      if (lines.size() > kMaxLines)
-        log += "[" + std::to_string(lines.size() - kMaxLines) +
-               " more lines; rerun with --dump-dir to keep the source]\n";
-    }
-    llvm::errs() << "fpc: error: the host compiler failed"
-                 << (error.empty() ? "" : " (" + error + ")") << " with exit "
-                 << status << ":\n  " << llvm::join(argRefs, " ") << "\n"
-                 << log;
-    return 1;
+  llvm::FileRemover removeDevice, removeObject;
+  if (nvccProgram) {
+    temporary("cu", devicePath);
+    removeDevice.setFile(devicePath);
+    temporary("o", objectPath);
+    removeObject.setFile(objectPath);
+    if (failed(writeFile(devicePath, deviceSource)))
+      return 1;
+    if (verbose)
+      llvm::errs() << "fpc: compiling the CUDA unit for sm_"
+                   << llvm::join(cudaArchs, ", sm_") << "\n";
+    if (int status =
+            run(deviceCompileCommand(*nvccProgram, devicePath, objectPath)))
+      return status;
   }
+  if (int status =
+          run(hostCompileCommand(*hostProgram, hostPath, objectPath, libPath)))
+    return status;
   if (std::error_code ec = llvm::sys::fs::copy_file(libPath, output))
     return fail("cannot write '" + output + "': " + ec.message());
   if (!cached.empty()) {
@@ -299,6 +433,15 @@ int main(int argc, char **argv) {
       }))
     return fail("--march expects a CPU name such as native or x86-64, got '" +
                 hostArch + "'");
+  if (cudaArchs.empty()) {
+    cudaArchs.push_back("80");
+    cudaArchs.push_back("90");
+  }
+  for (const std::string &arch : cudaArchs)
+    if (arch.empty() || !llvm::all_of(arch, llvm::isDigit))
+      return fail("--cuda-arch expects compute capabilities such as 80,90, "
+                  "got '" +
+                  arch + "'");
 
   DialectRegistry registry;
   fp::registerAllFpDialects(registry);
@@ -382,6 +525,21 @@ int main(int argc, char **argv) {
 
   fp::codegen::LibraryInfo info;
   info.source = inputFile;
+  const bool withCuda = target != Target::CPU || emit == EmitStage::Cuda;
+  if (target == Target::CUDA)
+    info.targets = {"cuda"};
+  else if (target == Target::All)
+    info.targets = {"cpu", "cuda"};
+  std::string deviceSource;
+  if (withCuda) {
+    llvm::raw_string_ostream os(deviceSource);
+    if (failed(fp::codegen::emitDeviceSource(*module, info, os)))
+      return 1;
+    if (failed(dump(".cuda.cu", deviceSource)))
+      return 1;
+  }
+  if (emit == EmitStage::Cuda)
+    return emitText(deviceSource);
   std::string hostSource;
   {
     llvm::raw_string_ostream os(hostSource);
@@ -412,5 +570,6 @@ int main(int argc, char **argv) {
   if (output == "-")
     return fail("a shared library cannot be written to stdout; pass -o "
                 "<file>.so");
-  return buildLibrary(hostSource, output);
+  return buildLibrary(hostSource, target == Target::CPU ? "" : deviceSource,
+                      output);
 }

@@ -1,9 +1,10 @@
 //===- HostKernelsTest.cpp - Kernels of generated host code -----*- C++ -*-===//
 //
 // The kernels in fp/Runtime/Kernels/Host.h that are not a transcription of
-// one PyTorch call: the single-precision exponential and the channel-blocked
-// selective scan. Each is compared with a direct evaluation in double
-// precision on fresh random inputs (the seed is printed).
+// one PyTorch call: the single-precision exponential, the channel-blocked
+// selective scan, the batched small matmul and the broadcast fast paths. Each
+// is compared with a direct evaluation in double precision on fresh random
+// inputs (the seed is printed).
 //
 //===----------------------------------------------------------------------===//
 
@@ -163,6 +164,67 @@ TEST(HostKernels, SelectiveScanMatchesTheDirectRecurrence) {
                       1e-5 * (1 + std::fabs(expected[k])))
               << "f32, element " << k;
       }
+}
+
+TEST(HostKernels, MatmulMatchesTheDirectSum) {
+  std::mt19937_64 rng(freshSeed());
+  std::normal_distribution<double> normal;
+  const int64_t batch = 3, m = 5, n = 7, k = 4;
+  std::vector<double> lhs(batch * m * k), rhs(batch * k * n);
+  for (double &v : lhs)
+    v = normal(rng);
+  for (double &v : rhs)
+    v = normal(rng);
+  for (bool transposeLhs : {false, true})
+    for (bool transposeRhs : {false, true}) {
+      SCOPED_TRACE(std::string("lhs") + (transposeLhs ? "ᵀ" : "") + " · rhs" +
+                   (transposeRhs ? "ᵀ" : ""));
+      std::vector<double> out(batch * m * n);
+      fp::host::matmul(lhs.data(), rhs.data(), batch, m, n, k, transposeLhs,
+                       transposeRhs, out.data());
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double sum = 0;
+            for (int64_t p = 0; p < k; ++p)
+              sum += lhs[b * m * k + (transposeLhs ? p * m + i : i * k + p)] *
+                     rhs[b * k * n + (transposeRhs ? j * k + p : p * n + j)];
+            ASSERT_NEAR(out[(b * m + i) * n + j], sum, 1e-13)
+                << "batch " << b << ", [" << i << ", " << j << "]";
+          }
+    }
+}
+
+TEST(HostKernels, BroadcastPlacesEveryElement) {
+  std::mt19937_64 rng(freshSeed());
+  std::normal_distribution<double> normal;
+  const fp::host::Shape shape{3, {2, 3, 4}};
+  // Leading, trailing and interior placements of the input's dimensions.
+  struct Case {
+    std::vector<int> dims;
+  };
+  for (const Case &c : {Case{{0, 1}}, Case{{1, 2}}, Case{{0, 2}}, Case{{1}},
+                        Case{{}}, Case{{0, 1, 2}}}) {
+    int64_t inSize = 1;
+    for (int d : c.dims)
+      inSize *= shape.extent[d];
+    std::vector<double> in(inSize), out(shape.numElements(), 0.0);
+    for (double &v : in)
+      v = normal(rng);
+    fp::host::broadcast(in.data(), shape, c.dims.data(),
+                        static_cast<int>(c.dims.size()), out.data());
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        for (int64_t l = 0; l < 4; ++l) {
+          const int64_t index[3] = {i, j, l};
+          int64_t source = 0;
+          for (int d : c.dims)
+            source = source * shape.extent[d] + index[d];
+          ASSERT_EQ(out[(i * 3 + j) * 4 + l], in[source])
+              << "dims of size " << c.dims.size() << ", at [" << i << ", " << j
+              << ", " << l << "]";
+        }
+  }
 }
 
 } // namespace

@@ -26,11 +26,19 @@ struct LibraryInfo {
   SmallVector<std::string> targets = {"cpu"};
 };
 
-/// Writes the host translation unit of `module` to `os`.
+/// Writes the host translation unit of `module` to `os`: the forward of
+/// every layer when `info.targets` has "cpu", and always the ABI entry
+/// points, which call the CUDA unit's forwards when it has "cuda".
 LogicalResult emitHostSource(ModuleOp module, const LibraryInfo &info,
                              raw_ostream &os);
 
-/// Registers the `--fp-to-host` translation.
+/// Writes the CUDA translation unit of `module` to `os`: the forward of every
+/// layer over the kernels of fp/Runtime/Kernels/Device.cuh. The forward body
+/// is the host unit's, text for text, with the other kernel namespace.
+LogicalResult emitDeviceSource(ModuleOp module, const LibraryInfo &info,
+                               raw_ostream &os);
+
+/// Registers the `--fp-to-host` and `--fp-to-cuda` translations.
 void registerHostTranslation();
 
 } // namespace mlir::fp::codegen

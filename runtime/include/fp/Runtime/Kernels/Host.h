@@ -19,7 +19,7 @@
 #ifndef FP_RUNTIME_KERNELS_HOST_H
 #define FP_RUNTIME_KERNELS_HOST_H
 
-#include "fp/Runtime/ModelABI.h"
+#include "fp/Runtime/Kernels/Common.h"
 
 #include <cblas.h>
 
@@ -33,10 +33,12 @@
 
 namespace fp::host {
 
-/// A read-only buffer of `Real`. Kernels deduce `Real` from their output
-/// pointer only, so inputs may be const or not and optional ones nullptr.
-template <typename Real> struct Identity { using Type = Real; };
-template <typename Real> using In = const typename Identity<Real>::Type *;
+/// The execution context of a forward. Host kernels need none; the CUDA
+/// kernels' Scope makes the call's stream current.
+class Scope {
+public:
+  explicit Scope(void *stream) { (void)stream; }
+};
 
 /// Kernels are not inlined into the generated forward: a layer calls
 /// hundreds of them, and each body is compiled once per scalar type.
@@ -44,54 +46,6 @@ template <typename Real> using In = const typename Identity<Real>::Type *;
 
 /// Work below this many scalar operations stays on the calling thread.
 inline constexpr int64_t kParallelGrain = 1 << 15;
-
-//===----------------------------------------------------------------------===//
-// Scalar functions (as PyTorch computes them)
-//===----------------------------------------------------------------------===//
-
-/// e^x. Double precision is std::exp. Single precision is Cody–Waite range
-/// reduction, x = n·ln 2 + r with |r| ≤ ln 2 / 2, and Cephes' degree-6
-/// polynomial for e^r, scaled by 2^n in two halves so that subnormal results
-/// stay exact to rounding. It is within 1 ulp of the correctly rounded value
-/// (HostKernelsTest checks a dense sample of all floats) and branch free, so
-/// that loops over it vectorise (compile with -fno-trapping-math).
-inline double exp(double x) { return std::exp(x); }
-inline float exp(float x) {
-  constexpr float maxArg = 88.72283935546875f; // largest x with finite e^x
-  constexpr float minArg = -103.972084045410f; // smallest x with e^x > 0
-  float clamped = x < minArg ? minArg : (x > maxArg ? maxArg : x);
-  // n = round(x / ln 2) by the 1.5·2^23 shift (round to nearest even).
-  constexpr float shift = 12582912.0f;
-  float n = (clamped * 1.44269504088896341f + shift) - shift;
-  float r = (clamped - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  int32_t k = static_cast<int32_t>(n), half = k >> 1;
-  int32_t bits1 = (half + 127) << 23, bits2 = (k - half + 127) << 23;
-  float scale1, scale2;
-  std::memcpy(&scale1, &bits1, sizeof scale1);
-  std::memcpy(&scale2, &bits2, sizeof scale2);
-  float result = (p * scale1) * scale2;
-  if (x > maxArg)
-    result = std::numeric_limits<float>::infinity();
-  if (x < minArg)
-    result = 0.0f;
-  return x != x ? x : result;
-}
-
-template <typename Real> inline Real sigmoid(Real x) {
-  return Real(1) / (Real(1) + exp(-x));
-}
-template <typename Real> inline Real silu(Real x) { return x * sigmoid(x); }
-/// log(1 + e^x), and x itself above 20 (PyTorch's and Mamba's threshold).
-template <typename Real> inline Real softplus(Real x) {
-  return x > Real(20) ? x : std::log1p(exp(x));
-}
 
 //===----------------------------------------------------------------------===//
 // Loops
@@ -119,70 +73,6 @@ template <typename Body> inline void forEach(int64_t n, const Body &body) {
   });
 }
 
-/// Elementwise operations as function objects: every use of one in a
-/// library shares one instantiation of unary() or binary().
-struct Neg {
-  template <typename Real> Real operator()(Real x) const { return -x; }
-};
-struct Exp {
-  template <typename Real> Real operator()(Real x) const { return exp(x); }
-};
-struct Log {
-  template <typename Real> Real operator()(Real x) const { return std::log(x); }
-};
-struct Sqrt {
-  template <typename Real> Real operator()(Real x) const {
-    return std::sqrt(x);
-  }
-};
-struct Tanh {
-  template <typename Real> Real operator()(Real x) const {
-    return std::tanh(x);
-  }
-};
-struct Abs {
-  template <typename Real> Real operator()(Real x) const { return std::abs(x); }
-};
-struct Silu {
-  template <typename Real> Real operator()(Real x) const { return silu(x); }
-};
-struct Sigmoid {
-  template <typename Real> Real operator()(Real x) const { return sigmoid(x); }
-};
-struct Softplus {
-  template <typename Real> Real operator()(Real x) const { return softplus(x); }
-};
-struct Add {
-  template <typename Real> Real operator()(Real x, Real y) const {
-    return x + y;
-  }
-};
-struct Sub {
-  template <typename Real> Real operator()(Real x, Real y) const {
-    return x - y;
-  }
-};
-struct Mul {
-  template <typename Real> Real operator()(Real x, Real y) const {
-    return x * y;
-  }
-};
-struct Div {
-  template <typename Real> Real operator()(Real x, Real y) const {
-    return x / y;
-  }
-};
-struct Max {
-  template <typename Real> Real operator()(Real x, Real y) const {
-    return std::max(x, y);
-  }
-};
-struct Min {
-  template <typename Real> Real operator()(Real x, Real y) const {
-    return std::min(x, y);
-  }
-};
-
 /// out[i] = op(x[i]) for i < n.
 template <typename Op, typename Real>
 FP_KERNEL void unary(Op op, int64_t n, In<Real> x, Real *out) {
@@ -197,6 +87,19 @@ FP_KERNEL void binary(Op op, int64_t n, In<Real> x, In<Real> y, Real *out) {
 
 template <typename Real> FP_KERNEL void fill(Real *out, int64_t n, Real value) {
   forEach(n, [&](int64_t i) { out[i] = value; });
+}
+
+/// out[i] = scalar[0]: a broadcast scalar that lives in a buffer.
+template <typename Real>
+FP_KERNEL void fillFrom(Real *out, int64_t n, In<Real> scalar) {
+  fill(out, n, scalar[0]);
+}
+
+/// Copies constants of the generated code into a buffer (on the CUDA
+/// target, from host to device memory).
+template <typename Real>
+FP_KERNEL void upload(const Real *values, int64_t n, Real *out) {
+  std::memcpy(out, values, sizeof(Real) * n);
 }
 
 template <typename Real>
@@ -255,7 +158,9 @@ FP_KERNEL void weightNorm(In<Real> weight, In<Real> gain, int64_t rows,
 }
 
 /// Batched products of small matrices: out[b] = op(lhs[b]) · op(rhs[b]) with
-/// op(L) of shape m×k and op(R) of shape k×n.
+/// op(L) of shape m×k and op(R) of shape k×n. Every out[i, j] sums over p in
+/// order; the loops run i, p, j so that the innermost one is contiguous
+/// (a transposed rhs is first copied to k×n).
 template <typename Real>
 FP_KERNEL void matmul(In<Real> lhs, In<Real> rhs, int64_t batch, int64_t m,
                       int64_t n, int64_t k, bool transposeLhs,
@@ -264,14 +169,25 @@ FP_KERNEL void matmul(In<Real> lhs, In<Real> rhs, int64_t batch, int64_t m,
     In<Real> l = lhs + b * m * k;
     In<Real> r = rhs + b * k * n;
     Real *o = out + b * m * n;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        Real sum = 0;
+    std::vector<Real> transposed;
+    if (transposeRhs) {
+      transposed.resize(k * n);
+      for (int64_t j = 0; j < n; ++j)
         for (int64_t p = 0; p < k; ++p)
-          sum += (transposeLhs ? l[p * m + i] : l[i * k + p]) *
-                 (transposeRhs ? r[j * k + p] : r[p * n + j]);
-        o[i * n + j] = sum;
+          transposed[p * n + j] = r[j * k + p];
+      r = transposed.data();
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      Real *oi = o + i * n;
+      std::fill(oi, oi + n, Real(0));
+      for (int64_t p = 0; p < k; ++p) {
+        const Real lip = transposeLhs ? l[p * m + i] : l[i * k + p];
+        In<Real> rp = r + p * n;
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j)
+          oi[j] += lip * rp[j];
       }
+    }
   });
 }
 
@@ -300,19 +216,6 @@ FP_KERNEL void insertColumns(In<Real> in, int64_t rows, int64_t width,
   });
 }
 
-/// A shape of at most kMaxRank extents.
-inline constexpr int kMaxRank = 8;
-struct Shape {
-  int rank = 0;
-  int64_t extent[kMaxRank] = {};
-  int64_t numElements() const {
-    int64_t n = 1;
-    for (int i = 0; i < rank; ++i)
-      n *= extent[i];
-    return n;
-  }
-};
-
 /// Replicates `in` to `outShape`: input dimension i is output dimension
 /// dims[i]; every other output dimension is broadcast.
 template <typename Real>
@@ -325,6 +228,26 @@ FP_KERNEL void broadcast(In<Real> in, const Shape &outShape, const int *dims,
     stride *= outShape.extent[dims[i]];
   }
   int64_t n = outShape.numElements();
+  bool leading = true, trailing = true;
+  for (int i = 0; i < inRank; ++i) {
+    leading &= dims[i] == i;
+    trailing &= dims[i] == outShape.rank - inRank + i;
+  }
+  if (leading) {
+    // Every input element repeated over the trailing output dimensions.
+    int64_t repeat = n / std::max<int64_t>(stride, 1);
+    parallelFor(stride, repeat, [&](int64_t e) {
+      std::fill(out + e * repeat, out + (e + 1) * repeat, in[e]);
+    });
+    return;
+  }
+  if (trailing) {
+    // The whole input repeated over the leading output dimensions.
+    parallelFor(n / std::max<int64_t>(stride, 1), stride, [&](int64_t r) {
+      std::memcpy(out + r * stride, in, sizeof(Real) * stride);
+    });
+    return;
+  }
   forEach(n, [&](int64_t index) {
     int64_t rest = index, offset = 0;
     for (int d = outShape.rank - 1; d >= 0; --d) {
@@ -334,8 +257,6 @@ FP_KERNEL void broadcast(In<Real> in, const Shape &outShape, const int *dims,
     out[index] = in[offset];
   });
 }
-
-enum class Reduction { Sum, Max };
 
 /// Reduces `in` of `inShape` over the dimensions flagged in `reduced`.
 template <typename Real>
@@ -567,16 +488,6 @@ FP_KERNEL void rmsNorm(In<Real> in, In<Real> weight, int64_t rows,
 //===----------------------------------------------------------------------===//
 
 /// Compiled solver settings of one fp.fixed_point.
-struct SolverSettings {
-  double tolerance;
-  double trainQuantile;
-  int32_t maxIterTrain;
-  int32_t maxIterEval;
-  double relaxStart;
-  double relaxDecay;
-  int32_t relaxPatience;
-};
-
 /// Per-sample state of one solve, on the host: best residual ρ*, step size
 /// η and patience π, with the continue rule of spec §3.3 evaluated where
 /// the data is. Arithmetic is in `Real`, as the reference computes it in the
@@ -690,41 +601,6 @@ private:
   double tolerance = 0, quantile = 1;
   int32_t cap = 1, fixedIters = 0, steps = 0;
 };
-
-//===----------------------------------------------------------------------===//
-// Workspace layout
-//===----------------------------------------------------------------------===//
-
-/// One workspace buffer: `elements` scalars times B (if perBatch) times T
-/// (if perStep).
-struct BufferSpec {
-  int64_t elements;
-  bool perBatch;
-  bool perStep;
-};
-
-inline constexpr size_t kBufferAlignment = 64;
-
-/// Byte offsets of `count` buffers laid out one after the other, each
-/// aligned; returns the total size.
-inline size_t layoutBuffers(const BufferSpec *specs, int count, int64_t batch,
-                            int64_t length, size_t scalarSize,
-                            size_t *offsets) {
-  size_t total = 0;
-  for (int i = 0; i < count; ++i) {
-    size_t elements = size_t(specs[i].elements);
-    if (specs[i].perBatch)
-      elements *= size_t(batch);
-    if (specs[i].perStep)
-      elements *= size_t(length);
-    total =
-        (total + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-    if (offsets)
-      offsets[i] = total;
-    total += elements * scalarSize;
-  }
-  return total;
-}
 
 } // namespace fp::host
 

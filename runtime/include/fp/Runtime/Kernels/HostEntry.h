@@ -1,4 +1,4 @@
-//===- HostEntry.h - ABI entry points of compiled model libraries -*- C++
+//===- HostEntry.h - ABI entry points of model libraries ---------*- C++
 //-*-===//
 //
 // The argument checking, workspace layout, dtype dispatch and error protocol
@@ -32,18 +32,26 @@ inline fp_status fail(fp_status status, std::string message) {
   return status;
 }
 
+/// The forward of one layer for one scalar type.
+template <typename Real>
+using ForwardFn = void (*)(const fp_forward_args &args, char *workspace,
+                           const size_t *offsets);
+
+/// A layer's forwards on one target; null where the target is not compiled.
+struct TargetForwards {
+  ForwardFn<float> f32 = nullptr;
+  ForwardFn<double> f64 = nullptr;
+};
+
 /// What the entry points need to know about one layer.
 struct LayerDescriptor {
   const char *name;
   int32_t numParams;
   const BufferSpec *buffers;
   int numBuffers;
+  TargetForwards cpu;
+  TargetForwards cuda;
 };
-
-/// The forward of one layer for one scalar type.
-template <typename Real>
-using ForwardFn = void (*)(const fp_forward_args &args, char *workspace,
-                           const size_t *offsets);
 
 inline size_t scalarSize(fp_dtype dtype) {
   return dtype == FP_DTYPE_F64 ? sizeof(double) : sizeof(float);
@@ -53,12 +61,15 @@ inline fp_status checkCall(const char *what, const LayerDescriptor &layer,
                            fp_target target, fp_dtype dtype, int64_t batch,
                            int64_t length) {
   std::string where = std::string(layer.name) + " " + what + ": ";
-  if (target == FP_TARGET_CUDA)
-    return fail(FP_ERROR_UNSUPPORTED,
-                where + "this library was compiled without the cuda target");
-  if (target != FP_TARGET_CPU)
+  if (target != FP_TARGET_CPU && target != FP_TARGET_CUDA)
     return fail(FP_ERROR_INVALID_ARGUMENT,
                 where + "unknown target " + std::to_string(int(target)));
+  const TargetForwards &forwards =
+      target == FP_TARGET_CUDA ? layer.cuda : layer.cpu;
+  if (!forwards.f32)
+    return fail(FP_ERROR_UNSUPPORTED,
+                where + "this library was compiled without the " +
+                    (target == FP_TARGET_CUDA ? "cuda" : "cpu") + " target");
   if (dtype == FP_DTYPE_BF16)
     return fail(FP_ERROR_UNSUPPORTED,
                 where + "bf16 is not compiled into this library");
@@ -90,8 +101,7 @@ inline fp_status bufferSizes(const LayerDescriptor &layer, fp_target target,
 }
 
 inline fp_status forward(const fp_forward_args *args,
-                         const LayerDescriptor &layer, ForwardFn<float> f32,
-                         ForwardFn<double> f64) {
+                         const LayerDescriptor &layer) {
   std::string where = std::string(layer.name) + " forward: ";
   if (!args)
     return fail(FP_ERROR_INVALID_ARGUMENT, where + "args is NULL");
@@ -125,12 +135,16 @@ inline fp_status forward(const fp_forward_args *args,
         where + "the workspace has " +
             std::to_string(args->workspace ? args->workspace_bytes : 0) +
             " bytes; buffer_sizes() asks for " + std::to_string(needed));
+  const TargetForwards &forwards =
+      args->target == FP_TARGET_CUDA ? layer.cuda : layer.cpu;
   try {
     char *workspace = static_cast<char *>(args->workspace);
     if (args->dtype == FP_DTYPE_F32)
-      f32(*args, workspace, offsets.data());
+      forwards.f32(*args, workspace, offsets.data());
     else
-      f64(*args, workspace, offsets.data());
+      forwards.f64(*args, workspace, offsets.data());
+  } catch (const DeviceError &e) {
+    return fail(FP_ERROR_DEVICE, where + e.what());
   } catch (const std::exception &e) {
     return fail(FP_ERROR_INVALID_ARGUMENT, where + e.what());
   }

@@ -1,0 +1,250 @@
+//===- Common.h - Types and scalar functions of all kernels ------*- C++
+//-*-===//
+//
+// What the host kernels (Host.h) and the CUDA kernels (Device.cuh) share,
+// and generated code names through either: read-only buffer types, the
+// scalar functions and elementwise function objects (host and device), shapes,
+// reductions, the solver settings and the workspace layout.
+//
+// Depends only on the C++17 standard library and the model ABI header.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_KERNELS_COMMON_H
+#define FP_RUNTIME_KERNELS_COMMON_H
+
+#include "fp/Runtime/ModelABI.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+/// Functions callable from host and CUDA device code.
+#ifdef __CUDACC__
+#define FP_HOST_DEVICE __host__ __device__
+#else
+#define FP_HOST_DEVICE
+#endif
+
+namespace fp::host {
+
+/// A read-only buffer of `Real`. Kernels deduce `Real` from their output
+/// pointer only, so inputs may be const or not and optional ones nullptr.
+template <typename Real> struct Identity { using Type = Real; };
+template <typename Real> using In = const typename Identity<Real>::Type *;
+
+//===----------------------------------------------------------------------===//
+// Scalar functions (as PyTorch computes them)
+//===----------------------------------------------------------------------===//
+
+/// e^x. Double precision is std::exp. Single precision is Cody–Waite range
+/// reduction, x = n·ln 2 + r with |r| ≤ ln 2 / 2, and Cephes' degree-6
+/// polynomial for e^r, scaled by 2^n in two halves so that subnormal results
+/// stay exact to rounding. It is within 1 ulp of the correctly rounded value
+/// (HostKernelsTest checks a dense sample of all floats) and branch free, so
+/// that loops over it vectorise (compile with -fno-trapping-math).
+FP_HOST_DEVICE inline double exp(double x) { return std::exp(x); }
+FP_HOST_DEVICE inline float exp(float x) {
+  constexpr float maxArg = 88.72283935546875f; // largest x with finite e^x
+  constexpr float minArg = -103.972084045410f; // smallest x with e^x > 0
+  float clamped = x < minArg ? minArg : (x > maxArg ? maxArg : x);
+  // n = round(x / ln 2) by the 1.5·2^23 shift (round to nearest even).
+  constexpr float shift = 12582912.0f;
+  float n = (clamped * 1.44269504088896341f + shift) - shift;
+  float r = (clamped - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  int32_t k = static_cast<int32_t>(n), half = k >> 1;
+  int32_t bits1 = (half + 127) << 23, bits2 = (k - half + 127) << 23;
+  float scale1, scale2;
+  std::memcpy(&scale1, &bits1, sizeof scale1);
+  std::memcpy(&scale2, &bits2, sizeof scale2);
+  float result = (p * scale1) * scale2;
+  if (x > maxArg)
+    result = std::numeric_limits<float>::infinity();
+  if (x < minArg)
+    result = 0.0f;
+  return x != x ? x : result;
+}
+
+template <typename Real> FP_HOST_DEVICE inline Real sigmoid(Real x) {
+  return Real(1) / (Real(1) + exp(-x));
+}
+template <typename Real> FP_HOST_DEVICE inline Real silu(Real x) {
+  return x * sigmoid(x);
+}
+/// log(1 + e^x), and x itself above 20 (PyTorch's and Mamba's threshold).
+template <typename Real> FP_HOST_DEVICE inline Real softplus(Real x) {
+  return x > Real(20) ? x : std::log1p(exp(x));
+}
+
+/// Elementwise operations as function objects: every use of one in a
+/// library shares one instantiation of unary() or binary().
+struct Neg {
+  template <typename Real> FP_HOST_DEVICE Real operator()(Real x) const {
+    return -x;
+  }
+};
+struct Exp {
+  template <typename Real> FP_HOST_DEVICE Real operator()(Real x) const {
+    return exp(x);
+  }
+};
+struct Log {
+  template <typename Real> FP_HOST_DEVICE Real operator()(Real x) const {
+    return std::log(x);
+  }
+};
+struct Sqrt {
+  template <typename Real> FP_HOST_DEVICE Real operator()(Real x) const {
+    return std::sqrt(x);
+  }
+};
+struct Tanh {
+  template <typename Real> FP_HOST_DEVICE Real operator()(Real x) const {
+    return std::tanh(x);
+  }
+};
+struct Abs {
+  template <typename Real> FP_HOST_DEVICE Real operator()(Real x) const {
+    return std::abs(x);
+  }
+};
+struct Silu {
+  template <typename Real> FP_HOST_DEVICE Real operator()(Real x) const {
+    return silu(x);
+  }
+};
+struct Sigmoid {
+  template <typename Real> FP_HOST_DEVICE Real operator()(Real x) const {
+    return sigmoid(x);
+  }
+};
+struct Softplus {
+  template <typename Real> FP_HOST_DEVICE Real operator()(Real x) const {
+    return softplus(x);
+  }
+};
+struct Add {
+  template <typename Real>
+  FP_HOST_DEVICE Real operator()(Real x, Real y) const {
+    return x + y;
+  }
+};
+struct Sub {
+  template <typename Real>
+  FP_HOST_DEVICE Real operator()(Real x, Real y) const {
+    return x - y;
+  }
+};
+struct Mul {
+  template <typename Real>
+  FP_HOST_DEVICE Real operator()(Real x, Real y) const {
+    return x * y;
+  }
+};
+struct Div {
+  template <typename Real>
+  FP_HOST_DEVICE Real operator()(Real x, Real y) const {
+    return x / y;
+  }
+};
+struct Max {
+  template <typename Real>
+  FP_HOST_DEVICE Real operator()(Real x, Real y) const {
+    return std::max(x, y);
+  }
+};
+struct Min {
+  template <typename Real>
+  FP_HOST_DEVICE Real operator()(Real x, Real y) const {
+    return std::min(x, y);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Shapes and reductions
+//===----------------------------------------------------------------------===//
+
+/// A shape of at most kMaxRank extents.
+inline constexpr int kMaxRank = 8;
+struct Shape {
+  int rank = 0;
+  int64_t extent[kMaxRank] = {};
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i)
+      n *= extent[i];
+    return n;
+  }
+};
+
+enum class Reduction { Sum, Max };
+
+//===----------------------------------------------------------------------===//
+// Solver settings
+//===----------------------------------------------------------------------===//
+
+/// The solver constants of one fp.fixed_point (spec §3).
+struct SolverSettings {
+  double tolerance;
+  double trainQuantile;
+  int32_t maxIterTrain;
+  int32_t maxIterEval;
+  double relaxStart;
+  double relaxDecay;
+  int32_t relaxPatience;
+};
+
+//===----------------------------------------------------------------------===//
+// Workspace layout
+//===----------------------------------------------------------------------===//
+
+/// One workspace buffer: `elements` scalars times B (if perBatch) times T
+/// (if perStep).
+struct BufferSpec {
+  int64_t elements;
+  bool perBatch;
+  bool perStep;
+};
+
+inline constexpr size_t kBufferAlignment = 64;
+
+/// Byte offsets of `count` buffers laid out one after the other, each
+/// aligned; returns the total size.
+inline size_t layoutBuffers(const BufferSpec *specs, int count, int64_t batch,
+                            int64_t length, size_t scalarSize,
+                            size_t *offsets) {
+  size_t total = 0;
+  for (int i = 0; i < count; ++i) {
+    size_t elements = size_t(specs[i].elements);
+    if (specs[i].perBatch)
+      elements *= size_t(batch);
+    if (specs[i].perStep)
+      elements *= size_t(length);
+    total =
+        (total + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+    if (offsets)
+      offsets[i] = total;
+    total += elements * scalarSize;
+  }
+  return total;
+}
+
+/// A failed CUDA or cuBLAS call; entry points report it as FP_ERROR_DEVICE.
+struct DeviceError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+} // namespace fp::host
+
+#endif // FP_RUNTIME_KERNELS_COMMON_H

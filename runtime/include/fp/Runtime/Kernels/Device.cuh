@@ -1,0 +1,1511 @@
+//===- Device.cuh - CUDA kernels of compiled model libraries ---*- C++ -*-===//
+//
+// The CUDA counterpart of Host.h: the same functions, with the same names,
+// template parameters and argument lists, in namespace fp::cuda, so that one
+// generated forward body compiles against either header through
+// `namespace kernels = fp::host;` or `namespace kernels = fp::cuda;`. Buffers
+// are device pointers; constants of the generated code (upload) and the
+// shape, dimension and flag arrays are host memory.
+//
+// Every kernel is launched on the stream of the calling thread's current
+// Scope, which the generated forward opens first. A failed launch or CUDA or
+// cuBLAS call throws DeviceError with the kernel's name and the CUDA message.
+//
+// Kernels are simple: one thread per element, per independent recurrence or
+// per output, and one block per row where a row is reduced, with a fixed
+// shuffle tree so that results never depend on scheduling. Where one thread
+// accumulates, it does so in Host.h's order, so that with -fmad=false those
+// kernels round exactly as the host ones. GEMMs go to cuBLAS.
+//
+// The solver keeps its state on the device and never waits for the device
+// per step; see Solver below.
+//
+// Depends on Common.h, the CUDA runtime and cuBLAS.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_KERNELS_DEVICE_CUH
+#define FP_RUNTIME_KERNELS_DEVICE_CUH
+
+#include "fp/Runtime/Kernels/Common.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace fp::cuda {
+
+// What generated code names through `kernels::` besides the kernels.
+using fp::host::BufferSpec;
+using fp::host::DeviceError;
+using fp::host::In;
+using fp::host::kBufferAlignment;
+using fp::host::kMaxRank;
+using fp::host::layoutBuffers;
+using fp::host::Reduction;
+using fp::host::Shape;
+using fp::host::SolverSettings;
+
+using fp::host::exp;
+using fp::host::sigmoid;
+using fp::host::silu;
+using fp::host::softplus;
+
+using fp::host::Abs;
+using fp::host::Add;
+using fp::host::Div;
+using fp::host::Exp;
+using fp::host::Log;
+using fp::host::Max;
+using fp::host::Min;
+using fp::host::Mul;
+using fp::host::Neg;
+using fp::host::Sigmoid;
+using fp::host::Silu;
+using fp::host::Softplus;
+using fp::host::Sqrt;
+using fp::host::Sub;
+using fp::host::Tanh;
+
+//===----------------------------------------------------------------------===//
+// Execution context
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// Throws DeviceError for a failed CUDA call; `what` names the kernel or
+/// operation.
+inline void check(cudaError_t status, const char *what) {
+  if (status != cudaSuccess)
+    throw DeviceError(std::string("fp::cuda::") + what + ": " +
+                      cudaGetErrorString(status));
+}
+
+inline void checkBlas(cublasStatus_t status, const char *what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw DeviceError(std::string("fp::cuda::") + what + ": " +
+                      cublasGetStatusString(status));
+}
+
+/// The stream of the innermost live Scope of this thread, its device, and
+/// the cuBLAS handle bound to the stream (null until a kernel needs it).
+struct Context {
+  cudaStream_t stream = nullptr;
+  int device = 0;
+  cublasHandle_t blas = nullptr;
+};
+
+inline thread_local Context current;
+
+/// The cuBLAS handles of this thread, one per device, created on first use
+/// and destroyed when the thread ends.
+class BlasHandles {
+public:
+  BlasHandles() = default;
+  BlasHandles(const BlasHandles &) = delete;
+  BlasHandles &operator=(const BlasHandles &) = delete;
+  ~BlasHandles() {
+    for (auto &entry : handles)
+      (void)cublasDestroy(entry.second);
+  }
+
+  cublasHandle_t get(int device) {
+    for (auto &entry : handles)
+      if (entry.first == device)
+        return entry.second;
+    cublasHandle_t handle = nullptr;
+    checkBlas(cublasCreate(&handle), "cublasCreate");
+    handles.emplace_back(device, handle);
+    return handle;
+  }
+
+private:
+  std::vector<std::pair<int, cublasHandle_t>> handles;
+};
+
+inline thread_local BlasHandles blasHandles;
+
+inline cudaStream_t stream() { return current.stream; }
+
+/// The cuBLAS handle of the current device, bound to the current stream.
+inline cublasHandle_t blas() {
+  if (!current.blas) {
+    cublasHandle_t handle = blasHandles.get(current.device);
+    checkBlas(cublasSetStream(handle, current.stream), "cublasSetStream");
+    current.blas = handle;
+  }
+  return current.blas;
+}
+
+} // namespace detail
+
+/// Makes `stream` (a cudaStream_t; null is the legacy default stream) and
+/// the current device the context of every kernel this thread launches
+/// until the Scope ends. Scopes nest; the outer context, including the
+/// stream its cuBLAS handle was bound to, comes back when an inner one ends.
+class Scope {
+public:
+  explicit Scope(void *stream) : saved(detail::current) {
+    int device = 0;
+    detail::check(cudaGetDevice(&device), "Scope");
+    detail::current.stream = static_cast<cudaStream_t>(stream);
+    detail::current.device = device;
+    detail::current.blas = nullptr;
+  }
+  Scope(const Scope &) = delete;
+  Scope &operator=(const Scope &) = delete;
+  ~Scope() {
+    if (saved.blas &&
+        cublasSetStream(saved.blas, saved.stream) != CUBLAS_STATUS_SUCCESS)
+      saved.blas = nullptr; // bind again on next use
+    detail::current = saved;
+  }
+
+private:
+  detail::Context saved;
+};
+
+//===----------------------------------------------------------------------===//
+// Launch helpers and block reductions
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// Threads of the elementwise and per-row-of-work kernels.
+inline constexpr int kThreads = 256;
+/// Grids are capped; kernels cover the rest with grid-stride loops.
+inline constexpr int64_t kMaxBlocks = int64_t(1) << 16;
+
+inline int64_t blocksFor(int64_t work) {
+  return (work + kThreads - 1) / kThreads;
+}
+
+/// Threads of a block that reduces rows of `width` elements: a power of two
+/// between one warp and kThreads.
+inline int rowThreads(int64_t width) {
+  int threads = 32;
+  while (threads < width && threads < kThreads)
+    threads *= 2;
+  return threads;
+}
+
+/// Launches kernel<<<blocks, threads, sharedBytes, stream>>>(args...) unless
+/// there is no work, and reports a failed launch.
+template <typename... Params, typename... Args>
+inline void launch(const char *name, void (*kernel)(Params...), int64_t blocks,
+                   int threads, size_t sharedBytes, cudaStream_t stream,
+                   const Args &...args) {
+  if (blocks <= 0)
+    return;
+  kernel<<<unsigned(std::min(blocks, kMaxBlocks)), unsigned(threads),
+           sharedBytes, stream>>>(args...);
+  check(cudaGetLastError(), name);
+}
+
+__device__ inline int64_t firstThread() {
+  return int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline int64_t allThreads() {
+  return int64_t(gridDim.x) * blockDim.x;
+}
+
+struct SumOp {
+  template <typename Real> __device__ Real operator()(Real a, Real b) const {
+    return a + b;
+  }
+};
+/// std::max(a, b): a NaN b is ignored, as in Host.h's running maxima.
+struct MaxOp {
+  template <typename Real> __device__ Real operator()(Real a, Real b) const {
+    return a < b ? b : a;
+  }
+};
+
+/// Combines `value` over the block (blockDim.x a multiple of 32) along a
+/// fixed tree: within warps, then over warp results in the first warp.
+/// Every thread must call it; every thread gets the result.
+template <typename Real, typename Combine>
+__device__ Real blockReduce(Real value, Combine combine) {
+  __shared__ Real partial[32];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const unsigned warps = blockDim.x / 32;
+  for (unsigned offset = 16; offset > 0; offset /= 2)
+    value = combine(value, __shfl_down_sync(0xffffffffu, value, offset));
+  __syncthreads(); // earlier readers of `partial` are done
+  if (lane == 0)
+    partial[warp] = value;
+  __syncthreads();
+  if (warp == 0) {
+    value = partial[lane < warps ? lane : 0];
+    for (unsigned offset = 16; offset > 0; offset /= 2) {
+      Real other = __shfl_down_sync(0xffffffffu, value, offset);
+      if (lane + offset < warps)
+        value = combine(value, other);
+    }
+    if (lane == 0)
+      partial[0] = value;
+  }
+  __syncthreads();
+  return partial[0];
+}
+
+/// Dynamic shared memory, as bytes (its element type varies by kernel).
+__device__ inline unsigned char *sharedBytes() {
+  extern __shared__ __align__(16) unsigned char dynamicShared[];
+  return dynamicShared;
+}
+
+} // namespace detail
+
+//===----------------------------------------------------------------------===//
+// Elementwise kernels and copies
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+template <typename Op, typename Real>
+__global__ void unaryKernel(Op op, int64_t n, const Real *x, Real *out) {
+  for (int64_t i = firstThread(); i < n; i += allThreads())
+    out[i] = op(x[i]);
+}
+
+template <typename Op, typename Real>
+__global__ void binaryKernel(Op op, int64_t n, const Real *x, const Real *y,
+                             Real *out) {
+  for (int64_t i = firstThread(); i < n; i += allThreads())
+    out[i] = op(x[i], y[i]);
+}
+
+template <typename Real>
+__global__ void fillKernel(Real *out, int64_t n, Real value) {
+  for (int64_t i = firstThread(); i < n; i += allThreads())
+    out[i] = value;
+}
+
+template <typename Real>
+__global__ void fillFromKernel(Real *out, int64_t n, const Real *scalar) {
+  const Real value = scalar[0];
+  for (int64_t i = firstThread(); i < n; i += allThreads())
+    out[i] = value;
+}
+
+} // namespace detail
+
+/// out[i] = op(x[i]) for i < n; one thread per element.
+template <typename Op, typename Real>
+inline void unary(Op op, int64_t n, In<Real> x, Real *out) {
+  detail::launch("unary", detail::unaryKernel<Op, Real>, detail::blocksFor(n),
+                 detail::kThreads, 0, detail::stream(), op, n, x, out);
+}
+
+/// out[i] = op(x[i], y[i]) for i < n; one thread per element.
+template <typename Op, typename Real>
+inline void binary(Op op, int64_t n, In<Real> x, In<Real> y, Real *out) {
+  detail::launch("binary", detail::binaryKernel<Op, Real>, detail::blocksFor(n),
+                 detail::kThreads, 0, detail::stream(), op, n, x, y, out);
+}
+
+/// out[i] = value; one thread per element.
+template <typename Real> inline void fill(Real *out, int64_t n, Real value) {
+  detail::launch("fill", detail::fillKernel<Real>, detail::blocksFor(n),
+                 detail::kThreads, 0, detail::stream(), out, n, value);
+}
+
+/// out[i] = scalar[0], read on the device: a broadcast scalar that lives in
+/// a buffer. One thread per element.
+template <typename Real>
+inline void fillFrom(Real *out, int64_t n, In<Real> scalar) {
+  detail::launch("fillFrom", detail::fillFromKernel<Real>, detail::blocksFor(n),
+                 detail::kThreads, 0, detail::stream(), out, n, scalar);
+}
+
+/// Copies constants of the generated code (host memory) into a device
+/// buffer, ordered on the current stream.
+template <typename Real>
+inline void upload(const Real *values, int64_t n, Real *out) {
+  if (n <= 0)
+    return;
+  detail::check(cudaMemcpyAsync(out, values, sizeof(Real) * size_t(n),
+                                cudaMemcpyHostToDevice, detail::stream()),
+                "upload");
+}
+
+/// Device-to-device copy on the current stream (nothing when in == out).
+template <typename Real> inline void copy(In<Real> in, int64_t n, Real *out) {
+  if (n <= 0 || in == out)
+    return;
+  detail::check(cudaMemcpyAsync(out, in, sizeof(Real) * size_t(n),
+                                cudaMemcpyDeviceToDevice, detail::stream()),
+                "copy");
+}
+
+//===----------------------------------------------------------------------===//
+// Linear maps
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// Column-major C[m×n] = A[k×m]ᵀ · B[k×n], both with leading dimension k:
+/// row-major C[n×m] = B[n×k] · A[m×k]ᵀ.
+inline cublasStatus_t gemmTN(int m, int n, int k, const float *a,
+                             const float *b, float *c) {
+  const float one = 1.0f, zero = 0.0f;
+  return cublasSgemm(blas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a, k, b,
+                     k, &zero, c, m);
+}
+inline cublasStatus_t gemmTN(int m, int n, int k, const double *a,
+                             const double *b, double *c) {
+  const double one = 1.0, zero = 0.0;
+  return cublasDgemm(blas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a, k, b,
+                     k, &zero, c, m);
+}
+
+template <typename Real>
+__global__ void addBiasKernel(Real *out, int64_t n, int64_t width,
+                              const Real *bias) {
+  for (int64_t i = firstThread(); i < n; i += allThreads())
+    out[i] = out[i] + bias[i % width];
+}
+
+template <typename Real>
+__global__ void weightNormKernel(const Real *weight, const Real *gain,
+                                 int64_t rows, int64_t cols, Real *out) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const Real *v = weight + r * cols;
+    Real sum = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      sum += v[c] * v[c];
+    sum = blockReduce(sum, SumOp());
+    const Real scale = gain[r] / std::sqrt(sum);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      out[r * cols + c] = v[c] * scale;
+  }
+}
+
+template <typename Real>
+__global__ void matmulKernel(const Real *lhs, const Real *rhs, int64_t batch,
+                             int64_t m, int64_t n, int64_t k, bool transposeLhs,
+                             bool transposeRhs, Real *out) {
+  const int64_t total = batch * m * n;
+  for (int64_t index = firstThread(); index < total; index += allThreads()) {
+    const int64_t b = index / (m * n), i = index / n % m, j = index % n;
+    const Real *l = lhs + b * m * k, *r = rhs + b * k * n;
+    Real sum = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      const Real lip = transposeLhs ? l[p * m + i] : l[i * k + p];
+      const Real rpj = transposeRhs ? r[j * k + p] : r[p * n + j];
+      sum += lip * rpj;
+    }
+    out[index] = sum;
+  }
+}
+
+} // namespace detail
+
+/// out[r, o] = Σ_i weight[o, i] · in[r, i] + bias[o] (bias may be null),
+/// with `weight` in PyTorch's out × in layout: one cuBLAS GEMM, then the
+/// bias added by one thread per element (the host's order of rounding).
+template <typename Real>
+inline void linear(In<Real> in, int64_t rows, int64_t inFeatures,
+                   In<Real> weight, int64_t outFeatures, In<Real> bias,
+                   Real *out) {
+  if (rows == 0 || outFeatures == 0)
+    return;
+  if (inFeatures == 0) {
+    fill(out, rows * outFeatures, Real(0));
+  } else {
+    if (rows > INT_MAX || inFeatures > INT_MAX || outFeatures > INT_MAX)
+      throw DeviceError("fp::cuda::linear: a dimension exceeds cuBLAS's "
+                        "32-bit sizes");
+    detail::checkBlas(detail::gemmTN(int(outFeatures), int(rows),
+                                     int(inFeatures), weight, in, out),
+                      sizeof(Real) == sizeof(float) ? "linear (cublasSgemm)"
+                                                    : "linear (cublasDgemm)");
+  }
+  if (bias) {
+    int64_t n = rows * outFeatures;
+    detail::launch("linear (bias)", detail::addBiasKernel<Real>,
+                   detail::blocksFor(n), detail::kThreads, 0, detail::stream(),
+                   out, n, outFeatures, bias);
+  }
+}
+
+/// out[i, :] = gain[i] · weight[i, :] / ‖weight[i, :]‖₂ (PyTorch's
+/// weight_norm over dim 0: no epsilon). One block per row.
+template <typename Real>
+inline void weightNorm(In<Real> weight, In<Real> gain, int64_t rows,
+                       int64_t cols, Real *out) {
+  detail::launch("weightNorm", detail::weightNormKernel<Real>, rows,
+                 detail::rowThreads(cols), 0, detail::stream(), weight, gain,
+                 rows, cols, out);
+}
+
+/// Batched products of small matrices: out[b] = op(lhs[b]) · op(rhs[b]) with
+/// op(L) of shape m×k and op(R) of shape k×n. One thread per output element,
+/// summing over p in order as Host.h does.
+template <typename Real>
+inline void matmul(In<Real> lhs, In<Real> rhs, int64_t batch, int64_t m,
+                   int64_t n, int64_t k, bool transposeLhs, bool transposeRhs,
+                   Real *out) {
+  detail::launch("matmul", detail::matmulKernel<Real>,
+                 detail::blocksFor(batch * m * n), detail::kThreads, 0,
+                 detail::stream(), lhs, rhs, batch, m, n, k, transposeLhs,
+                 transposeRhs, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Layout: slices, concatenation, broadcasts, reductions
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+template <typename Real>
+__global__ void sliceColumnsKernel(const Real *in, int64_t rows,
+                                   int64_t inWidth, int64_t start,
+                                   int64_t width, Real *out) {
+  for (int64_t i = firstThread(); i < rows * width; i += allThreads())
+    out[i] = in[i / width * inWidth + start + i % width];
+}
+
+template <typename Real>
+__global__ void insertColumnsKernel(const Real *in, int64_t rows, int64_t width,
+                                    int64_t start, int64_t outWidth,
+                                    Real *out) {
+  for (int64_t i = firstThread(); i < rows * width; i += allThreads())
+    out[i / width * outWidth + start + i % width] = in[i];
+}
+
+/// How output elements of a broadcast find their input element.
+struct BroadcastMap {
+  enum Mode { General, Leading, Trailing };
+  int mode;
+  int rank;
+  int64_t extent[kMaxRank];
+  int64_t inStride[kMaxRank]; // 0 for broadcast dimensions
+  int64_t inner; // Leading: repeats of each input element; Trailing: size
+};
+
+template <typename Real>
+__global__ void broadcastKernel(const Real *in, BroadcastMap map, int64_t n,
+                                Real *out) {
+  for (int64_t index = firstThread(); index < n; index += allThreads()) {
+    if (map.mode == BroadcastMap::Leading) {
+      out[index] = in[index / map.inner];
+    } else if (map.mode == BroadcastMap::Trailing) {
+      out[index] = in[index % map.inner];
+    } else {
+      int64_t rest = index, offset = 0;
+      for (int d = map.rank - 1; d >= 0; --d) {
+        offset += rest % map.extent[d] * map.inStride[d];
+        rest /= map.extent[d];
+      }
+      out[index] = in[offset];
+    }
+  }
+}
+
+/// The dimensions of a reduction's input, and which are reduced.
+struct ReduceMap {
+  int rank;
+  int64_t extent[kMaxRank];
+  int64_t inStride[kMaxRank]; // row-major strides of the input
+  bool reduced[kMaxRank];
+  int64_t outCount;     // product of the kept extents
+  int64_t reducedCount; // product of the reduced extents
+};
+
+/// Input offset of `index` counted row-major over the dimensions whose
+/// `reduced` flag is `which`.
+__device__ inline int64_t reduceOffset(const ReduceMap &map, int64_t index,
+                                       bool which) {
+  int64_t offset = 0;
+  for (int d = map.rank - 1; d >= 0; --d)
+    if (map.reduced[d] == which) {
+      offset += index % map.extent[d] * map.inStride[d];
+      index /= map.extent[d];
+    }
+  return offset;
+}
+
+/// One thread per output element, accumulating in input index order.
+template <typename Real, typename Combine>
+__global__ void reduceKernel(const Real *in, ReduceMap map, Real init,
+                             Combine combine, Real *out) {
+  for (int64_t o = firstThread(); o < map.outCount; o += allThreads()) {
+    const int64_t base = reduceOffset(map, o, false);
+    Real acc = init;
+    for (int64_t k = 0; k < map.reducedCount; ++k)
+      acc = combine(acc, in[base + reduceOffset(map, k, true)]);
+    out[o] = acc;
+  }
+}
+
+/// One block per output element, for long reductions.
+template <typename Real, typename Combine>
+__global__ void reduceBlockKernel(const Real *in, ReduceMap map, Real init,
+                                  Combine combine, Real *out) {
+  for (int64_t o = blockIdx.x; o < map.outCount; o += gridDim.x) {
+    const int64_t base = reduceOffset(map, o, false);
+    Real acc = init;
+    for (int64_t k = threadIdx.x; k < map.reducedCount; k += blockDim.x)
+      acc = combine(acc, in[base + reduceOffset(map, k, true)]);
+    acc = blockReduce(acc, combine);
+    if (threadIdx.x == 0)
+      out[o] = acc;
+  }
+}
+
+/// Reductions over at least this many elements per output use a block.
+inline constexpr int64_t kBlockReduction = 256;
+
+template <typename Real, typename Combine>
+inline void launchReduce(const Real *in, const ReduceMap &map, Real init,
+                         Combine combine, Real *out) {
+  if (map.reducedCount >= kBlockReduction)
+    launch("reduce", reduceBlockKernel<Real, Combine>, map.outCount, kThreads,
+           0, stream(), in, map, init, combine, out);
+  else
+    launch("reduce", reduceKernel<Real, Combine>, blocksFor(map.outCount),
+           kThreads, 0, stream(), in, map, init, combine, out);
+}
+
+template <typename Real>
+__global__ void sumRowsKernel(const Real *in, int64_t rows, int64_t width,
+                              Real *out) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const Real *row = in + r * width;
+    Real sum = 0;
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+      sum += row[j];
+    sum = blockReduce(sum, SumOp());
+    if (threadIdx.x == 0)
+      out[r] = sum;
+  }
+}
+
+template <typename Real>
+__global__ void triuKernel(const Real *in, int64_t rows, int64_t m, Real *out) {
+  const int64_t packed = m * (m + 1) / 2;
+  for (int64_t index = firstThread(); index < rows * m * m;
+       index += allThreads()) {
+    const int64_t r = index / (m * m), i = index / m % m, j = index % m;
+    // Row i of the triangle starts after Σ_{i' < i} (m − i') entries.
+    out[index] =
+        j >= i ? in[r * packed + i * m - i * (i - 1) / 2 + (j - i)] : Real(0);
+  }
+}
+
+} // namespace detail
+
+/// out[r, j] = in[r, start + j] for j < width; `in` has `inWidth` columns.
+/// One thread per output element.
+template <typename Real>
+inline void sliceColumns(In<Real> in, int64_t rows, int64_t inWidth,
+                         int64_t start, int64_t width, Real *out) {
+  detail::launch("sliceColumns", detail::sliceColumnsKernel<Real>,
+                 detail::blocksFor(rows * width), detail::kThreads, 0,
+                 detail::stream(), in, rows, inWidth, start, width, out);
+}
+
+/// Writes `in` (rows × width) into the columns [start, start + width) of
+/// `out`, which has `outWidth` columns. One thread per input element.
+template <typename Real>
+inline void insertColumns(In<Real> in, int64_t rows, int64_t width,
+                          int64_t start, int64_t outWidth, Real *out) {
+  detail::launch("insertColumns", detail::insertColumnsKernel<Real>,
+                 detail::blocksFor(rows * width), detail::kThreads, 0,
+                 detail::stream(), in, rows, width, start, outWidth, out);
+}
+
+/// Replicates `in` to `outShape`: input dimension i is output dimension
+/// dims[i] (a host array); every other output dimension is broadcast. One
+/// thread per output element.
+template <typename Real>
+inline void broadcast(In<Real> in, const Shape &outShape, const int *dims,
+                      int inRank, Real *out) {
+  detail::BroadcastMap map = {};
+  map.rank = outShape.rank;
+  for (int d = 0; d < outShape.rank; ++d)
+    map.extent[d] = outShape.extent[d];
+  int64_t stride = 1;
+  for (int i = inRank - 1; i >= 0; --i) {
+    map.inStride[dims[i]] = stride;
+    stride *= outShape.extent[dims[i]];
+  }
+  const int64_t n = outShape.numElements();
+  bool leading = true, trailing = true;
+  for (int i = 0; i < inRank; ++i) {
+    leading &= dims[i] == i;
+    trailing &= dims[i] == outShape.rank - inRank + i;
+  }
+  map.mode = detail::BroadcastMap::General;
+  if (leading) {
+    map.mode = detail::BroadcastMap::Leading;
+    map.inner = std::max<int64_t>(n / std::max<int64_t>(stride, 1), 1);
+  } else if (trailing) {
+    map.mode = detail::BroadcastMap::Trailing;
+    map.inner = std::max<int64_t>(stride, 1);
+  }
+  detail::launch("broadcast", detail::broadcastKernel<Real>,
+                 detail::blocksFor(n), detail::kThreads, 0, detail::stream(),
+                 in, map, n, out);
+}
+
+/// Reduces `in` of `inShape` over the dimensions flagged in `reduced` (a
+/// host array). One thread per output element accumulating in input index
+/// order (as Host.h), or one block per output element when each reduces at
+/// least kBlockReduction inputs.
+template <typename Real>
+inline void reduce(In<Real> in, const Shape &inShape, const bool *reduced,
+                   Reduction kind, Real *out) {
+  detail::ReduceMap map = {};
+  map.rank = inShape.rank;
+  map.outCount = 1;
+  map.reducedCount = 1;
+  int64_t stride = 1;
+  for (int d = inShape.rank - 1; d >= 0; --d) {
+    map.extent[d] = inShape.extent[d];
+    map.inStride[d] = stride;
+    map.reduced[d] = reduced[d];
+    stride *= inShape.extent[d];
+    (reduced[d] ? map.reducedCount : map.outCount) *= inShape.extent[d];
+  }
+  if (kind == Reduction::Sum)
+    detail::launchReduce<Real>(in, map, Real(0), detail::SumOp(), out);
+  else
+    detail::launchReduce<Real>(in, map, -std::numeric_limits<Real>::infinity(),
+                               detail::MaxOp(), out);
+}
+
+/// Sums each row of `in` (rows × width): one block per row.
+template <typename Real>
+inline void sumRows(In<Real> in, int64_t rows, int64_t width, Real *out) {
+  detail::launch("sumRows", detail::sumRowsKernel<Real>, rows,
+                 detail::rowThreads(width), 0, detail::stream(), in, rows,
+                 width, out);
+}
+
+/// Unpacks the m(m+1)/2 trailing entries of each row into an upper
+/// triangular m×m matrix, row-major over the triangle. One thread per
+/// output element.
+template <typename Real>
+inline void triu(In<Real> in, int64_t rows, int64_t m, Real *out) {
+  detail::launch("triu", detail::triuKernel<Real>,
+                 detail::blocksFor(rows * m * m), detail::kThreads, 0,
+                 detail::stream(), in, rows, m, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Time-coupling ops on [B, T, F] buffers
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+template <typename Real>
+__global__ void shiftKernel(const Real *in, int64_t batch, int64_t length,
+                            int64_t features, int64_t offset, Real *out) {
+  const int64_t n = batch * length * features;
+  for (int64_t index = firstThread(); index < n; index += allThreads()) {
+    const int64_t source = index / features % length - offset;
+    out[index] = source < 0 || source >= length ? Real(0)
+                                                : in[index - offset * features];
+  }
+}
+
+template <typename Real>
+__global__ void scanKernel(const Real *coeff, const Real *input, int64_t batch,
+                           int64_t length, int64_t features, bool reverse,
+                           Real *out) {
+  for (int64_t index = firstThread(); index < batch * features;
+       index += allThreads()) {
+    const int64_t base = index / features * length * features,
+                  f = index % features;
+    for (int64_t s = 0; s < length; ++s) {
+      const int64_t t = reverse ? length - 1 - s : s;
+      const int64_t at = base + t * features + f;
+      if (s == 0)
+        out[at] = input[at];
+      else
+        out[at] =
+            coeff[at] * out[at + (reverse ? features : -features)] + input[at];
+    }
+  }
+}
+
+/// Per thread (one channel of one sample), the state S[:, c] and A[c, :]
+/// live in dynamic shared memory, element n at [n · blockDim.x].
+template <typename Real>
+__global__ void
+selectiveScanKernel(const Real *u, const Real *delta, const Real *a,
+                    const Real *bm, const Real *cm, const Real *skip,
+                    int64_t batch, int64_t length, int64_t channels,
+                    int64_t state, Real *out) {
+  const int64_t stride = blockDim.x;
+  Real *st = reinterpret_cast<Real *>(sharedBytes()) + threadIdx.x;
+  Real *at = st + state * stride;
+  const int64_t blocksPerSample = (channels + stride - 1) / stride;
+  for (int64_t task = blockIdx.x; task < batch * blocksPerSample;
+       task += gridDim.x) {
+    const int64_t b = task / blocksPerSample;
+    const int64_t c = task % blocksPerSample * stride + threadIdx.x;
+    if (c >= channels)
+      continue;
+    for (int64_t n = 0; n < state; ++n) {
+      st[n * stride] = Real(0);
+      at[n * stride] = a[c * state + n];
+    }
+    for (int64_t t = 0; t < length; ++t) {
+      const int64_t bt = b * length + t;
+      const Real dt = delta[bt * channels + c], ut = u[bt * channels + c];
+      const Real du = dt * ut;
+      Real y = 0;
+      for (int64_t n = 0; n < state; ++n) {
+        const Real bn = bm[bt * state + n], cn = cm[bt * state + n];
+        const Real s =
+            fp::host::exp(dt * at[n * stride]) * st[n * stride] + du * bn;
+        st[n * stride] = s;
+        y += s * cn;
+      }
+      out[bt * channels + c] = skip ? y + skip[c] * ut : y;
+    }
+  }
+}
+
+template <typename Real>
+__global__ void causalConvKernel(const Real *in, const Real *weight,
+                                 const Real *bias, int64_t batch,
+                                 int64_t length, int64_t channels,
+                                 int64_t width, Real *out) {
+  const int64_t n = batch * length * channels;
+  for (int64_t index = firstThread(); index < n; index += allThreads()) {
+    const int64_t c = index % channels, bt = index / channels;
+    const int64_t t = bt % length;
+    Real sum = bias ? bias[c] : Real(0);
+    for (int64_t k = 0; k < width; ++k) {
+      const int64_t source = t - width + 1 + k;
+      if (source >= 0)
+        sum += weight[c * width + k] * in[(bt - t + source) * channels + c];
+    }
+    out[index] = sum;
+  }
+}
+
+/// Shared memory of a selective-scan block per thread: S and A columns.
+inline constexpr size_t kMaxSharedBytes = 48 * 1024;
+
+} // namespace detail
+
+/// out[b, t] = in[b, t − offset] inside [0, T), zero elsewhere. One thread
+/// per output element.
+template <typename Real>
+inline void shift(In<Real> in, int64_t batch, int64_t length, int64_t features,
+                  int64_t offset, Real *out) {
+  detail::launch("shift", detail::shiftKernel<Real>,
+                 detail::blocksFor(batch * length * features), detail::kThreads,
+                 0, detail::stream(), in, batch, length, features, offset, out);
+}
+
+/// h_t = coeff_t ⊙ h_{t∓1} + input_t along time, from zero. One thread per
+/// (sample, feature), sequential over time.
+template <typename Real>
+inline void scan(In<Real> coeff, In<Real> input, int64_t batch, int64_t length,
+                 int64_t features, bool reverse, Real *out) {
+  detail::launch("scan", detail::scanKernel<Real>,
+                 detail::blocksFor(batch * features), detail::kThreads, 0,
+                 detail::stream(), coeff, input, batch, length, features,
+                 reverse, out);
+}
+
+/// Mamba-1's selective scan (fp.selective_scan): state S [d, N] per sample,
+/// S_t = exp(Δ_t A) ⊙ S_{t−1} + (Δ_t u_t) B_t, y_t = S_t C_t + D u_t (skip
+/// may be null). One thread per (sample, channel), sequential over time with
+/// its N states in shared memory; the arithmetic is Host.h's.
+template <typename Real>
+inline void selectiveScan(In<Real> u, In<Real> delta, In<Real> a, In<Real> bm,
+                          In<Real> cm, In<Real> skip, int64_t batch,
+                          int64_t length, int64_t channels, int64_t state,
+                          Real *out) {
+  const size_t perThread = 2 * size_t(state) * sizeof(Real);
+  int threads = 128;
+  while (threads > 1 && perThread * threads > detail::kMaxSharedBytes)
+    threads /= 2;
+  if (perThread * threads > detail::kMaxSharedBytes)
+    throw DeviceError("fp::cuda::selectiveScan: a state of " +
+                      std::to_string(state) + " does not fit in shared memory");
+  const int64_t blocksPerSample = (channels + threads - 1) / threads;
+  detail::launch("selectiveScan", detail::selectiveScanKernel<Real>,
+                 batch * blocksPerSample, threads, perThread * threads,
+                 detail::stream(), u, delta, a, bm, cm, skip, batch, length,
+                 channels, state, out);
+}
+
+/// Depthwise causal convolution: out[b, t, c] = bias[c] +
+/// Σ_k weight[c, k] · in[b, t − K + 1 + k, c], zero left padding (bias may
+/// be null). One thread per output element.
+template <typename Real>
+inline void causalConv(In<Real> in, In<Real> weight, In<Real> bias,
+                       int64_t batch, int64_t length, int64_t channels,
+                       int64_t width, Real *out) {
+  detail::launch("causalConv", detail::causalConvKernel<Real>,
+                 detail::blocksFor(batch * length * channels), detail::kThreads,
+                 0, detail::stream(), in, weight, bias, batch, length, channels,
+                 width, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisations over the last dimension
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+template <typename Real>
+__global__ void l2normKernel(const Real *in, int64_t rows, int64_t width,
+                             Real eps, Real *out) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const Real *x = in + r * width;
+    Real sum = 0;
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+      sum += x[j] * x[j];
+    const Real norm = MaxOp()(std::sqrt(blockReduce(sum, SumOp())), eps);
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+      out[r * width + j] = x[j] / norm;
+  }
+}
+
+template <typename Real>
+__global__ void layerNormKernel(const Real *in, const Real *weight,
+                                const Real *bias, int64_t rows, int64_t width,
+                                Real eps, Real *out) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const Real *x = in + r * width;
+    Real sum = 0;
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+      sum += x[j];
+    const Real mean = blockReduce(sum, SumOp()) / Real(width);
+    Real squares = 0;
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+      squares += (x[j] - mean) * (x[j] - mean);
+    const Real var = blockReduce(squares, SumOp()) / Real(width);
+    const Real inv = Real(1) / std::sqrt(var + eps);
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+      out[r * width + j] = (x[j] - mean) * inv * weight[j] + bias[j];
+  }
+}
+
+template <typename Real>
+__global__ void rmsNormKernel(const Real *in, const Real *weight, int64_t rows,
+                              int64_t width, Real eps, Real *out) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const Real *x = in + r * width;
+    Real sum = 0;
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+      sum += x[j] * x[j];
+    sum = blockReduce(sum, SumOp());
+    const Real inv = Real(1) / std::sqrt(sum / Real(width) + eps);
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+      out[r * width + j] = x[j] * inv * weight[j];
+  }
+}
+
+} // namespace detail
+
+/// in / max(‖in‖₂, eps) per row (PyTorch's F.normalize). One block per row.
+template <typename Real>
+inline void l2norm(In<Real> in, int64_t rows, int64_t width, Real eps,
+                   Real *out) {
+  detail::launch("l2norm", detail::l2normKernel<Real>, rows,
+                 detail::rowThreads(width), 0, detail::stream(), in, rows,
+                 width, eps, out);
+}
+
+/// (in − mean) / sqrt(var + eps) · weight + bias per row, biased variance;
+/// weight and bias are required, as in Host.h. One block per row.
+template <typename Real>
+inline void layerNorm(In<Real> in, In<Real> weight, In<Real> bias, int64_t rows,
+                      int64_t width, Real eps, Real *out) {
+  detail::launch("layerNorm", detail::layerNormKernel<Real>, rows,
+                 detail::rowThreads(width), 0, detail::stream(), in, weight,
+                 bias, rows, width, eps, out);
+}
+
+/// in / sqrt(mean(in²) + eps) · weight per row. One block per row.
+template <typename Real>
+inline void rmsNorm(In<Real> in, In<Real> weight, int64_t rows, int64_t width,
+                    Real eps, Real *out) {
+  detail::launch("rmsNorm", detail::rmsNormKernel<Real>, rows,
+                 detail::rowThreads(width), 0, detail::stream(), in, weight,
+                 rows, width, eps, out);
+}
+
+//===----------------------------------------------------------------------===//
+// The fixed-point solver (spec §3)
+//===----------------------------------------------------------------------===//
+
+namespace detail {
+
+/// Device-side counters of one solve.
+struct SolverControl {
+  int32_t steps;   // steps taken while running
+  int32_t running; // the continue rule, evaluated for the next step
+};
+
+/// The constants of one solve, resolved on the host as Host.h does.
+template <typename Real> struct SolverRule {
+  double tolerance;
+  int32_t cap, fixedIters, relaxPatience;
+  Real relaxDecay;
+  int64_t below, above; // sorted positions around the quantile's rank
+  Real weight;          // its interpolation weight
+};
+
+/// Device addresses of the state of one solve.
+template <typename Real> struct SolverState {
+  SolverControl *control;
+  Real *best, *eta;
+  Real *rho; // this step's residuals, a max over blocks; +0 between steps
+  int32_t *patience;
+  Real *sortScratch; // global sort buffer, or null for shared memory
+  unsigned long long *published;
+  uint32_t generation;
+  int64_t batch;
+  int64_t sortSize; // batch rounded up to a power of two
+};
+
+/// The word through which the device publishes a solve's progress: the
+/// solve's generation, its steps and whether it still runs.
+__host__ __device__ inline unsigned long long
+packProgress(uint32_t generation, int32_t steps, bool running) {
+  return (static_cast<unsigned long long>(generation) << 32) |
+         (static_cast<unsigned long long>(static_cast<uint32_t>(steps) << 1)) |
+         (running ? 1ull : 0ull);
+}
+
+/// max of non-negative values by their bits, which order them as numbers:
+/// exact, so the result does not depend on the order of the updates.
+__device__ inline void atomicMaxNonNegative(float *address, float value) {
+  atomicMax(reinterpret_cast<unsigned int *>(address), __float_as_uint(value));
+}
+__device__ inline void atomicMaxNonNegative(double *address, double value) {
+  atomicMax(reinterpret_cast<unsigned long long *>(address),
+            static_cast<unsigned long long>(__double_as_longlong(value)));
+}
+
+template <typename Real>
+__global__ void solverInitKernel(SolverState<Real> state, Real eta,
+                                 int32_t patience) {
+  for (int64_t b = firstThread(); b < state.batch; b += allThreads()) {
+    state.best[b] = Real(HUGE_VAL);
+    state.eta[b] = eta;
+    state.rho[b] = Real(0);
+    state.patience[b] = patience;
+  }
+  if (firstThread() == 0) {
+    state.control->steps = 0;
+    state.control->running = 1;
+  }
+}
+
+/// Residual and relaxation of one step. A block takes a chunk of tokens of
+/// one sample; a group of `group` lanes (a power of two ≤ 32) takes one
+/// token at a time: it reads y and fy once, relaxes y in place and reduces
+/// the token's max |y − fy| and max |fy| by shuffles. The block's largest
+/// token ratio goes into rho[b] by an exact atomic max.
+template <typename Real>
+__global__ void solverRelaxKernel(Real *y, const Real *fy, int64_t length,
+                                  int64_t tokenSize, int64_t tokensPerChunk,
+                                  int64_t chunks, int group,
+                                  SolverState<Real> state) {
+  if (!state.control->running)
+    return;
+  const MaxOp maxOf;
+  const int groups = int(blockDim.x) / group;
+  const int groupIndex = int(threadIdx.x) / group;
+  const int lane = int(threadIdx.x) % group;
+  for (int64_t task = blockIdx.x; task < state.batch * chunks;
+       task += gridDim.x) {
+    const int64_t b = task / chunks, first = task % chunks * tokensPerChunk;
+    const int64_t end =
+        first + tokensPerChunk < length ? first + tokensPerChunk : length;
+    const Real e = state.eta[b], keep = Real(1) - e;
+    Real worst = 0;
+    for (int64_t base = first; base < end; base += groups) {
+      const int64_t t = base + groupIndex;
+      Real diff = 0, scale = 0;
+      if (t < end) {
+        Real *yt = y + (b * length + t) * tokenSize;
+        const Real *ft = fy + (b * length + t) * tokenSize;
+        for (int64_t f = lane; f < tokenSize; f += group) {
+          const Real yv = yt[f], fv = ft[f];
+          diff = maxOf(diff, std::abs(yv - fv));
+          scale = maxOf(scale, std::abs(fv));
+          yt[f] = e * fv + keep * yv;
+        }
+      }
+      for (int offset = group / 2; offset > 0; offset /= 2) {
+        diff = maxOf(diff, __shfl_xor_sync(0xffffffffu, diff, offset));
+        scale = maxOf(scale, __shfl_xor_sync(0xffffffffu, scale, offset));
+      }
+      if (t < end)
+        worst = maxOf(worst, diff / (scale + Real(1e-8)));
+    }
+    worst = blockReduce(worst, maxOf);
+    if (threadIdx.x == 0)
+      atomicMaxNonNegative(state.rho + b, worst);
+  }
+}
+
+/// Sorts data[0, n) ascending (n a power of two) with the whole block; ends
+/// synchronised.
+template <typename Real> __device__ void bitonicSort(Real *data, int64_t n) {
+  __syncthreads();
+  for (int64_t k = 2; k <= n; k *= 2)
+    for (int64_t j = k / 2; j > 0; j /= 2) {
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const int64_t partner = i ^ j;
+        if (partner <= i)
+          continue;
+        const Real x = data[i], y = data[partner];
+        if ((i & k) == 0 ? y < x : x < y) {
+          data[i] = y;
+          data[partner] = x;
+        }
+      }
+      __syncthreads();
+    }
+}
+
+/// The bookkeeping of one step, in one block: best-so-far, patience and
+/// step-size decay per sample (Host.h's Solver::step), the step counter,
+/// and the continue rule for the next step (Host.h's shouldContinue), which
+/// it publishes to the host.
+template <typename Real>
+__global__ void solverDecideKernel(SolverRule<Real> rule,
+                                   SolverState<Real> state) {
+  SolverControl *control = state.control;
+  if (!control->running)
+    return;
+  const int32_t steps = control->steps + 1;
+  Real *sorted = state.sortScratch ? state.sortScratch
+                                   : reinterpret_cast<Real *>(sharedBytes());
+  bool moving = false;
+  for (int64_t b = threadIdx.x; b < state.batch; b += blockDim.x) {
+    const Real rho = state.rho[b], best = state.best[b];
+    state.rho[b] = Real(0);
+    const bool improved = rho < best;
+    const Real newBest = rho < best ? rho : best; // std::min(best, rho)
+    int32_t patience = improved ? rule.relaxPatience : state.patience[b] - 1;
+    Real eta = state.eta[b];
+    if (patience == 0) {
+      patience = rule.relaxPatience;
+      eta = eta * rule.relaxDecay;
+      state.eta[b] = eta;
+    }
+    state.best[b] = newBest;
+    state.patience[b] = patience;
+    moving |= eta >= Real(1e-3);
+    sorted[b] = newBest;
+  }
+  for (int64_t i = state.batch + threadIdx.x; i < state.sortSize;
+       i += blockDim.x)
+    sorted[i] = Real(HUGE_VAL);
+  moving = __syncthreads_or(moving);
+  bool running;
+  if (rule.fixedIters > 0) {
+    running = steps < rule.fixedIters;
+  } else if (!moving || steps >= rule.cap) {
+    running = false;
+  } else {
+    // The q-quantile of ρ* with linear interpolation (torch.quantile) and
+    // torch.lerp's two-sided formula.
+    bitonicSort(sorted, state.sortSize);
+    const Real lo = sorted[rule.below], hi = sorted[rule.above];
+    const Real w = rule.weight;
+    const Real quantile =
+        w < Real(0.5) ? lo + w * (hi - lo) : hi - (hi - lo) * (Real(1) - w);
+    running = double(quantile) >= rule.tolerance;
+  }
+  if (threadIdx.x == 0) {
+    control->steps = steps;
+    control->running = running ? 1 : 0;
+    volatile unsigned long long *word = state.published;
+    *word = packProgress(state.generation, steps, running);
+    __threadfence_system();
+  }
+}
+
+/// Words of mapped pinned memory through which solves publish progress,
+/// shared by the process. A released word is reused only once an event
+/// recorded after the last kernel that may write it has completed.
+class ProgressWords {
+public:
+  struct Word {
+    volatile unsigned long long *host = nullptr;
+    unsigned long long *device = nullptr;
+    cudaEvent_t released = nullptr; // null: never used
+    int eventDevice = -1;
+  };
+
+  /// Never destroyed: events of released words may be pending at exit.
+  static ProgressWords &instance() {
+    static ProgressWords *words = new ProgressWords;
+    return *words;
+  }
+
+  Word acquire() {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (size_t i = 0; i < available.size();) {
+      Word word = available[i];
+      if (word.released) {
+        cudaError_t status = cudaEventQuery(word.released);
+        if (status != cudaSuccess) {
+          (void)cudaGetLastError(); // not an error of the caller's kernels
+          if (status == cudaErrorNotReady) {
+            ++i;
+          } else { // unusable: its last writer is unknown
+            available[i] = available.back();
+            available.pop_back();
+          }
+          continue;
+        }
+      }
+      available[i] = available.back();
+      available.pop_back();
+      return word;
+    }
+    constexpr int kWordsPerAllocation = 64;
+    void *host = nullptr, *device = nullptr;
+    check(cudaHostAlloc(&host, kWordsPerAllocation * sizeof(unsigned long long),
+                        cudaHostAllocMapped | cudaHostAllocPortable),
+          "Solver (cudaHostAlloc)");
+    std::memset(host, 0, kWordsPerAllocation * sizeof(unsigned long long));
+    cudaError_t status = cudaHostGetDevicePointer(&device, host, 0);
+    if (status != cudaSuccess) {
+      (void)cudaFreeHost(host);
+      check(status, "Solver (cudaHostGetDevicePointer)");
+    }
+    auto *hostWords = static_cast<unsigned long long *>(host);
+    auto *deviceWords = static_cast<unsigned long long *>(device);
+    for (int i = 1; i < kWordsPerAllocation; ++i)
+      available.push_back({hostWords + i, deviceWords + i, nullptr, -1});
+    return {hostWords, deviceWords, nullptr, -1};
+  }
+
+  /// Returns `word` once the work queued on `stream` so far has completed.
+  /// On failure the word is dropped rather than reused too early.
+  void release(Word word, cudaStream_t stream) noexcept {
+    int device = -1;
+    if (cudaGetDevice(&device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    if (word.released && word.eventDevice != device) {
+      (void)cudaEventDestroy(word.released);
+      word.released = nullptr;
+    }
+    if (!word.released) {
+      if (cudaEventCreateWithFlags(&word.released, cudaEventDisableTiming) !=
+          cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+      }
+      word.eventDevice = device;
+    }
+    if (cudaEventRecord(word.released, stream) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    available.push_back(word);
+  }
+
+private:
+  std::mutex mutex;
+  std::vector<Word> available;
+};
+
+/// A fresh nonzero tag per solve, so that a word's value from an earlier
+/// solve is never taken for this one's.
+inline uint32_t nextGeneration() {
+  static std::atomic<uint32_t> counter{0};
+  uint32_t generation = ++counter;
+  return generation ? generation : ++counter;
+}
+
+inline size_t alignUp(size_t offset) { return (offset + 255) / 256 * 256; }
+
+/// Shared memory the continue rule may sort in; larger batches sort in
+/// global memory.
+inline constexpr size_t kMaxSortSharedBytes = 48 * 1024;
+
+inline constexpr int kDecideThreads = 512;
+/// Elements a block of the relax kernel takes per chunk, about.
+inline constexpr int64_t kRelaxChunk = 8192;
+
+} // namespace detail
+
+/// The fixed-point solver of spec §3 with Host.h's Solver API and results,
+/// its state on the device: per sample best residual ρ*, step size η and
+/// patience, and the step counter and "running" flag of the continue rule.
+///
+/// step() queues two kernels: residual and relaxation (one chunk of tokens
+/// of one sample per block), then one block of bookkeeping that also
+/// evaluates the continue rule for the next step and publishes (steps,
+/// running) to mapped pinned memory. Both do nothing once running is
+/// cleared, so steps queued after the device decided to stop are no-ops and
+/// the result is that of Host.h's sequential rule.
+///
+/// shouldContinue() never waits for the stream: it answers false once the
+/// device published a stop or the cap (or fixed_iters) steps are queued, and
+/// true while fewer than kLookahead queued steps are unobserved; otherwise
+/// it spins until the device catches up, polling the stream for errors.
+/// With fixed_iters it never looks at the device.
+template <typename Real> class Solver {
+public:
+  Solver(int64_t batch, const SolverSettings &settings, bool training,
+         const fp_solver_overrides *overrides)
+      : samples(batch), stream(detail::current.stream) {
+    if (batch < 1)
+      throw std::invalid_argument("fp::cuda::Solver: batch must be >= 1");
+    double tolerance = settings.tolerance;
+    double quantile = training ? settings.trainQuantile : 1.0;
+    int32_t cap = training ? settings.maxIterTrain : settings.maxIterEval;
+    int32_t fixedIters = 0;
+    if (overrides) {
+      if (overrides->max_iter >= 0)
+        cap = overrides->max_iter;
+      if (overrides->fixed_iters > 0)
+        fixedIters = overrides->fixed_iters;
+      if (!std::isnan(overrides->tolerance))
+        tolerance = overrides->tolerance;
+      if (!std::isnan(overrides->quantile))
+        quantile = overrides->quantile;
+    }
+    rule.tolerance = tolerance;
+    rule.cap = cap;
+    rule.fixedIters = fixedIters;
+    rule.relaxPatience = settings.relaxPatience;
+    rule.relaxDecay = Real(settings.relaxDecay);
+    // The quantile's rank, its neighbours and weight, in Real as Host.h.
+    const Real rank = Real(quantile) * Real(batch - 1);
+    const Real below = std::floor(rank), above = std::ceil(rank);
+    rule.weight = rank - below;
+    rule.below = clampIndex(below);
+    rule.above = clampIndex(above);
+    // The first step always runs; then at most the cap.
+    limit = fixedIters > 0 ? fixedIters : std::max(cap, 1);
+
+    int64_t sortSize = 1;
+    while (sortSize < batch)
+      sortSize *= 2;
+    const bool sortShared =
+        size_t(sortSize) * sizeof(Real) <= detail::kMaxSortSharedBytes;
+    sortSharedBytes = sortShared ? size_t(sortSize) * sizeof(Real) : 0;
+
+    // [control | best | eta | rho | patience | sort scratch]
+    const size_t reals = size_t(batch) * sizeof(Real);
+    const size_t bestOffset = detail::alignUp(sizeof(detail::SolverControl));
+    const size_t etaOffset = detail::alignUp(bestOffset + reals);
+    const size_t rhoOffset = detail::alignUp(etaOffset + reals);
+    const size_t patienceOffset = detail::alignUp(rhoOffset + reals);
+    const size_t sortOffset =
+        detail::alignUp(patienceOffset + size_t(batch) * sizeof(int32_t));
+    const size_t bytes =
+        sortOffset + (sortShared ? 0 : size_t(sortSize) * sizeof(Real));
+
+    cudaError_t status = cudaMallocAsync(&memory, bytes, stream);
+    if (status == cudaErrorNotSupported) { // no stream-ordered allocator
+      (void)cudaGetLastError();
+      pooled = false;
+      status = cudaMalloc(&memory, bytes);
+    }
+    detail::check(status, "Solver (allocating its state)");
+    try {
+      word = detail::ProgressWords::instance().acquire();
+      char *base = static_cast<char *>(memory);
+      state.control = reinterpret_cast<detail::SolverControl *>(base);
+      state.best = reinterpret_cast<Real *>(base + bestOffset);
+      state.eta = reinterpret_cast<Real *>(base + etaOffset);
+      state.rho = reinterpret_cast<Real *>(base + rhoOffset);
+      state.patience = reinterpret_cast<int32_t *>(base + patienceOffset);
+      state.sortScratch =
+          sortShared ? nullptr : reinterpret_cast<Real *>(base + sortOffset);
+      state.published = word.device;
+      state.generation = generation = detail::nextGeneration();
+      state.batch = batch;
+      state.sortSize = sortSize;
+      detail::launch("Solver (init)", detail::solverInitKernel<Real>,
+                     detail::blocksFor(batch), detail::kThreads, 0, stream,
+                     state, Real(settings.relaxStart), settings.relaxPatience);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  Solver(const Solver &) = delete;
+  Solver &operator=(const Solver &) = delete;
+  ~Solver() { release(); }
+
+  /// Checked before every step: the first step always runs; then some
+  /// quantile of ρ* is at least the tolerance, some η ≥ 1e-3, and the cap
+  /// is not reached (as the device last decided).
+  bool shouldContinue() {
+    if (launched >= limit)
+      return false;
+    if (rule.fixedIters > 0 || launched == 0)
+      return true;
+    return waitFor([&](const Progress &p) {
+             return !p.running || launched - p.steps < kLookahead;
+           })
+        .running;
+  }
+
+  /// One step after the body computed fy = f(y): residuals, y ← η fy +
+  /// (1 − η) y in place, then best-so-far, patience and step-size decay.
+  /// `y` and `fy` are [B, T, F] with `tokenSize` = F elements per token.
+  void step(Real *y, In<Real> fy, int64_t length, int64_t tokenSize) {
+    if (length > 0 && tokenSize > 0) {
+      int group = 1;
+      while (group < 32 && group < tokenSize)
+        group *= 2;
+      const int64_t tokensPerChunk = std::min(
+          length, std::max<int64_t>(1, detail::kRelaxChunk / tokenSize));
+      const int64_t chunks = (length + tokensPerChunk - 1) / tokensPerChunk;
+      detail::launch("Solver::step (relax)", detail::solverRelaxKernel<Real>,
+                     samples * chunks, detail::kThreads, 0, stream, y, fy,
+                     length, tokenSize, tokensPerChunk, chunks, group, state);
+    }
+    detail::launch("Solver::step (decide)", detail::solverDecideKernel<Real>, 1,
+                   detail::kDecideThreads, sortSharedBytes, stream, rule,
+                   state);
+    ++launched;
+  }
+
+  /// Writes the statistics of the finished solve: per sample steps + 1
+  /// (the differentiable step counts, spec §3.6) and ρ*. Waits for the
+  /// stream once; nothing without stats.
+  void report(fp_solver_stats *stats) const {
+    if (!stats)
+      return;
+    detail::SolverControl control = {};
+    std::vector<Real> best(stats->residuals ? size_t(samples) : 0);
+    detail::check(cudaMemcpyAsync(&control, state.control, sizeof control,
+                                  cudaMemcpyDeviceToHost, stream),
+                  "Solver::report");
+    if (stats->residuals)
+      detail::check(cudaMemcpyAsync(best.data(), state.best,
+                                    best.size() * sizeof(Real),
+                                    cudaMemcpyDeviceToHost, stream),
+                    "Solver::report");
+    detail::check(cudaStreamSynchronize(stream), "Solver::report");
+    stats->steps = control.steps;
+    for (int64_t b = 0; b < samples; ++b) {
+      if (stats->iterations)
+        stats->iterations[b] = control.steps + 1;
+      if (stats->residuals)
+        stats->residuals[b] = float(best[b]);
+    }
+  }
+
+  /// Steps taken; waits (without a blocking CUDA call) until the device has
+  /// processed the queued ones.
+  int32_t numSteps() const {
+    if (launched == 0)
+      return 0;
+    return waitFor([&](const Progress &p) {
+             return !p.running || p.steps >= launched;
+           })
+        .steps;
+  }
+
+private:
+  /// Steps the host may queue ahead of what it has seen the device decide.
+  static constexpr int32_t kLookahead = 4;
+
+  struct Progress {
+    int32_t steps;
+    bool running;
+  };
+
+  /// What the device last published for this solve.
+  Progress progress() const {
+    const unsigned long long value = *word.host;
+    if (uint32_t(value >> 32) != generation)
+      return {0, true}; // no step decided yet
+    return {int32_t(uint32_t(value) >> 1), (value & 1) != 0};
+  }
+
+  /// Spins until `done(progress())`. Every so often it asks the stream,
+  /// without waiting, whether it failed or went idle without publishing.
+  template <typename Done> Progress waitFor(const Done &done) const {
+    for (uint32_t spins = 1;; ++spins) {
+      Progress p = progress();
+      if (done(p))
+        return p;
+      if (spins % 1024 == 0) {
+        cudaError_t status = cudaStreamQuery(stream);
+        if (status == cudaErrorNotReady) {
+          (void)cudaGetLastError();
+        } else if (status == cudaSuccess) {
+          p = progress();
+          if (done(p))
+            return p;
+          throw DeviceError("fp::cuda::Solver: the stream is idle but the "
+                            "solver's progress was not published");
+        } else {
+          detail::check(status, "Solver (waiting for the device)");
+        }
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  int64_t clampIndex(Real position) const {
+    if (!(position >= Real(0)))
+      return 0;
+    return position >= Real(samples - 1) ? samples - 1 : int64_t(position);
+  }
+
+  /// Frees the state and returns the progress word, ordered after the
+  /// queued steps; never throws.
+  void release() noexcept {
+    if (memory) {
+      cudaError_t status =
+          pooled ? cudaFreeAsync(memory, stream) : cudaFree(memory);
+      if (status != cudaSuccess)
+        (void)cudaGetLastError();
+      memory = nullptr;
+    }
+    if (word.host) {
+      detail::ProgressWords::instance().release(word, stream);
+      word = {};
+    }
+  }
+
+  int64_t samples;
+  cudaStream_t stream;
+  detail::SolverRule<Real> rule = {};
+  detail::SolverState<Real> state = {};
+  detail::ProgressWords::Word word;
+  uint32_t generation = 0;
+  void *memory = nullptr;
+  bool pooled = true;
+  size_t sortSharedBytes = 0;
+  int32_t limit = 1, launched = 0;
+};
+
+} // namespace fp::cuda
+
+#endif // FP_RUNTIME_KERNELS_DEVICE_CUH
