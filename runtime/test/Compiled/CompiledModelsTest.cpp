@@ -9,7 +9,10 @@
 //
 // * with 3 solver steps on both sides (the per-step math, free of the
 //   amplification of long solves): max|compiled − reference| /
-//   max|reference| ≤ 1e-5 (f32), ≤ 1e-10 (f64);
+//   max|reference| ≤ 1e-5 (f32), ≤ 1e-10 (f64), or, for a sample on which
+//   the map is so ill-conditioned that rounding alone moves the reference
+//   past that within 3 steps, within 30× that movement (the sensitivity
+//   below);
 // * with the compiled stop rule: the same per-sample iteration counts, and
 //   the same bounds, except where the solve itself amplifies rounding past
 //   them. A slowly contracting map (tens to hundreds of steps at random
@@ -247,9 +250,19 @@ TEST_P(CompiledModels, ForwardMatchesTheReference) {
       torch::Tensor actual = compiled.forward(x);
       ASSERT_TRUE(allFinite(expected) && allFinite(actual));
       double difference = relativeDifference(actual, expected);
-      EXPECT_LE(difference, tolerance) << "after 3 solver steps";
       std::cout << "[ compare  ] " << what << ", 3 steps: relative difference "
                 << difference << std::endl;
+      if (difference > tolerance) {
+        // An ill-conditioned map (a norm of a nearly vanishing vector, say)
+        // can amplify rounding past the tolerance within 3 steps.
+        double scale = sensitivity(config, reference, x, expected, 3, training);
+        std::cout << "[ compare  ] " << what << ", 3 steps: the reference's "
+                  << "sensitivity to one rounding is " << scale << std::endl;
+        EXPECT_LE(difference, 30 * scale)
+            << "after 3 solver steps the compiled forward differs from the "
+               "reference by more than the tolerance "
+            << tolerance << " and than rounding explains";
+      }
 
       // The compiled stop rule; a smaller cap where the reference diverges.
       SolveMode natural;
