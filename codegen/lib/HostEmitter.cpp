@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fp/Codegen/HostEmitter.h"
+#include "fp/Codegen/KernelEmitter.h"
 
 #include "fp/Codegen/CodeWriter.h"
 #include "fp/Codegen/LayerPlan.h"
@@ -32,40 +33,12 @@ using namespace mlir;
 using namespace mlir::fp;
 using namespace mlir::fp::codegen;
 
-/// A C++ literal for a floating-point constant, exact for doubles.
-static std::string realLiteral(double value) {
-  if (std::isnan(value))
-    return "std::numeric_limits<Real>::quiet_NaN()";
-  if (std::isinf(value))
-    return value > 0 ? "std::numeric_limits<Real>::infinity()"
-                     : "-std::numeric_limits<Real>::infinity()";
-  std::string text;
-  llvm::raw_string_ostream(text) << llvm::format("%.17g", value);
-  if (text.find_first_of(".en") == std::string::npos)
-    text += ".0";
-  return "Real(" + text + ")";
-}
-
 /// A C++ identifier fragment for a symbol name.
 static std::string identifier(StringRef name) {
   std::string out;
   for (char c : name)
     out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return out;
-}
-
-static std::string locationComment(Location loc) {
-  if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return llvm::formatv("{0}:{1}:{2}",
-                         llvm::sys::path::filename(file.getFilename()),
-                         file.getLine(), file.getColumn());
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return locationComment(name.getChildLoc());
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (std::string text = locationComment(inner); !text.empty())
-        return text;
-  return "";
 }
 
 namespace {
@@ -85,6 +58,8 @@ private:
   llvm::DenseMap<Value, std::string> indices;
   /// Expressions for scalar float values.
   llvm::DenseMap<Value, std::string> scalars;
+  /// The emitted function object of every fp.kernel.
+  llvm::DenseMap<Operation *, KernelLaunch> kernels;
   int64_t nextId = 0;
 
   std::string name(Value value) const;
@@ -136,6 +111,19 @@ std::string LayerEmitter::shapeLiteral(const Shape &s) const {
 }
 
 LogicalResult LayerEmitter::emitForward(StringRef signature) {
+  // The kernels' function objects first, at namespace scope.
+  WalkResult walk = plan.layer.walk([&](KernelOp kernel) {
+    FailureOr<KernelLaunch> launch =
+        emitKernelFunctor(w, kernel, "Kernel" + std::to_string(kernels.size()));
+    if (failed(launch))
+      return WalkResult::interrupt();
+    kernels[kernel] = std::move(*launch);
+    w.blank();
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+
   w.text("template <typename Real>");
   auto fn = w.block("{0}", signature);
   w.text("kernels::Scope scope(args.stream);");
@@ -334,6 +322,23 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
                it->second);
         return success();
       })
+      .Case([&](KernelOp kernel) {
+        const KernelLaunch &launch = kernels.find(kernel)->second;
+        SmallVector<std::string> fields;
+        for (Value input : kernel.getInputs())
+          fields.push_back(name(input));
+        for (Value result : kernel.getResults())
+          fields.push_back(name(result));
+        std::string functor = llvm::formatv("{0}<Real>{{{1}}", launch.name,
+                                            llvm::join(fields, ", "));
+        if (launch.sequential)
+          w.line("kernels::forEachSample<Real>(B, T, {0}, {1}, {2}, {3});",
+                 launch.scratch, launch.state, launch.cost, functor);
+        else
+          w.line("kernels::forEachToken<Real>(B * T, {0}, {1}, {2});",
+                 launch.scratch, launch.cost, functor);
+        return success();
+      })
       .Case([&](FixedPointOp loop) { return emitFixedPoint(loop); })
       .Case([&](func::ReturnOp ret) {
         Value result = ret.getOperand(0);
@@ -406,23 +411,7 @@ LogicalResult LayerEmitter::emitElementwise(Operation *op) {
   Value result = op->getResult(0);
   if (!isa<RankedTensorType>(result.getType()))
     return op->emitOpError("cannot emit a scalar operation");
-  StringRef functor = llvm::TypeSwitch<Operation *, StringRef>(op)
-                          .Case([](arith::AddFOp) { return "Add"; })
-                          .Case([](arith::SubFOp) { return "Sub"; })
-                          .Case([](arith::MulFOp) { return "Mul"; })
-                          .Case([](arith::DivFOp) { return "Div"; })
-                          .Case([](arith::MaximumFOp) { return "Max"; })
-                          .Case([](arith::MinimumFOp) { return "Min"; })
-                          .Case([](arith::NegFOp) { return "Neg"; })
-                          .Case([](math::ExpOp) { return "Exp"; })
-                          .Case([](math::LogOp) { return "Log"; })
-                          .Case([](math::SqrtOp) { return "Sqrt"; })
-                          .Case([](math::TanhOp) { return "Tanh"; })
-                          .Case([](math::AbsFOp) { return "Abs"; })
-                          .Case([](SiluOp) { return "Silu"; })
-                          .Case([](SigmoidOp) { return "Sigmoid"; })
-                          .Case([](SoftplusOp) { return "Softplus"; })
-                          .Default([](Operation *) { return StringRef(); });
+  StringRef functor = elementwiseFunctor(op);
   if (functor.empty())
     return op->emitOpError("cannot emit this elementwise operation for the "
                            "host");

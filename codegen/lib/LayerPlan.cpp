@@ -244,6 +244,9 @@ LogicalResult LayerPlan::assignStorage() {
           setStorage(result, {Storage::Buffer});
           buffered.push_back(result);
         }
+        // A kernel's intermediate values live in its own scratch memory.
+        if (isa<KernelOp>(op))
+          return WalkResult::skip();
         return WalkResult::advance();
       });
   if (walk.wasInterrupted())

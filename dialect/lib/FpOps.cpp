@@ -208,6 +208,87 @@ LogicalResult FixedPointOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+YieldOp KernelOp::getYield() {
+  return cast<YieldOp>(getBodyBlock()->getTerminator());
+}
+
+bool KernelOp::isSequential() {
+  return llvm::any_of(getBodyBlock()->getOperations(), [](Operation &op) {
+    return isa<ScanOp, SelectiveScanOp>(op);
+  });
+}
+
+/// kernel-op ::= `fp.kernel` `(` assignment-list `)` `:` function-type
+///               attr-dict-with-keyword region
+ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::Argument> regionArgs;
+  SmallVector<OpAsmParser::UnresolvedOperand> inputs;
+  FunctionType type;
+  SMLoc inputsLoc = parser.getCurrentLocation();
+  if (parser.parseAssignmentList(regionArgs, inputs) || parser.parseColon() ||
+      parser.parseType(type))
+    return failure();
+  if (regionArgs.size() != type.getNumInputs())
+    return parser.emitError(inputsLoc)
+           << "expected " << regionArgs.size()
+           << " input types, one per kernel argument, got "
+           << type.getNumInputs();
+  for (auto [arg, argType] : llvm::zip_equal(regionArgs, type.getInputs()))
+    arg.type = argType;
+  if (parser.resolveOperands(inputs, type.getInputs(), inputsLoc,
+                             result.operands) ||
+      parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, regionArgs))
+    return failure();
+  KernelOp::ensureTerminator(*body, parser.getBuilder(), result.location);
+  result.addTypes(type.getResults());
+  return success();
+}
+
+void KernelOp::print(OpAsmPrinter &p) {
+  p << " (";
+  llvm::interleaveComma(
+      llvm::zip_equal(getBodyBlock()->getArguments(), getInputs()), p,
+      [&](auto pair) { p << std::get<0>(pair) << " = " << std::get<1>(pair); });
+  p << ") : ";
+  p.printFunctionalType(getInputs().getTypes(), getResults().getTypes());
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs());
+  p << ' ';
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/true);
+}
+
+LogicalResult KernelOp::verify() {
+  if (getResults().empty())
+    return emitOpError("expects at least one result");
+  Block *block = getBodyBlock();
+  if (block->getNumArguments() != getInputs().size())
+    return emitOpError("expects the body to take ")
+           << getInputs().size() << " argument(s), one per input, got "
+           << block->getNumArguments();
+  for (auto [index, arg, input] :
+       llvm::enumerate(block->getArguments(), getInputs()))
+    if (arg.getType() != input.getType())
+      return emitOpError("expects body argument #")
+             << index << " to have type " << input.getType() << ", got "
+             << arg.getType();
+  for (Operation &op : block->without_terminator())
+    if (op.getNumRegions() != 0)
+      return op.emitOpError("cannot be part of a kernel: kernels hold no "
+                            "nested regions");
+  for (auto scan : block->getOps<ScanOp>())
+    if (scan.getReverse())
+      return scan.emitOpError("cannot be part of a kernel: kernels run "
+                              "forward in time");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // YieldOp
 //===----------------------------------------------------------------------===//
 
@@ -215,6 +296,20 @@ LogicalResult FixedPointOp::verify() {
 // verifier of FixedPointOp, so these messages come before the generic
 // control-flow-edge checks of RegionBranchOpInterface.
 LogicalResult YieldOp::verify() {
+  if (auto kernel = dyn_cast<KernelOp>((*this)->getParentOp())) {
+    if (getValues().size() != kernel.getResults().size())
+      return emitOpError("expects ")
+             << kernel.getResults().size()
+             << " yielded value(s), one per kernel result, got "
+             << getValues().size();
+    for (auto [index, value, result] :
+         llvm::enumerate(getValues(), kernel.getResults()))
+      if (value.getType() != result.getType())
+        return emitOpError("expects yielded value #")
+               << index << " to have type " << result.getType() << ", got "
+               << value.getType();
+    return success();
+  }
   auto loop = cast<FixedPointOp>((*this)->getParentOp());
   if (getValues().size() != loop.getInits().size())
     return emitOpError("expects ")

@@ -29,11 +29,19 @@ void mlir::fp::addHoisting(OpPassManager &pm) {
   func.addPass(createCSEPass());
 }
 
+void mlir::fp::addFusion(OpPassManager &pm) {
+  OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(createFpFuseMixScan());
+  func.addPass(createCSEPass());
+}
+
 void mlir::fp::buildFpPipeline(OpPassManager &pm,
                                const FpPipelineOptions &options) {
   addFrontendCleanup(pm);
   if (options.hoist)
     addHoisting(pm);
+  if (options.fuse)
+    addFusion(pm);
 }
 
 void mlir::fp::registerFpPipeline() {

@@ -82,3 +82,17 @@ module {
     return %r : tensor<?x?x4xf32>
   }
 }
+
+// -----
+
+module {
+  func.func @gemm_in_kernel(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer} {
+    %w = fp.param "w" init <ones> : tensor<4x4xf32>
+    %k = fp.kernel (%a = %u, %b = %w) : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32> {
+      // expected-error @+1 {{cannot emit this operation in a kernel}}
+      %l = fp.linear %a, %b : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
+      fp.yield %l : tensor<?x?x4xf32>
+    }
+    return %k : tensor<?x?x4xf32>
+  }
+}

@@ -305,7 +305,7 @@ func.func @fixed_point_iterate_rank(%x: tensor<8xf32>) {
 // -----
 
 func.func @yield_outside_fixed_point() {
-  // expected-error @below {{'fp.yield' op expects parent op 'fp.fixed_point'}}
+  // expected-error @below {{'fp.yield' op expects parent op to be one of 'fp.fixed_point, fp.kernel'}}
   fp.yield
   return
 }
@@ -883,5 +883,60 @@ func.func @triu_not_square(%t: tensor<?x?x36xf32>) {
 func.func @triu_packed_count(%t: tensor<?x?x36xf32>) {
   // expected-error @below {{'fp.triu' op expects 28 packed entries for 7x7 upper-triangular matrices, got 36}}
   %0 = fp.triu %t : tensor<?x?x36xf32> -> tensor<?x?x7x7xf32>
+  return
+}
+
+// -----
+
+func.func @kernel_yield_count(%x: tensor<?x?x8xf32>) {
+  %k = fp.kernel (%a = %x) : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    %s = fp.silu %a : tensor<?x?x8xf32>
+    // expected-error @below {{'fp.yield' op expects 1 yielded value(s), one per kernel result, got 2}}
+    fp.yield %s, %s : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @kernel_yield_type(%x: tensor<?x?x8xf32>) {
+  %k = fp.kernel (%a = %x) : (tensor<?x?x8xf32>) -> tensor<?x?x4xf32> {
+    %s = fp.silu %a : tensor<?x?x8xf32>
+    // expected-error @below {{'fp.yield' op expects yielded value #0 to have type 'tensor<?x?x4xf32>', got 'tensor<?x?x8xf32>'}}
+    fp.yield %s : tensor<?x?x8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @kernel_isolated(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>) {
+  // expected-note @below {{required by region isolation constraints}}
+  %k = fp.kernel (%a = %x) : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    // expected-error @below {{using value defined outside the region}}
+    %s = arith.addf %a, %y : tensor<?x?x8xf32>
+    fp.yield %s : tensor<?x?x8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @kernel_reverse_scan(%x: tensor<?x?x8xf32>) {
+  %k = fp.kernel (%a = %x) : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    // expected-error @below {{'fp.scan' op cannot be part of a kernel: kernels run forward in time}}
+    %h = fp.scan reverse %a, %a : tensor<?x?x8xf32>
+    fp.yield %h : tensor<?x?x8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @kernel_no_results(%x: tensor<?x?x8xf32>) {
+  // expected-error @below {{'fp.kernel' op expects at least one result}}
+  fp.kernel (%a = %x) : (tensor<?x?x8xf32>) -> () {
+    fp.yield
+  }
   return
 }

@@ -171,3 +171,20 @@ func.func @shape_ops(%x: tensor<?x?x8xf32>, %s: tensor<?x?xf32>,
   %9 = fp.triu %t : tensor<?x?x36xf32> -> tensor<?x?x8x8xf32>
   return
 }
+
+// CHECK-LABEL: func.func @kernel
+func.func @kernel(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>) -> (tensor<?x?x8xf32>, tensor<?x?xf32>) {
+  // CHECK: %[[K:.*]]:2 = fp.kernel (%[[A:.*]] = %{{.*}}, %[[G:.*]] = %{{.*}}) : (tensor<?x?x8xf32>, tensor<8xf32>) -> (tensor<?x?x8xf32>, tensor<?x?xf32>) {
+  // CHECK:   %[[S:.*]] = fp.silu %[[A]] : tensor<?x?x8xf32>
+  // CHECK:   %[[N:.*]] = fp.rms_norm %[[S]], %[[G]] eps 1.000000e-05 : tensor<?x?x8xf32>, tensor<8xf32>
+  // CHECK:   %[[R:.*]] = fp.reduce_sum %[[N]] dims [2] : tensor<?x?x8xf32> -> tensor<?x?xf32>
+  // CHECK:   fp.yield %[[N]], %[[R]] : tensor<?x?x8xf32>, tensor<?x?xf32>
+  // CHECK: }
+  %k:2 = fp.kernel (%a = %x, %w = %g) : (tensor<?x?x8xf32>, tensor<8xf32>) -> (tensor<?x?x8xf32>, tensor<?x?xf32>) {
+    %s = fp.silu %a : tensor<?x?x8xf32>
+    %n = fp.rms_norm %s, %w eps 1.0e-05 : tensor<?x?x8xf32>, tensor<8xf32>
+    %r = fp.reduce_sum %n dims [2] : tensor<?x?x8xf32> -> tensor<?x?xf32>
+    fp.yield %n, %r : tensor<?x?x8xf32>, tensor<?x?xf32>
+  }
+  return %k#0, %k#1 : tensor<?x?x8xf32>, tensor<?x?xf32>
+}

@@ -119,6 +119,10 @@ cl::opt<std::string> cacheDir(
     cl::desc("Where compiled libraries are cached (default: $FPC_CACHE_DIR, "
              "else $XDG_CACHE_HOME/fpc, else ~/.cache/fpc)"),
     cl::value_desc("dir"), cl::cat(fpcCategory));
+cl::opt<bool> noFuse("no-fuse",
+                     cl::desc("Run every per-token op and scan as a kernel of "
+                              "its own (skip fp-fuse-mix-scan)"),
+                     cl::cat(fpcCategory));
 cl::opt<bool> noCache("no-cache", cl::desc("Always run the host compiler"),
                       cl::cat(fpcCategory));
 cl::opt<bool> verbose("v", cl::desc("Print the host compiler command"),
@@ -347,8 +351,9 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
       hash.update(feature);
   }
   SmallVector<StringRef> headers = {
-      "fp/Runtime/Kernels/Common.h", "fp/Runtime/Kernels/Host.h",
-      "fp/Runtime/Kernels/HostEntry.h", "fp/Runtime/ModelABI.h"};
+      "fp/Runtime/Kernels/Common.h", "fp/Runtime/Kernels/Fused.h",
+      "fp/Runtime/Kernels/Host.h", "fp/Runtime/Kernels/HostEntry.h",
+      "fp/Runtime/ModelABI.h"};
   if (nvccProgram)
     headers.push_back("fp/Runtime/Kernels/Device.cuh");
   for (StringRef header : headers) {
@@ -514,6 +519,7 @@ int main(int argc, char **argv) {
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
   fp::FpPipelineOptions pipelineOptions;
+  pipelineOptions.fuse = !noFuse;
   fp::buildFpPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return 1;

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <tuple>
+#include <vector>
 
 namespace {
 
@@ -225,6 +227,151 @@ TEST(HostKernels, BroadcastPlacesEveryElement) {
               << ", " << l << "]";
         }
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Fused building blocks (Fused.h) against the unfused kernels
+//===----------------------------------------------------------------------===//
+
+/// Fresh inputs in [-2, 2).
+std::vector<double> randomValues(std::mt19937_64 &rng, int64_t n) {
+  std::uniform_real_distribution<double> uniform(-2.0, 2.0);
+  std::vector<double> values(n);
+  for (double &v : values)
+    v = uniform(rng);
+  return values;
+}
+
+// With the host's one-thread team every fused function computes each
+// element in the unfused kernel's order, so the results are identical: a
+// kernel fused by fp-fuse-mix-scan computes what the ops did one by one.
+TEST(HostKernels, FusedRowFunctionsEqualTheUnfusedKernels) {
+  std::mt19937_64 rng(freshSeed());
+  const int64_t rows = 6, width = 24;
+  std::vector<double> x = randomValues(rng, rows * width);
+  std::vector<double> w = randomValues(rng, width),
+                      b = randomValues(rng, width);
+  std::vector<double> whole(rows * width), fused(rows * width);
+  fp::fused::SerialTeam team;
+  auto perRow = [&](auto fn) {
+    for (int64_t r = 0; r < rows; ++r)
+      fn(r);
+  };
+
+  fp::host::l2norm(x.data(), rows, width, 1e-12, whole.data());
+  perRow([&](int64_t r) {
+    fp::fused::l2norm(team, x.data() + r * width, 1, width, 1e-12,
+                      fused.data() + r * width);
+  });
+  EXPECT_EQ(whole, fused) << "l2norm";
+
+  fp::host::layerNorm(x.data(), w.data(), b.data(), rows, width, 1e-5,
+                      whole.data());
+  // Two rows per token.
+  for (int64_t r = 0; r < rows; r += 2)
+    fp::fused::layerNorm(team, x.data() + r * width, w.data(), b.data(), 2,
+                         width, 1e-5, fused.data() + r * width);
+  EXPECT_EQ(whole, fused) << "layerNorm";
+
+  fp::host::rmsNorm(x.data(), w.data(), rows, width, 1e-5, whole.data());
+  perRow([&](int64_t r) {
+    fp::fused::rmsNorm(team, x.data() + r * width, w.data(), 1, width, 1e-5,
+                       fused.data() + r * width);
+  });
+  EXPECT_EQ(whole, fused) << "rmsNorm";
+
+  std::vector<double> sums(rows), fusedSums(rows);
+  fp::host::sumRows(x.data(), rows, width, sums.data());
+  perRow([&](int64_t r) {
+    fp::fused::sumRows(team, x.data() + r * width, 1, width,
+                       fusedSums.data() + r);
+  });
+  EXPECT_EQ(sums, fusedSums) << "sumRows";
+
+  // Per token two 3x4 by 4x3 products (width 24 = 2 · 12).
+  std::vector<double> products(rows * 18), fusedProducts(rows * 18);
+  fp::host::matmul(x.data(), x.data(), rows * 2, 3, 3, 4, false, true,
+                   products.data());
+  perRow([&](int64_t r) {
+    fp::fused::matmul(team, x.data() + r * width, x.data() + r * width, 2, 3, 3,
+                      4, false, true, fusedProducts.data() + r * 18);
+  });
+  EXPECT_EQ(products, fusedProducts) << "matmul";
+
+  // 21 packed entries per token: a 6x6 upper triangle (first 21 columns).
+  std::vector<double> packed(rows * 21), triangles(rows * 36),
+      fusedTriangles(rows * 36);
+  fp::host::sliceColumns(x.data(), rows, width, 0, 21, packed.data());
+  fp::host::triu(packed.data(), rows, 6, triangles.data());
+  perRow([&](int64_t r) {
+    std::vector<double> token(21);
+    fp::fused::slice(team, x.data() + r * width, 1, width, 0, 21, token.data());
+    fp::fused::triu(team, token.data(), 1, 6, fusedTriangles.data() + r * 36);
+  });
+  EXPECT_EQ(triangles, fusedTriangles) << "slice + triu";
+
+  // A parameter of 4 broadcast to 6x4 per token (trailing), and 6 per-token
+  // values to 6x4 (leading).
+  fp::host::Shape out{3, {rows, 6, 4}};
+  const int trailing[] = {2}, leading[] = {0, 1};
+  std::vector<double> spread(rows * 24), fusedSpread(rows * 24);
+  for (const auto &[dims, inRank, perToken] :
+       {std::tuple{trailing, 1, false}, std::tuple{leading, 2, true}}) {
+    fp::host::broadcast(x.data(), out, dims, inRank, spread.data());
+    const int64_t tokenExtents[] = {6, 4};
+    perRow([&](int64_t r) {
+      const int tokenDims[] = {perToken ? 0 : 1};
+      fp::fused::broadcast(team, x.data() + (perToken ? r * 6 : 0), 2,
+                           tokenExtents, tokenDims, 1,
+                           fusedSpread.data() + r * 24);
+    });
+    EXPECT_EQ(spread, fusedSpread) << "broadcast, per token " << perToken;
+  }
+}
+
+TEST(HostKernels, FusedScanStepsEqualTheUnfusedScans) {
+  std::mt19937_64 rng(freshSeed());
+  const int64_t batch = 3, length = 5, channels = 70, state = 4;
+  const int64_t tokens = batch * length;
+  std::vector<double> u = randomValues(rng, tokens * channels);
+  std::vector<double> delta = randomValues(rng, tokens * channels);
+  for (double &d : delta)
+    d = std::fabs(d) / 4;
+  std::vector<double> a = randomValues(rng, channels * state);
+  std::vector<double> bm = randomValues(rng, tokens * state);
+  std::vector<double> cm = randomValues(rng, tokens * state);
+  std::vector<double> skip = randomValues(rng, channels);
+
+  std::vector<double> whole(tokens * channels), fused(tokens * channels);
+  fp::host::selectiveScan(u.data(), delta.data(), a.data(), bm.data(),
+                          cm.data(), skip.data(), batch, length, channels,
+                          state, whole.data());
+  fp::fused::SerialTeam team;
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<double> st(2 * state * channels, 0.0);
+    for (int64_t t = 0; t < length; ++t) {
+      int64_t row = b * length + t;
+      fp::fused::selectiveScanStep(
+          team, t == 0, st.data(), u.data() + row * channels,
+          delta.data() + row * channels, a.data(), bm.data() + row * state,
+          cm.data() + row * state, skip.data(), channels, state,
+          fused.data() + row * channels);
+    }
+  }
+  EXPECT_EQ(whole, fused) << "selective scan";
+
+  fp::host::scan(delta.data(), u.data(), batch, length, channels, false,
+                 whole.data());
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<double> h(channels, 0.0);
+    for (int64_t t = 0; t < length; ++t) {
+      int64_t row = b * length + t;
+      fp::fused::scanStep(team, h.data(), delta.data() + row * channels,
+                          u.data() + row * channels, channels,
+                          fused.data() + row * channels);
+    }
+  }
+  EXPECT_EQ(whole, fused) << "scan";
 }
 
 } // namespace

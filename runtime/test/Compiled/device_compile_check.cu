@@ -13,6 +13,44 @@ namespace kernels = fp::cuda;
 
 namespace {
 
+/// A kernel function object that calls every Fused.h building block, as
+/// fpc's fp.kernel functors do.
+template <typename Real> struct AllFused {
+  const Real *in;
+  Real *out;
+
+  template <typename Team>
+  FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step,
+                                 Real *scratch, Real *state) const {
+    const Real *x = in + row * 16;
+    Real *y = out + row * 16;
+    fp::fused::unary(team, kernels::Silu(), 16, x, scratch);
+    fp::fused::binary(team, kernels::Mul(), 16, x, scratch, y);
+    fp::fused::copy(team, 16, x, y);
+    fp::fused::fill(team, 16, x[0], y);
+    fp::fused::slice(team, x, 2, 8, 2, 4, y);
+    fp::fused::insert(team, x, 2, 4, 2, 8, y);
+    const int64_t extents[] = {4, 4};
+    const int dims[] = {1};
+    fp::fused::broadcast(team, x, 2, extents, dims, 1, y);
+    fp::fused::triu(team, x, 1, 4, y);
+    fp::fused::sumRows(team, x, 2, 8, y);
+    const bool reduced[] = {true, false};
+    fp::fused::reduce(team, x, 2, extents, reduced, true, y);
+    fp::fused::reduce(team, x, 2, extents, reduced, false, y);
+    fp::fused::l2norm(team, x, 2, 8, Real(1e-12), y);
+    fp::fused::layerNorm(team, x, in, in, 2, 8, Real(1e-5), y);
+    fp::fused::rmsNorm(team, x, in, 2, 8, Real(1e-5), y);
+    fp::fused::matmul(team, x, x, 1, 4, 4, 4, false, true, y);
+    fp::fused::scanStep(team, state, x, x, 16, y);
+    fp::fused::selectiveScanStep(team, step == 0, state, x, x, in, x, x, in, 16,
+                                 4, y);
+    fp::fused::selectiveScanStep(team, step == 0, state, x, x, in, x, x,
+                                 static_cast<const Real *>(nullptr), 16, 4, y);
+    team.sync();
+  }
+};
+
 template <typename Real>
 void instantiateAll(Real *buffer, const fp_forward_args &args) {
   kernels::Scope scope(args.stream);
@@ -65,6 +103,9 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   kernels::selectiveScan(in, in, in, in, in, nullptr, B, T, 16, 4, out);
   kernels::causalConv(in, in, in, B, T, 16, 4, out);
   kernels::causalConv(in, in, nullptr, B, T, 16, 4, out);
+
+  kernels::forEachToken<Real>(B * T, 16, 16, AllFused<Real>{in, out});
+  kernels::forEachSample<Real>(B, T, 16, 128, 16, AllFused<Real>{in, out});
 
   kernels::l2norm(in, B * T, 16, Real(1e-12), out);
   kernels::layerNorm(in, in, in, B * T, 16, Real(1e-5), out);

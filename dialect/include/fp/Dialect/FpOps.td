@@ -146,11 +146,14 @@ def FP_FixedPointOp : FP_Op<"fixed_point", [
 }
 
 def FP_YieldOp : FP_Op<"yield", [
-    Pure, ReturnLike, Terminator, HasParent<"FixedPointOp">]> {
-  let summary = "yield the next iterates of a fixed-point body";
+    Pure, ReturnLike, Terminator,
+    ParentOneOf<["FixedPointOp", "KernelOp"]>]> {
+  let summary = "yield the next iterates of a fixed-point body, or the "
+                "results of a kernel";
   let description = [{
     Terminates the body of `fp.fixed_point`, yielding `f(y)` for each
-    iterate `y`, in the order of the iteration arguments.
+    iterate `y`, in the order of the iteration arguments; or the body of
+    `fp.kernel`, yielding its results in order.
 
     ```mlir
     fp.yield %next : tensor<?x?x64xf32>
@@ -160,6 +163,57 @@ def FP_YieldOp : FP_Op<"yield", [
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
   let hasVerifier = 1;
   let builders = [OpBuilder<(ins), [{ /* nothing to build */ }]>];
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+def FP_KernelOp : FP_Op<"kernel", [
+    IsolatedFromAbove, RecursiveMemoryEffects,
+    SingleBlockImplicitTerminator<"::mlir::fp::YieldOp">]> {
+  let summary = "a group of per-token operations run as one kernel";
+  let description = [{
+    Marks operations that codegen runs as one kernel: for every token
+    `(b, t)` the body computes its results at that token from the inputs at
+    that token (per-token inputs, whose leading dimensions are batch and
+    time) and from uniform inputs (parameters and constants, without batch
+    or time dimensions), so that intermediate values never leave the
+    kernel's scratch memory. Produced by `fp-fuse-mix-scan`; its meaning is
+    that of its body inlined, with the block arguments bound to the inputs.
+
+    A body may contain forward `fp.scan` and `fp.selective_scan` ops: their
+    recurrence runs along time inside the kernel, so that the mixer that
+    produces a scan's inputs and the epilogue that consumes its outputs are
+    fused with it. Such a kernel runs token by token in time order within
+    each sample; one without a scan runs its tokens in any order.
+
+    The op is isolated from above: everything the body reads is an input.
+
+    ```mlir
+    %r = fp.kernel (%a = %x, %g = %gain)
+        : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32> {
+      %s = fp.silu %a : tensor<?x?x64xf32>
+      %n = fp.rms_norm %s, %g eps 1.0e-05 : tensor<?x?x64xf32>, tensor<64xf32>
+      fp.yield %n : tensor<?x?x64xf32>
+    }
+    ```
+  }];
+
+  let arguments = (ins Variadic<FP_FloatTensor>:$inputs);
+  let results = (outs Variadic<FP_TokenTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    ::mlir::Block *getBodyBlock() { return &getBody().front(); }
+    YieldOp getYield();
+    /// Whether the body runs a recurrence along time (an fp.scan or
+    /// fp.selective_scan).
+    bool isSequential();
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -29,6 +29,12 @@ void populateMaterializeWeightNormPatterns(RewritePatternSet &patterns);
 /// operands are partly loop-invariant.
 void populateSplitInvariantConcatPatterns(RewritePatternSet &patterns);
 
+/// Whether fp-fuse-mix-scan may put `op` into an fp.kernel: it computes
+/// each token of its per-token results from that token of its per-token
+/// operands and from uniform (static) operands. Forward scans qualify only
+/// `withScans`.
+bool isPerTokenOp(Operation *op, bool withScans);
+
 #define GEN_PASS_REGISTRATION
 #include "fp/Transforms/Passes.h.inc"
 

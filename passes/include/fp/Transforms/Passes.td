@@ -49,4 +49,45 @@ def FpHoistInvariants : Pass<"fp-hoist-invariants", "func::FuncOp"> {
   ];
 }
 
+def FpFuseMixScan : Pass<"fp-fuse-mix-scan", "func::FuncOp"> {
+  let summary = "group per-token chains, mixers and scans into fp.kernel ops";
+  let description = [{
+    Groups the operations that compute each token from that token alone —
+    elementwise math, activations, norms over features, slices,
+    concatenations, broadcasts and reductions within a token, the small
+    per-token matrix products of the structured mixers — together with the
+    forward scans they feed and the epilogues that read the scans, into
+    `fp.kernel` ops, so that codegen runs each group as one kernel and its
+    intermediate values stay in the kernel's scratch memory. Linear maps
+    (GEMMs), time shifts, convolutions and reverse scans stay outside, as
+    library calls or kernels of their own.
+
+    Groups grow along data edges: an operation joins (and merges) the
+    groups of the operands it reads, as long as the result stays convex —
+    no path leaves a group through an outside operation and comes back —
+    with every other group treated as one node, so that the kernels can be
+    ordered. Operations that depend on a kernel's results but sat between
+    its members move after it. Groups of a single operation are left alone.
+    Every block is grouped separately, fixed-point bodies included.
+
+    ```mlir
+    // before: four kernels, three intermediate buffers
+    %a = arith.subf %x, %y : tensor<?x?x64xf32>
+    %s = fp.silu %u : tensor<?x?x64xf32>
+    %n = fp.l2norm %s eps 1.0e-05 : tensor<?x?x64xf32>
+    %m = arith.mulf %n, %a : tensor<?x?x64xf32>
+    // after
+    %m = fp.kernel (%a0 = %x, %a1 = %y, %a2 = %u) : (...) -> tensor<?x?x64xf32> {
+      ...
+      fp.yield %m : tensor<?x?x64xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::fp::FPDialect"];
+  let options = [
+    Option<"fuseScans", "scans", "bool", /*default=*/"true",
+           "fuse forward scans with the per-token work around them">,
+  ];
+}
+
 #endif // FP_TRANSFORMS_PASSES_TD

@@ -19,6 +19,10 @@ struct FpPipelineOptions : public PassPipelineOptions<FpPipelineOptions> {
       *this, "hoist",
       llvm::cl::desc("move iteration-invariant work out of fixed-point loops"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("group per-token work and scans into fp.kernel ops"),
+      llvm::cl::init(true)};
 };
 
 /// Inlines mixers and maps, drops the inlined functions, canonicalises and
@@ -27,6 +31,9 @@ void addFrontendCleanup(OpPassManager &pm);
 
 /// Hoists iteration-invariant work out of fixed-point loops.
 void addHoisting(OpPassManager &pm);
+
+/// Groups per-token chains, mixers and scans into kernels.
+void addFusion(OpPassManager &pm);
 
 /// The whole pipeline fpc runs before emission.
 void buildFpPipeline(OpPassManager &pm, const FpPipelineOptions &options);

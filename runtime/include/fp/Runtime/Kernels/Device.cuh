@@ -28,6 +28,7 @@
 #define FP_RUNTIME_KERNELS_DEVICE_CUH
 
 #include "fp/Runtime/Kernels/Common.h"
+#include "fp/Runtime/Kernels/Fused.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -268,6 +269,159 @@ __device__ inline unsigned char *sharedBytes() {
 }
 
 } // namespace detail
+
+//===----------------------------------------------------------------------===//
+// Fused kernels (fp.kernel; see Fused.h)
+//===----------------------------------------------------------------------===//
+
+/// The threads of one block computing a token together.
+struct BlockTeam {
+  FP_HOST_DEVICE int rank() const {
+#ifdef __CUDA_ARCH__
+    return int(threadIdx.x);
+#else
+    return 0;
+#endif
+  }
+  FP_HOST_DEVICE int size() const {
+#ifdef __CUDA_ARCH__
+    return int(blockDim.x);
+#else
+    return 1;
+#endif
+  }
+  FP_HOST_DEVICE void sync() const {
+#ifdef __CUDA_ARCH__
+    __syncthreads();
+#endif
+  }
+  template <typename Real> FP_HOST_DEVICE Real sum(Real partial) const {
+#ifdef __CUDA_ARCH__
+    return detail::blockReduce(partial, detail::SumOp());
+#else
+    return partial;
+#endif
+  }
+  template <typename Real> FP_HOST_DEVICE Real max(Real partial) const {
+#ifdef __CUDA_ARCH__
+    return detail::blockReduce(partial, detail::MaxOp());
+#else
+    return partial;
+#endif
+  }
+};
+
+namespace detail {
+
+/// Scratch of a fused kernel above this size lives in global memory.
+inline constexpr size_t kMaxFusedSharedBytes = 48 * 1024;
+
+/// Device memory for one launch, allocated and freed in stream order.
+class LaunchBuffer {
+public:
+  LaunchBuffer(size_t bytes, cudaStream_t stream) : stream(stream) {
+    if (bytes == 0)
+      return;
+    cudaError_t status = cudaMallocAsync(&memory, bytes, stream);
+    if (status == cudaErrorNotSupported) {
+      (void)cudaGetLastError();
+      pooled = false;
+      status = cudaMalloc(&memory, bytes);
+    }
+    check(status, "fused kernel (allocating scratch)");
+  }
+  LaunchBuffer(const LaunchBuffer &) = delete;
+  LaunchBuffer &operator=(const LaunchBuffer &) = delete;
+  ~LaunchBuffer() {
+    if (!memory)
+      return;
+    if ((pooled ? cudaFreeAsync(memory, stream) : cudaFree(memory)) !=
+        cudaSuccess)
+      (void)cudaGetLastError();
+  }
+  template <typename Real> Real *as() const {
+    return static_cast<Real *>(memory);
+  }
+
+private:
+  cudaStream_t stream;
+  void *memory = nullptr;
+  bool pooled = true;
+};
+
+/// Block `blockIdx.x` computes rows blockIdx.x, + gridDim.x, ... with its
+/// scratch in shared memory, or at global + blockIdx.x · scratch.
+template <typename Real, typename Kernel>
+__global__ void tokenKernel(Kernel kernel, int64_t rows, int64_t scratch,
+                            Real *global) {
+  Real *buffer = global ? global + int64_t(blockIdx.x) * scratch
+                        : reinterpret_cast<Real *>(sharedBytes());
+  BlockTeam team;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    kernel(team, r, int64_t(0), buffer, static_cast<Real *>(nullptr));
+    team.sync(); // the next row reuses the scratch
+  }
+}
+
+/// Block b computes sample b's tokens in time order.
+template <typename Real, typename Kernel>
+__global__ void sampleKernel(Kernel kernel, int64_t length, int64_t scratch,
+                             Real *global, int64_t state, Real *states) {
+  const int64_t b = blockIdx.x;
+  Real *buffer =
+      global ? global + b * scratch : reinterpret_cast<Real *>(sharedBytes());
+  BlockTeam team;
+  for (int64_t t = 0; t < length; ++t) {
+    kernel(team, b * length + t, t, buffer, states + b * state);
+    team.sync();
+  }
+}
+
+} // namespace detail
+
+/// Runs `kernel` for every token row < rows: one block of threads per row.
+template <typename Real, typename Kernel>
+inline void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
+                         const Kernel &kernel) {
+  (void)cost;
+  if (rows <= 0)
+    return;
+  const int64_t blocks = std::min(rows, detail::kMaxBlocks);
+  const size_t bytes = size_t(scratch) * sizeof(Real);
+  const bool shared = bytes <= detail::kMaxFusedSharedBytes;
+  detail::LaunchBuffer global(shared ? 0 : bytes * size_t(blocks),
+                              detail::stream());
+  detail::launch("forEachToken", &detail::tokenKernel<Real, Kernel>, blocks,
+                 detail::kThreads, shared ? bytes : 0, detail::stream(), kernel,
+                 rows, scratch, global.as<Real>());
+}
+
+/// Runs a kernel whose body holds scans: one block per sample, its tokens
+/// in time order, with `state` elements of scan state per sample, zero at
+/// t = 0.
+template <typename Real, typename Kernel>
+inline void forEachSample(int64_t batch, int64_t length, int64_t scratch,
+                          int64_t state, int64_t cost, const Kernel &kernel) {
+  (void)cost;
+  if (batch <= 0 || length <= 0)
+    return;
+  if (batch > detail::kMaxBlocks)
+    throw DeviceError("fp::cuda::forEachSample: batch " +
+                      std::to_string(batch) + " exceeds the grid limit");
+  const size_t bytes = size_t(scratch) * sizeof(Real);
+  const bool shared = bytes <= detail::kMaxFusedSharedBytes;
+  detail::LaunchBuffer global(shared ? 0 : bytes * size_t(batch),
+                              detail::stream());
+  const size_t stateBytes = size_t(state) * sizeof(Real) * size_t(batch);
+  detail::LaunchBuffer states(stateBytes, detail::stream());
+  if (stateBytes)
+    detail::check(
+        cudaMemsetAsync(states.as<Real>(), 0, stateBytes, detail::stream()),
+        "forEachSample (zeroing the scan state)");
+  detail::launch("forEachSample", &detail::sampleKernel<Real, Kernel>, batch,
+                 detail::kThreads, shared ? bytes : 0, detail::stream(), kernel,
+                 length, scratch, global.as<Real>(), state, states.as<Real>());
+}
 
 //===----------------------------------------------------------------------===//
 // Elementwise kernels and copies

@@ -20,6 +20,7 @@
 #define FP_RUNTIME_KERNELS_HOST_H
 
 #include "fp/Runtime/Kernels/Common.h"
+#include "fp/Runtime/Kernels/Fused.h"
 
 #include <cblas.h>
 
@@ -106,6 +107,47 @@ template <typename Real>
 FP_KERNEL void copy(In<Real> in, int64_t n, Real *out) {
   if (in != out)
     std::memcpy(out, in, sizeof(Real) * n);
+}
+
+//===----------------------------------------------------------------------===//
+// Fused kernels (fp.kernel; see Fused.h)
+//===----------------------------------------------------------------------===//
+
+/// Runs `kernel(team, row, 0, scratch, nullptr)` for every token row < rows,
+/// in parallel when rows · cost is large; each thread has its own `scratch`
+/// elements.
+template <typename Real, typename Kernel>
+FP_KERNEL void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
+                            const Kernel &kernel) {
+#pragma omp parallel if (rows * cost >= kParallelGrain && rows > 1)
+  {
+    std::vector<Real> buffer(std::max<int64_t>(scratch, 1));
+    fused::SerialTeam team;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      kernel(team, r, int64_t(0), buffer.data(), static_cast<Real *>(nullptr));
+  }
+}
+
+/// Runs a kernel whose body holds scans: `kernel(team, row, t, scratch,
+/// state)` for every sample's tokens in time order t, with `state`
+/// elements of scan state per sample, zero at t = 0.
+template <typename Real, typename Kernel>
+FP_KERNEL void forEachSample(int64_t batch, int64_t length, int64_t scratch,
+                             int64_t state, int64_t cost,
+                             const Kernel &kernel) {
+#pragma omp parallel if (batch * length * cost >= kParallelGrain && batch > 1)
+  {
+    std::vector<Real> buffer(std::max<int64_t>(scratch + state, 1));
+    fused::SerialTeam team;
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < batch; ++b) {
+      Real *st = buffer.data() + scratch;
+      std::fill(st, st + state, Real(0));
+      for (int64_t t = 0; t < length; ++t)
+        kernel(team, b * length + t, t, buffer.data(), st);
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,463 @@
+//===- KernelEmitter.cpp - Function objects for fp.kernel ops ---*- C++ -*-===//
+//
+// An fp.kernel becomes
+//
+//   template <typename Real> struct Kernel0 {
+//     const Real *in0; ...  // the inputs, in operand order
+//     Real *out0; ...       // the results
+//     template <typename Team>
+//     FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step,
+//                                    Real *scratch, Real *state) const;
+//   };
+//
+// whose call computes token `row` (the `step`-th of its sample when the
+// kernel runs in time order): per-token inputs and results are offset
+// to the token's row, uniform inputs are not, intermediate values get slots
+// in `scratch` (reused once a value is dead) and scans their state in
+// `state`. Every op is one call of a Fused.h function followed by a team
+// synchronisation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Codegen/KernelEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fp;
+using namespace mlir::fp::codegen;
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+std::string mlir::fp::codegen::realLiteral(double value) {
+  if (std::isnan(value))
+    return "std::numeric_limits<Real>::quiet_NaN()";
+  if (std::isinf(value))
+    return value > 0 ? "std::numeric_limits<Real>::infinity()"
+                     : "-std::numeric_limits<Real>::infinity()";
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.17g", value);
+  if (text.find_first_of(".en") == std::string::npos)
+    text += ".0";
+  return "Real(" + text + ")";
+}
+
+std::string mlir::fp::codegen::locationComment(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return llvm::formatv("{0}:{1}:{2}",
+                         llvm::sys::path::filename(file.getFilename()),
+                         file.getLine(), file.getColumn());
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return locationComment(name.getChildLoc());
+  if (auto call = dyn_cast<CallSiteLoc>(loc))
+    return locationComment(call.getCallee());
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (std::string text = locationComment(inner); !text.empty())
+        return text;
+  return "";
+}
+
+StringRef mlir::fp::codegen::elementwiseFunctor(Operation *op) {
+  return llvm::TypeSwitch<Operation *, StringRef>(op)
+      .Case([](arith::AddFOp) { return "Add"; })
+      .Case([](arith::SubFOp) { return "Sub"; })
+      .Case([](arith::MulFOp) { return "Mul"; })
+      .Case([](arith::DivFOp) { return "Div"; })
+      .Case([](arith::MaximumFOp) { return "Max"; })
+      .Case([](arith::MinimumFOp) { return "Min"; })
+      .Case([](arith::NegFOp) { return "Neg"; })
+      .Case([](math::ExpOp) { return "Exp"; })
+      .Case([](math::LogOp) { return "Log"; })
+      .Case([](math::SqrtOp) { return "Sqrt"; })
+      .Case([](math::TanhOp) { return "Tanh"; })
+      .Case([](math::AbsFOp) { return "Abs"; })
+      .Case([](SiluOp) { return "Silu"; })
+      .Case([](SigmoidOp) { return "Sigmoid"; })
+      .Case([](SoftplusOp) { return "Softplus"; })
+      .Default([](Operation *) { return StringRef(); });
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel function objects
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The part of a tensor type one token sees: the dimensions after batch and
+/// time for per-token values, all of them for uniform ones.
+struct TokenShape {
+  SmallVector<int64_t> dims;
+  bool perToken = false;
+
+  explicit TokenShape(Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    ArrayRef<int64_t> shape = tensor.getShape();
+    perToken = tensor.getRank() >= 2 && tensor.isDynamicDim(0) &&
+               tensor.isDynamicDim(1);
+    dims.assign(perToken ? shape.drop_front(2) : shape);
+  }
+  int64_t rank() const { return dims.size(); }
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= d;
+    return n;
+  }
+  int64_t width() const { return dims.empty() ? 1 : dims.back(); }
+  int64_t rows() const { return elements() / std::max<int64_t>(width(), 1); }
+};
+
+std::string joinInts(ArrayRef<int64_t> values) {
+  return llvm::join(
+      llvm::map_range(values, [](int64_t v) { return std::to_string(v); }),
+      ", ");
+}
+
+class KernelEmitter {
+public:
+  KernelEmitter(CodeWriter &w, KernelOp kernel) : w(w), kernel(kernel) {}
+
+  FailureOr<KernelLaunch> emit(StringRef name);
+
+private:
+  CodeWriter &w;
+  KernelOp kernel;
+  KernelLaunch launch;
+  /// The pointer expression of every body value.
+  llvm::DenseMap<Value, std::string> pointers;
+  /// The value whose storage a value uses (itself unless a reshape).
+  llvm::DenseMap<Value, Value> roots;
+  /// Where each scan's state starts in `state`.
+  llvm::DenseMap<Operation *, int64_t> stateOffsets;
+  /// Numbers the intermediate values and the shape arrays of the call.
+  int64_t nextValue = 0, nextArray = 0;
+
+  int64_t stateOffsetOf(Operation *op) const { return stateOffsets.lookup(op); }
+
+  Value root(Value value) const { return roots.lookup(value); }
+  const std::string &ptr(Value value) const {
+    return pointers.find(value)->second;
+  }
+  std::string allocateScratch(ArrayRef<Operation *> ops);
+  LogicalResult emitOp(Operation *op);
+};
+
+} // namespace
+
+/// Assigns a scratch slot to every op result that is neither a reshape nor
+/// a directly yielded value: a linear scan in body order, where a slot is
+/// reused by a later value that fits once its value's last reader has run.
+std::string KernelEmitter::allocateScratch(ArrayRef<Operation *> ops) {
+  llvm::DenseMap<Operation *, int64_t> index;
+  for (auto [i, op] : llvm::enumerate(ops))
+    index[op] = i;
+  llvm::DenseMap<Value, int64_t> lastUse;
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands())
+      lastUse[root(operand)] =
+          std::max(lastUse.lookup(root(operand)), index[op]);
+
+  struct Slot {
+    int64_t offset, size, freeAfter;
+  };
+  SmallVector<Slot> slots;
+  std::string declarations;
+  int64_t next = 0;
+  for (Operation *op : ops) {
+    for (Value result : op->getResults()) {
+      if (root(result) != result || pointers.count(result))
+        continue;
+      int64_t need = TokenShape(result.getType()).elements();
+      int64_t here = index[op];
+      Slot *chosen = nullptr;
+      for (Slot &slot : slots)
+        if (slot.freeAfter < here && slot.size >= need &&
+            (!chosen || slot.size < chosen->size))
+          chosen = &slot;
+      if (!chosen) {
+        slots.push_back({next, need, 0});
+        next += need;
+        chosen = &slots.back();
+      }
+      chosen->freeAfter = lastUse.lookup(result);
+      if (chosen->freeAfter < here)
+        chosen->freeAfter = here; // a dead result still occupies its slot
+      std::string name = "v" + std::to_string(nextValue++);
+      pointers[result] = name;
+      declarations += llvm::formatv("Real *const {0} = scratch + {1};\n", name,
+                                    chosen->offset)
+                          .str();
+    }
+  }
+  launch.scratch = next;
+  return declarations;
+}
+
+FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
+  launch.name = name.str();
+  launch.sequential = kernel.isSequential();
+  Block *body = kernel.getBodyBlock();
+  YieldOp yield = kernel.getYield();
+  SmallVector<Operation *> ops;
+  for (Operation &op : body->without_terminator())
+    ops.push_back(&op);
+
+  // Storage: inputs and results are the struct's pointers at the token's
+  // row; reshapes alias their input.
+  for (BlockArgument arg : body->getArguments())
+    roots[arg] = arg;
+  for (Operation *op : ops) {
+    for (Value result : op->getResults())
+      roots[result] = result;
+    if (auto reshape = dyn_cast<ReshapeOp>(op))
+      roots[reshape] = root(reshape.getInput());
+  }
+  SmallVector<std::string> prologue;
+  for (auto [i, arg] : llvm::enumerate(body->getArguments())) {
+    TokenShape shape(arg.getType());
+    std::string name = "x" + std::to_string(i);
+    pointers[arg] = name;
+    prologue.push_back(
+        shape.perToken
+            ? llvm::formatv("const Real *const {0} = in{1} + row * {2};", name,
+                            i, shape.elements())
+                  .str()
+            : llvm::formatv("const Real *const {0} = in{1};", name, i).str());
+  }
+  for (auto [j, value] : llvm::enumerate(yield.getValues())) {
+    std::string name = "y" + std::to_string(j);
+    prologue.push_back(llvm::formatv("Real *const {0} = out{1} + row * {2};",
+                                     name, j,
+                                     TokenShape(value.getType()).elements()));
+    // A value the body computes goes straight to the first result that
+    // yields it.
+    if (value.getDefiningOp() && !isa<ReshapeOp>(value.getDefiningOp()) &&
+        !pointers.count(value))
+      pointers[value] = name;
+  }
+  std::string scratch = allocateScratch(ops);
+  for (Operation *op : ops)
+    if (auto reshape = dyn_cast<ReshapeOp>(op))
+      pointers[reshape] = ptr(reshape.getInput());
+
+  // State slots, and the per-token cost.
+  for (Operation *op : ops) {
+    for (Value result : op->getResults())
+      launch.cost += TokenShape(result.getType()).elements();
+    if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
+      stateOffsets[op] = launch.state;
+      launch.state += 2 * TokenShape(scan.getA().getType()).elements();
+    } else if (auto scan = dyn_cast<ScanOp>(op)) {
+      stateOffsets[op] = launch.state;
+      launch.state += TokenShape(scan.getType()).elements();
+    }
+  }
+
+  std::string where = locationComment(kernel.getLoc());
+  w.line("// fp.kernel{0}{1}: {2} ops{3}", where.empty() ? "" : " at ", where,
+         ops.size(), launch.sequential ? ", in time order" : "");
+  w.text("template <typename Real>");
+  auto type = w.blockWithTrailer(";", "struct {0}", name);
+  for (auto [i, arg] : llvm::enumerate(body->getArguments()))
+    w.line("const Real *in{0};", i);
+  for (size_t j = 0; j < yield.getValues().size(); ++j)
+    w.line("Real *out{0};", j);
+  w.blank();
+  w.text("template <typename Team>");
+  auto call = w.block("FP_HOST_DEVICE void operator()(Team &team, int64_t row, "
+                      "int64_t step, Real *scratch, Real *state) const");
+  for (const std::string &line : prologue)
+    w.text(line);
+  StringRef rest = scratch;
+  while (!rest.empty()) {
+    auto [line, tail] = rest.split('\n');
+    w.text(line);
+    rest = tail;
+  }
+  w.text("(void)row;");
+  w.text("(void)step;");
+  w.text("(void)scratch;");
+  w.text("(void)state;");
+  for (Operation *op : ops) {
+    if (isa<ReshapeOp>(op))
+      continue;
+    std::string at = locationComment(op->getLoc());
+    w.line("// {0}{1}{2}", op->getName().getStringRef(),
+           at.empty() ? "" : " at ", at);
+    if (failed(emitOp(op)))
+      return failure();
+    w.text("team.sync();");
+  }
+  // Results not computed in place: a reshaped or repeated value.
+  for (auto [j, value] : llvm::enumerate(yield.getValues())) {
+    std::string target = "y" + std::to_string(j);
+    if (ptr(value) == target)
+      continue;
+    w.line("fp::fused::copy(team, {0}, {1}, {2});",
+           TokenShape(value.getType()).elements(), ptr(value), target);
+  }
+  return launch;
+}
+
+LogicalResult KernelEmitter::emitOp(Operation *op) {
+  auto shape = [](Value v) { return TokenShape(v.getType()); };
+  auto eps = [](APFloat value) { return realLiteral(value.convertToDouble()); };
+
+  if (StringRef functor = elementwiseFunctor(op); !functor.empty()) {
+    SmallVector<std::string> operands;
+    for (Value operand : op->getOperands())
+      operands.push_back(ptr(operand));
+    w.line("fp::fused::{0}(team, kernels::{1}(), {2}, {3}, {4});",
+           operands.size() == 1 ? "unary" : "binary", functor,
+           shape(op->getResult(0)).elements(), llvm::join(operands, ", "),
+           ptr(op->getResult(0)));
+    return success();
+  }
+
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](L2NormOp norm) {
+        TokenShape s = shape(norm);
+        w.line("fp::fused::l2norm(team, {0}, {1}, {2}, {3}, {4});",
+               ptr(norm.getInput()), s.rows(), s.width(), eps(norm.getEps()),
+               ptr(norm));
+        return success();
+      })
+      .Case([&](LayerNormOp norm) {
+        TokenShape s = shape(norm);
+        w.line("fp::fused::layerNorm(team, {0}, {1}, {2}, {3}, {4}, {5}, {6});",
+               ptr(norm.getInput()), ptr(norm.getWeight()), ptr(norm.getBias()),
+               s.rows(), s.width(), eps(norm.getEps()), ptr(norm));
+        return success();
+      })
+      .Case([&](RMSNormOp norm) {
+        TokenShape s = shape(norm);
+        w.line("fp::fused::rmsNorm(team, {0}, {1}, {2}, {3}, {4}, {5});",
+               ptr(norm.getInput()), ptr(norm.getWeight()), s.rows(), s.width(),
+               eps(norm.getEps()), ptr(norm));
+        return success();
+      })
+      .Case([&](SliceOp slice) {
+        TokenShape in = shape(slice.getInput());
+        w.line("fp::fused::slice(team, {0}, {1}, {2}, {3}, {4}, {5});",
+               ptr(slice.getInput()), in.rows(), in.width(), slice.getStart(),
+               slice.getEnd() - slice.getStart(), ptr(slice));
+        return success();
+      })
+      .Case([&](ConcatOp concat) {
+        int64_t offset = 0, width = shape(concat).width();
+        for (Value input : concat.getInputs()) {
+          TokenShape in = shape(input);
+          w.line("fp::fused::insert(team, {0}, {1}, {2}, {3}, {4}, {5});",
+                 ptr(input), in.rows(), in.width(), offset, width, ptr(concat));
+          offset += in.width();
+        }
+        return success();
+      })
+      .Case([&](BroadcastOp broadcast) {
+        TokenShape in = shape(broadcast.getInput()), out = shape(broadcast);
+        if (in.rank() == 0) {
+          w.line("fp::fused::fill(team, {0}, {1}[0], {2});", out.elements(),
+                 ptr(broadcast.getInput()), ptr(broadcast));
+          return success();
+        }
+        ArrayRef<int64_t> dims = broadcast.getDims();
+        if (in.perToken)
+          dims = dims.drop_front(2);
+        SmallVector<int64_t> tokenDims;
+        for (int64_t d : dims)
+          tokenDims.push_back(d - 2);
+        int64_t id = nextArray++;
+        w.line("const int64_t extents{0}[] = {{{1}};", id, joinInts(out.dims));
+        w.line("const int dims{0}[] = {{{1}};", id, joinInts(tokenDims));
+        w.line("fp::fused::broadcast(team, {0}, {1}, extents{2}, dims{2}, {3}, "
+               "{4});",
+               ptr(broadcast.getInput()), out.rank(), id, in.rank(),
+               ptr(broadcast));
+        return success();
+      })
+      .Case<ReduceSumOp, ReduceMaxOp>([&](Operation *reduce) {
+        Value input = reduce->getOperand(0);
+        ArrayRef<int64_t> dims = isa<ReduceSumOp>(reduce)
+                                     ? cast<ReduceSumOp>(reduce).getDims()
+                                     : cast<ReduceMaxOp>(reduce).getDims();
+        TokenShape in = shape(input);
+        if (isa<ReduceSumOp>(reduce) && dims.size() == 1 &&
+            dims[0] == in.rank() + 1) {
+          w.line("fp::fused::sumRows(team, {0}, {1}, {2}, {3});", ptr(input),
+                 in.rows(), in.width(), ptr(reduce->getResult(0)));
+          return success();
+        }
+        SmallVector<std::string> flags;
+        for (int64_t d = 0; d < in.rank(); ++d)
+          flags.push_back(llvm::is_contained(dims, d + 2) ? "true" : "false");
+        int64_t id = nextArray++;
+        w.line("const int64_t extents{0}[] = {{{1}};", id, joinInts(in.dims));
+        w.line("const bool reduced{0}[] = {{{1}};", id,
+               llvm::join(flags, ", "));
+        w.line("fp::fused::reduce(team, {0}, {1}, extents{2}, reduced{2}, {3}, "
+               "{4});",
+               ptr(input), in.rank(), id,
+               isa<ReduceSumOp>(reduce) ? "true" : "false",
+               ptr(reduce->getResult(0)));
+        return success();
+      })
+      .Case([&](MatmulOp matmul) -> LogicalResult {
+        TokenShape lhs = shape(matmul.getLhs()), rhs = shape(matmul.getRhs());
+        if (lhs.rank() < 2)
+          return matmul.emitOpError("cannot emit in a kernel: a per-token "
+                                    "matrix product needs matrices");
+        int64_t l0 = lhs.dims[lhs.rank() - 2], l1 = lhs.dims.back();
+        int64_t r0 = rhs.dims[rhs.rank() - 2], r1 = rhs.dims.back();
+        bool tl = matmul.getTransposeLhs(), tr = matmul.getTransposeRhs();
+        int64_t m = tl ? l1 : l0, k = tl ? l0 : l1, n = tr ? r0 : r1;
+        int64_t batch = lhs.elements() / (l0 * l1);
+        w.line("fp::fused::matmul(team, {0}, {1}, {2}, {3}, {4}, {5}, {6}, "
+               "{7}, {8});",
+               ptr(matmul.getLhs()), ptr(matmul.getRhs()), batch, m, n, k,
+               tl ? "true" : "false", tr ? "true" : "false", ptr(matmul));
+        return success();
+      })
+      .Case([&](TriuOp triu) {
+        TokenShape in = shape(triu.getInput());
+        w.line("fp::fused::triu(team, {0}, {1}, {2}, {3});",
+               ptr(triu.getInput()), in.rows(), shape(triu).width(), ptr(triu));
+        return success();
+      })
+      .Case([&](SelectiveScanOp scan) {
+        TokenShape a = shape(scan.getA());
+        w.line("fp::fused::selectiveScanStep(team, step == 0, state + {0}, "
+               "{1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9});",
+               stateOffsetOf(scan), ptr(scan.getU()), ptr(scan.getDelta()),
+               ptr(scan.getA()), ptr(scan.getB()), ptr(scan.getC()),
+               scan.getD() ? ptr(scan.getD()) : "nullptr", a.dims[0], a.dims[1],
+               ptr(scan));
+        return success();
+      })
+      .Case([&](ScanOp scan) -> LogicalResult {
+        if (scan.getReverse())
+          return scan.emitOpError("cannot emit a reverse scan in a kernel");
+        w.line("fp::fused::scanStep(team, state + {0}, {1}, {2}, {3}, {4});",
+               stateOffsetOf(scan), ptr(scan.getCoeff()), ptr(scan.getInput()),
+               shape(scan).elements(), ptr(scan));
+        return success();
+      })
+      .Default([&](Operation *other) {
+        return other->emitOpError("cannot emit this operation in a kernel");
+      });
+}
+
+FailureOr<KernelLaunch> mlir::fp::codegen::emitKernelFunctor(CodeWriter &w,
+                                                             KernelOp kernel,
+                                                             StringRef name) {
+  return KernelEmitter(w, kernel).emit(name);
+}

@@ -1,0 +1,327 @@
+//===- FuseMixScan.cpp - Group per-token work into kernels ------*- C++ -*-===//
+//
+// fp-fuse-mix-scan: partitions the per-token operations of every block into
+// convex groups grown along data edges and outlines each group of two or
+// more operations into an fp.kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Dialect/FpOps.h"
+#include "fp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::fp {
+#define GEN_PASS_DEF_FPFUSEMIXSCAN
+#include "fp/Transforms/Passes.h.inc"
+} // namespace mlir::fp
+
+using namespace mlir;
+using namespace mlir::fp;
+
+//===----------------------------------------------------------------------===//
+// Which operations are per-token
+//===----------------------------------------------------------------------===//
+
+/// (batch, time, static features...): one row of features per token.
+static bool isPerToken(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || tensor.getRank() < 2 || !tensor.isDynamicDim(0) ||
+      !tensor.isDynamicDim(1))
+    return false;
+  return llvm::all_of(tensor.getShape().drop_front(2), [](int64_t size) {
+    return !ShapedType::isDynamic(size);
+  });
+}
+
+/// A tensor the same for every token: a parameter or a constant.
+static bool isUniform(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape();
+}
+
+static bool excludesTokenDims(ArrayRef<int64_t> dims) {
+  return llvm::none_of(dims, [](int64_t d) { return d < 2; });
+}
+
+bool mlir::fp::isPerTokenOp(Operation *op, bool withScans) {
+  if (op->getNumResults() == 0 || op->getNumRegions() != 0)
+    return false;
+  if (!llvm::all_of(op->getResultTypes(), isPerToken))
+    return false;
+  if (!llvm::all_of(op->getOperandTypes(),
+                    [](Type t) { return isPerToken(t) || isUniform(t); }))
+    return false;
+  auto allPerToken = [&] {
+    return llvm::all_of(op->getOperandTypes(), isPerToken);
+  };
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+            arith::MaximumFOp, arith::MinimumFOp, arith::NegFOp, math::ExpOp,
+            math::LogOp, math::SqrtOp, math::TanhOp, math::AbsFOp, SiluOp,
+            SigmoidOp, SoftplusOp>([&](Operation *) { return allPerToken(); })
+      .Case<L2NormOp, SliceOp, ConcatOp, ReshapeOp, TriuOp, MatmulOp>(
+          [&](Operation *) { return allPerToken(); })
+      .Case<LayerNormOp, RMSNormOp>([&](Operation *op) {
+        return isPerToken(op->getOperand(0).getType());
+      })
+      .Case([&](BroadcastOp broadcast) {
+        // A per-token input keeps its batch and time dimensions in place.
+        if (isPerToken(broadcast.getInput().getType())) {
+          ArrayRef<int64_t> dims = broadcast.getDims();
+          return dims.size() >= 2 && dims[0] == 0 && dims[1] == 1 &&
+                 excludesTokenDims(dims.drop_front(2));
+        }
+        return excludesTokenDims(broadcast.getDims());
+      })
+      .Case([&](ReduceSumOp reduce) {
+        return isPerToken(reduce.getInput().getType()) &&
+               excludesTokenDims(reduce.getDims());
+      })
+      .Case([&](ReduceMaxOp reduce) {
+        return isPerToken(reduce.getInput().getType()) &&
+               excludesTokenDims(reduce.getDims());
+      })
+      .Case([&](ScanOp scan) { return withScans && !scan.getReverse(); })
+      .Case([&](SelectiveScanOp scan) {
+        return withScans && isPerToken(scan.getU().getType()) &&
+               isPerToken(scan.getDelta().getType()) &&
+               isPerToken(scan.getB().getType()) &&
+               isPerToken(scan.getC().getType());
+      })
+      .Default([](Operation *) { return false; });
+}
+
+//===----------------------------------------------------------------------===//
+// Grouping
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The groups of one block. Every operation of the block is a node; the
+/// operations of a group act as one node of the quotient graph, which stays
+/// acyclic as groups grow.
+class BlockGrouping {
+public:
+  BlockGrouping(Block &block, bool withScans) : block(block) {
+    for (Operation &op : block)
+      position[&op] = position.size();
+    for (Operation &op : block)
+      if (isPerTokenOp(&op, withScans))
+        place(&op);
+  }
+
+  /// The groups of two or more operations, each in block order.
+  SmallVector<SmallVector<Operation *>> kernels() const {
+    SmallVector<SmallVector<Operation *>> result;
+    for (const auto &members : groups)
+      if (members.size() >= 2)
+        result.push_back(members);
+    return result;
+  }
+
+private:
+  Block &block;
+  llvm::DenseMap<Operation *, int64_t> position;
+  llvm::DenseMap<Operation *, int64_t> groupOf;
+  SmallVector<SmallVector<Operation *>> groups;
+
+  /// The operation of this block that is or contains `op`, or null.
+  Operation *inBlock(Operation *op) const {
+    return block.findAncestorOpInBlock(*op);
+  }
+
+  /// The operations of this block that read a result of `op` (directly or
+  /// inside a region).
+  SmallVector<Operation *> users(Operation *op) const {
+    SmallVector<Operation *> result;
+    for (Operation *user : op->getUsers())
+      if (Operation *top = inBlock(user); top && top != op)
+        result.push_back(top);
+    return result;
+  }
+
+  /// Whether `set` is convex in the quotient graph: no path from it leaves
+  /// it and returns. Paths are followed through whole groups.
+  bool isConvex(const llvm::DenseSet<Operation *> &set) const {
+    int64_t last = 0;
+    for (Operation *op : set)
+      last = std::max(last, position.lookup(op));
+    SmallVector<Operation *> worklist;
+    llvm::DenseSet<Operation *> seen;
+    auto visit = [&](Operation *op) {
+      if (position.lookup(op) > last || !seen.insert(op).second)
+        return;
+      worklist.push_back(op);
+    };
+    for (Operation *op : set)
+      for (Operation *user : users(op))
+        if (!set.contains(user))
+          visit(user);
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      if (set.contains(op))
+        return false;
+      if (auto it = groupOf.find(op); it != groupOf.end())
+        for (Operation *member : groups[it->second])
+          visit(member);
+      for (Operation *user : users(op))
+        visit(user);
+    }
+    return true;
+  }
+
+  /// Puts `op` into the union of its producers' groups if that is convex,
+  /// else into the first producer group it can join, else alone.
+  void place(Operation *op) {
+    llvm::SetVector<int64_t> candidates;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        if (auto it = groupOf.find(def); it != groupOf.end())
+          candidates.insert(it->second);
+
+    auto withOp = [&](ArrayRef<int64_t> ids) {
+      llvm::DenseSet<Operation *> set{op};
+      for (int64_t id : ids)
+        set.insert(groups[id].begin(), groups[id].end());
+      return set;
+    };
+    if (candidates.size() > 1 && isConvex(withOp(candidates.getArrayRef())))
+      return join(op, candidates.getArrayRef());
+    for (int64_t id : candidates)
+      if (isConvex(withOp({id})))
+        return join(op, {id});
+    groupOf[op] = groups.size();
+    groups.push_back({op});
+  }
+
+  /// Merges groups `ids` into the first and appends `op`.
+  void join(Operation *op, ArrayRef<int64_t> ids) {
+    int64_t into = ids.front();
+    for (int64_t id : ids.drop_front()) {
+      for (Operation *member : groups[id])
+        groupOf[member] = into;
+      groups[into].append(groups[id]);
+      groups[id].clear();
+    }
+    groups[into].push_back(op);
+    groupOf[op] = into;
+    llvm::sort(groups[into], [&](Operation *a, Operation *b) {
+      return position.lookup(a) < position.lookup(b);
+    });
+  }
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Outlining
+//===----------------------------------------------------------------------===//
+
+/// Replaces `members` (same block, in order, convex) by one fp.kernel after
+/// the last of them; operations between them that read their results move
+/// after the kernel.
+static void outline(ArrayRef<Operation *> members) {
+  llvm::DenseSet<Operation *> inGroup(members.begin(), members.end());
+  Block *block = members.front()->getBlock();
+
+  llvm::SetVector<Value> inputs;
+  SmallVector<Value> results;
+  SmallVector<Location> locs;
+  for (Operation *op : members) {
+    locs.push_back(op->getLoc());
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def || !inGroup.contains(def))
+        inputs.insert(operand);
+    }
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !inGroup.contains(block->findAncestorOpInBlock(*user));
+          }))
+        results.push_back(result);
+  }
+
+  // The operations between the members that depend on them.
+  llvm::DenseSet<Value> tainted;
+  for (Operation *op : members)
+    tainted.insert(op->result_begin(), op->result_end());
+  SmallVector<Operation *> dependents;
+  for (Operation *op = members.front()->getNextNode(); op != members.back();
+       op = op->getNextNode()) {
+    if (inGroup.contains(op))
+      continue;
+    bool depends = false;
+    op->walk([&](Operation *inner) {
+      depends |= llvm::any_of(inner->getOperands(),
+                              [&](Value v) { return tainted.contains(v); });
+    });
+    if (!depends)
+      continue;
+    dependents.push_back(op);
+    tainted.insert(op->result_begin(), op->result_end());
+  }
+
+  OpBuilder builder(members.back()->getContext());
+  builder.setInsertionPointAfter(members.back());
+  Location loc = builder.getFusedLoc(locs);
+  OperationState state(loc, KernelOp::getOperationName());
+  state.addOperands(inputs.getArrayRef());
+  for (Value result : results)
+    state.addTypes(result.getType());
+  state.addRegion();
+  auto kernel = cast<KernelOp>(builder.create(state));
+
+  Block *body = builder.createBlock(&kernel.getBody());
+  IRMapping mapping;
+  for (Value input : inputs)
+    mapping.map(input, body->addArgument(input.getType(), input.getLoc()));
+  for (Operation *op : members)
+    builder.clone(*op, mapping);
+  SmallVector<Value> yielded;
+  for (Value result : results)
+    yielded.push_back(mapping.lookup(result));
+  YieldOp::create(builder, loc, yielded);
+
+  Operation *cursor = kernel;
+  for (Operation *op : dependents) {
+    op->moveAfter(cursor);
+    cursor = op;
+  }
+  for (auto [result, replacement] :
+       llvm::zip_equal(results, kernel.getResults()))
+    result.replaceUsesWithIf(replacement, [&](OpOperand &use) {
+      return !inGroup.contains(block->findAncestorOpInBlock(*use.getOwner()));
+    });
+  for (Operation *op : llvm::reverse(members))
+    op->erase();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct FpFuseMixScanPass
+    : public mlir::fp::impl::FpFuseMixScanBase<FpFuseMixScanPass> {
+  using FpFuseMixScanBase::FpFuseMixScanBase;
+
+  void runOnOperation() override {
+    // Blocks first (inner ones before the blocks that hold them), so that
+    // outlining never invalidates the walk.
+    SmallVector<Block *> blocks;
+    getOperation()->walk([&](Block *block) {
+      if (!isa<KernelOp>(block->getParentOp()))
+        blocks.push_back(block);
+    });
+    for (Block *block : blocks)
+      for (const auto &members : BlockGrouping(*block, fuseScans).kernels())
+        outline(members);
+  }
+};
+} // namespace

@@ -1,0 +1,65 @@
+// RUN: fp-translate --fp-to-host %s | FileCheck %s
+// RUN: fp-translate --fp-to-cuda %s | FileCheck %s --check-prefix=CUDA
+
+// fp.kernel ops become function objects over Fused.h, launched per token
+// (no scan) or per sample in time order (a scan inside). Intermediate values
+// get scratch slots, reused once dead; results are written in place.
+
+module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1 : i64, name = "fused", norm = "rms_norm", norm_eps = 1.000000e-05 : f64, pad_vocab_multiple = 8 : i64, tie_embeddings = true, vocab = 11 : i64}]} {
+  func.func @fused(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer} {
+    %g = fp.param "norm.weight" init <ones> : tensor<4xf32>
+    %k = fp.kernel (%a = %u, %w = %g) : (tensor<?x?x4xf32>, tensor<4xf32>) -> tensor<?x?x4xf32> {
+      %s = fp.silu %a : tensor<?x?x4xf32>
+      %e = math.exp %s : tensor<?x?x4xf32>
+      %m = arith.mulf %e, %a : tensor<?x?x4xf32>
+      %n = fp.rms_norm %m, %w eps 1.0e-05 : tensor<?x?x4xf32>, tensor<4xf32>
+      fp.yield %n : tensor<?x?x4xf32>
+    }
+    %h = fp.kernel (%c = %k, %x = %u) : (tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+      %sig = fp.sigmoid %c : tensor<?x?x4xf32>
+      %scan = fp.scan %sig, %x : tensor<?x?x4xf32>
+      %r = fp.reshape %scan : tensor<?x?x4xf32> -> tensor<?x?x2x2xf32>
+      %back = fp.reshape %r : tensor<?x?x2x2xf32> -> tensor<?x?x4xf32>
+      fp.yield %back : tensor<?x?x4xf32>
+    }
+    return %h : tensor<?x?x4xf32>
+  }
+}
+
+// CHECK-LABEL: namespace layer_fused {
+//       CHECK:   namespace kernels = fp::host;
+//       CHECK:   // fp.kernel at kernel.mlir:11:10: 4 ops
+//  CHECK-NEXT:   template <typename Real>
+//  CHECK-NEXT:   struct Kernel0 {
+//  CHECK-NEXT:     const Real *in0;
+//  CHECK-NEXT:     const Real *in1;
+//  CHECK-NEXT:     Real *out0;
+//       CHECK:     FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step, Real *scratch, Real *state) const {
+//  CHECK-NEXT:       const Real *const x0 = in0 + row * 4;
+//  CHECK-NEXT:       const Real *const x1 = in1;
+//  CHECK-NEXT:       Real *const y0 = out0 + row * 4;
+//  CHECK-NEXT:       Real *const v0 = scratch + 0;
+//  CHECK-NEXT:       Real *const v1 = scratch + 4;
+//  CHECK-NEXT:       Real *const v2 = scratch + 0;
+//       CHECK:       fp::fused::unary(team, kernels::Silu(), 4, x0, v0);
+//  CHECK-NEXT:       team.sync();
+//       CHECK:       fp::fused::unary(team, kernels::Exp(), 4, v0, v1);
+//       CHECK:       fp::fused::binary(team, kernels::Mul(), 4, v1, x0, v2);
+//       CHECK:       fp::fused::rmsNorm(team, v2, x1, 1, 4, Real(1.0000000000000001e-05), y0);
+//       CHECK:   // fp.kernel at kernel.mlir:18:10: 4 ops, in time order
+//       CHECK:   struct Kernel1 {
+//       CHECK:       fp::fused::unary(team, kernels::Sigmoid(), 4, x0, [[SIG:v[0-9]+]]);
+//       CHECK:       fp::fused::scanStep(team, state + 0, [[SIG]], x1, 4, [[H:v[0-9]+]]);
+//       CHECK:       fp::fused::copy(team, 4, [[H]], y0);
+//       CHECK:   void forward(
+//       CHECK:     kernels::forEachToken<Real>(B * T, 8, 16, Kernel0<Real>{in, p0, [[K:s[0-9]+]]});
+//       CHECK:     kernels::forEachSample<Real>(B, T, 8, 4, 16, Kernel1<Real>{[[K]], in, [[OUT:s[0-9]+]]});
+//       CHECK:     kernels::copy([[OUT]], B * T * 4, static_cast<Real *>(args.output));
+
+// The CUDA unit has the same function objects, over fp::cuda's launchers.
+// CUDA-LABEL: namespace layer_fused::cuda {
+//       CUDA:   namespace kernels = fp::cuda;
+//       CUDA:   struct Kernel0 {
+//       CUDA:       fp::fused::rmsNorm(team, v2, x1, 1, 4, Real(1.0000000000000001e-05), y0);
+//       CUDA:     kernels::forEachToken<Real>(B * T, 8, 16, Kernel0<Real>{in, p0, {{s[0-9]+}}});
+//       CUDA:     kernels::forEachSample<Real>(B, T, 8, 4, 16, Kernel1<Real>{

@@ -1,0 +1,141 @@
+// RUN: fp-opt %s -split-input-file -fp-fuse-mix-scan | FileCheck %s
+// RUN: fp-opt %s -split-input-file -fp-fuse-mix-scan=scans=false | FileCheck %s --check-prefix=NOSCAN
+
+// A per-token chain becomes one kernel; only the value used after it
+// leaves the kernel.
+// CHECK-LABEL: func.func @chain
+//  CHECK-SAME:     (%[[X:.*]]: tensor<?x?x8xf32>, %[[Y:.*]]: tensor<?x?x8xf32>, %[[U:.*]]: tensor<?x?x8xf32>)
+//       CHECK:   %[[K:.*]] = fp.kernel (%[[A0:.*]] = %[[X]], %[[A1:.*]] = %[[Y]], %[[A2:.*]] = %[[U]]) : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+//       CHECK:     %[[D:.*]] = arith.subf %[[A0]], %[[A1]]
+//       CHECK:     %[[S:.*]] = fp.silu %[[A2]]
+//       CHECK:     %[[N:.*]] = fp.l2norm %[[S]]
+//       CHECK:     %[[M:.*]] = arith.mulf %[[N]], %[[D]]
+//       CHECK:     fp.yield %[[M]] : tensor<?x?x8xf32>
+//       CHECK:   }
+//       CHECK:   return %[[K]]
+func.func @chain(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>,
+                 %u: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  %d = arith.subf %x, %y : tensor<?x?x8xf32>
+  %s = fp.silu %u : tensor<?x?x8xf32>
+  %n = fp.l2norm %s eps 1.0e-05 : tensor<?x?x8xf32>
+  %m = arith.mulf %n, %d : tensor<?x?x8xf32>
+  return %m : tensor<?x?x8xf32>
+}
+
+// -----
+
+// The fixed-point body of FP-Mamba: the GEMM stays outside, the mixer, the
+// selective scan and the LayerNorm epilogue form one kernel; uniform
+// operands (A, D, the norm's weight and bias) are kernel inputs.
+// CHECK-LABEL: func.func @mix_scan_epilogue
+//       CHECK:   fp.fixed_point
+//       CHECK:     %[[S:.*]] = fp.shift
+//       CHECK:     %[[L:.*]] = fp.linear %[[S]]
+//       CHECK:     %[[K:.*]] = fp.kernel ({{.*}}%{{.*}} = %[[L]]{{.*}}) : ({{.*}}tensor<8x4xf32>{{.*}}) -> tensor<?x?x8xf32> {
+//       CHECK:       fp.sigmoid
+//       CHECK:       arith.mulf
+//       CHECK:       fp.selective_scan
+//       CHECK:       %[[N:.*]] = fp.layer_norm
+//       CHECK:       fp.yield %[[N]]
+//       CHECK:     }
+//       CHECK:     fp.yield %[[K]]
+// NOSCAN-LABEL: func.func @mix_scan_epilogue
+//       NOSCAN:     fp.kernel
+//       NOSCAN:       fp.sigmoid
+//       NOSCAN:       arith.mulf
+//       NOSCAN:       fp.yield
+//       NOSCAN:     fp.selective_scan
+//   NOSCAN-NOT:     fp.kernel
+//       NOSCAN:     fp.layer_norm
+func.func @mix_scan_epilogue(%y0: tensor<?x?x8xf32>, %w: tensor<8x8xf32>,
+                             %dt: tensor<?x?x8xf32>, %a: tensor<8x4xf32>,
+                             %b: tensor<?x?x4xf32>, %c: tensor<?x?x4xf32>,
+                             %skip: tensor<8xf32>, %g: tensor<8xf32>,
+                             %beta: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  %r, %n = fp.fixed_point (%y = %y0) : tensor<?x?x8xf32>
+      solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 10, max_iter_eval = 10, relax_start = 1.0, relax_decay = 0.9, relax_patience = 5>
+      backward <one_step> {
+    %s = fp.shift %y by 1 : tensor<?x?x8xf32>
+    %l = fp.linear %s, %w : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+    %gate = fp.sigmoid %l : tensor<?x?x8xf32>
+    %u = arith.mulf %gate, %y : tensor<?x?x8xf32>
+    %h = fp.selective_scan %u, %dt, %a, %b, %c skip %skip : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x?x4xf32>, tensor<8xf32>
+    %o = fp.layer_norm %h, %g, %beta eps 1.0e-05 : tensor<?x?x8xf32>, tensor<8xf32>
+    fp.yield %o : tensor<?x?x8xf32>
+  }
+  return %r : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Declined: the second op reads the first both directly and through a
+// GEMM, so fusing them would put the GEMM inside the kernel's span.
+// CHECK-LABEL: func.func @not_convex
+//   CHECK-NOT:   fp.kernel
+//       CHECK:   fp.silu
+//       CHECK:   fp.linear
+//       CHECK:   arith.addf
+func.func @not_convex(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>) -> tensor<?x?x8xf32> {
+  %a = fp.silu %x : tensor<?x?x8xf32>
+  %l = fp.linear %a, %w : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %b = arith.addf %a, %l : tensor<?x?x8xf32>
+  return %b : tensor<?x?x8xf32>
+}
+
+// -----
+
+// An op that reads a group member but cannot join (a GEMM) and sat between
+// members moves after the kernel; both members' values leave the kernel.
+// CHECK-LABEL: func.func @dependent_moves_after
+//       CHECK:   %[[K:.*]]:2 = fp.kernel
+//       CHECK:     fp.silu
+//       CHECK:     arith.mulf
+//       CHECK:     fp.yield
+//       CHECK:   %[[L:.*]] = fp.linear %[[K]]#0
+//       CHECK:   return %[[L]], %[[K]]#1
+func.func @dependent_moves_after(%x: tensor<?x?x8xf32>, %z: tensor<?x?x8xf32>,
+                                 %w: tensor<8x8xf32>) -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>) {
+  %a = fp.silu %x : tensor<?x?x8xf32>
+  %l = fp.linear %a, %w : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %m = arith.mulf %a, %z : tensor<?x?x8xf32>
+  return %l, %m : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
+// Declined: single per-token ops, time-coupled ops (shift, reverse scan)
+// and ops on tensors without batch and time dimensions stay as they are.
+// CHECK-LABEL: func.func @declined
+//   CHECK-NOT:   fp.kernel
+func.func @declined(%x: tensor<?x?x8xf32>, %c: tensor<?x?x8xf32>,
+                    %p: tensor<8xf32>) -> (tensor<?x?x8xf32>, tensor<8xf32>) {
+  %s = fp.silu %x : tensor<?x?x8xf32>
+  %t = fp.shift %s by 1 : tensor<?x?x8xf32>
+  %h = fp.scan reverse %c, %t : tensor<?x?x8xf32>
+  %e = math.exp %p : tensor<8xf32>
+  %q = arith.negf %e : tensor<8xf32>
+  return %h, %q : tensor<?x?x8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Independent chains become separate kernels; a broadcast of a parameter
+// is per-token work with a uniform input.
+// CHECK-LABEL: func.func @siblings
+//       CHECK:   fp.kernel
+//       CHECK:     fp.broadcast
+//       CHECK:     arith.addf
+//       CHECK:     fp.yield
+//       CHECK:   fp.kernel
+//       CHECK:     fp.sigmoid
+//       CHECK:     fp.rms_norm
+//       CHECK:     fp.yield
+//   CHECK-NOT:   fp.kernel
+func.func @siblings(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>,
+                    %p: tensor<8xf32>) -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>) {
+  %b = fp.broadcast %p, %x dims [2] : tensor<8xf32>, tensor<?x?x8xf32>
+  %a = arith.addf %x, %b : tensor<?x?x8xf32>
+  %s = fp.sigmoid %y : tensor<?x?x8xf32>
+  %n = fp.rms_norm %s, %p eps 1.0e-05 : tensor<?x?x8xf32>, tensor<8xf32>
+  return %a, %n : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+}
