@@ -2,10 +2,8 @@
 //-*-===//
 //
 // Shape resolution (dynamic extents are B at position 0 and T at position
-// 1, nowhere else), parameter order (first appearance), and workspace
-// planning: values get slots by a linear scan over their lifetimes, where a
-// value used inside a fixed-point loop but defined before it lives until
-// the loop ends, because every iteration reads it again.
+// 1, nowhere else), parameter order (first appearance), and the storage of
+// every value from the buffer plan of fp-plan-buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -158,62 +156,55 @@ int64_t LayerPlan::paramIndex(ParamOp op) const {
   return paramIndices.lookup(op.getName());
 }
 
-namespace {
-/// Program positions: ops numbered in pre-order, each fixed-point loop also
-/// has an end position after its body.
-struct Positions {
-  llvm::DenseMap<Operation *, int64_t> at, loopEnd;
-
-  void number(Block &block, int64_t &next) {
-    for (Operation &op : block) {
-      at[&op] = next++;
-      for (Region &region : op.getRegions())
-        for (Block &inner : region)
-          number(inner, next);
-      if (isa<FixedPointOp>(op))
-        loopEnd[&op] = next++;
-    }
-  }
-
-  int64_t def(Value value) const {
-    if (auto arg = dyn_cast<BlockArgument>(value)) {
-      Operation *owner = arg.getOwner()->getParentOp();
-      return isa<func::FuncOp>(owner) ? -1 : at.lookup(owner);
-    }
-    Operation *op = value.getDefiningOp();
-    return isa<FixedPointOp>(op) ? loopEnd.lookup(op) : at.lookup(op);
-  }
-
-  /// The last position at which `user` may read `value`: its own, or the
-  /// end of the outermost loop around it that `value` is defined outside
-  /// of.
-  int64_t use(Value value, Operation *user) const {
-    int64_t pos = at.lookup(user);
-    Operation *defScope =
-        isa<BlockArgument>(value)
-            ? cast<BlockArgument>(value).getOwner()->getParentOp()
-            : value.getDefiningOp();
-    for (Operation *p = user->getParentOp(); p; p = p->getParentOp()) {
-      if (!isa<FixedPointOp>(p))
-        continue;
-      bool inside = p == defScope || p->isProperAncestor(defScope);
-      if (!inside)
-        pos = std::max(pos, loopEnd.lookup(p));
-    }
-    return pos;
-  }
-};
-} // namespace
+/// The buffer a planned value was given, or failure with a located error.
+static FailureOr<int64_t> plannedSlot(Operation *op, StringRef attrName,
+                                      int64_t index, int64_t numSlots) {
+  auto slots = op->getAttrOfType<DenseI64ArrayAttr>(attrName);
+  if (!slots || int64_t(slots.size()) <= index)
+    return op->emitOpError("cannot emit: no buffer planned for value #")
+               << index << " ('" << attrName
+               << "' missing; run fp-plan-buffers, which fp-pipeline does)",
+           failure();
+  int64_t slot = slots[index];
+  if (slot < 0 || slot >= numSlots)
+    return op->emitOpError("cannot emit: value #")
+               << index << " has buffer " << slot << ", but the workspace has "
+               << numSlots,
+           failure();
+  return slot;
+}
 
 LogicalResult LayerPlan::assignStorage() {
-  Positions positions;
-  int64_t next = 0;
-  positions.number(layer.getBody().front(), next);
+  // The workspace of fp-plan-buffers.
+  auto workspace =
+      layer->getAttrOfType<ArrayAttr>(FPDialect::getWorkspaceAttrName());
+  if (!workspace)
+    return layer.emitOpError("cannot emit a layer without a buffer plan "
+                             "('fp.workspace' missing; run fp-plan-buffers, "
+                             "which fp-pipeline does)");
+  for (Attribute entry : workspace) {
+    auto buffer = dyn_cast<DictionaryAttr>(entry);
+    auto elements =
+        buffer ? buffer.getAs<IntegerAttr>("elements") : IntegerAttr();
+    if (!elements || elements.getInt() < 0)
+      return layer.emitOpError("cannot emit: malformed 'fp.workspace' entry ")
+             << entry;
+    slots.push_back({elements.getInt(), buffer.contains("per_batch"),
+                     buffer.contains("per_step")});
+  }
+  const int64_t numSlots = slots.size();
 
-  // Classify every tensor value; collect the ones that need a slot, in
-  // definition order.
-  SmallVector<Value> buffered;
   auto setStorage = [&](Value value, Storage s) { storages[value] = s; };
+  auto checkFits = [&](Value value, int64_t slot, Operation *op) {
+    const Shape &s = shapes[value];
+    const BufferSlot &have = slots[slot];
+    if (have.elements < s.staticElements() || have.perBatch != s.perBatch() ||
+        have.perStep != s.perStep())
+      return op->emitOpError("cannot emit: buffer ")
+                 << slot << " does not hold a " << value.getType(),
+             failure();
+    return success();
+  };
   setStorage(layer.getArgument(0), {Storage::Input});
   WalkResult walk =
       layer.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
@@ -227,8 +218,11 @@ LogicalResult LayerPlan::assignStorage() {
         }
         if (auto loop = dyn_cast<FixedPointOp>(op)) {
           Value iterate = loop.getBodyBlock()->getArgument(0);
-          setStorage(iterate, {Storage::Buffer});
-          buffered.push_back(iterate);
+          FailureOr<int64_t> slot = plannedSlot(
+              loop, FPDialect::getIterateSlotsAttrName(), 0, numSlots);
+          if (failed(slot) || failed(checkFits(iterate, *slot, loop)))
+            return WalkResult::interrupt();
+          setStorage(iterate, {Storage::Buffer, *slot});
           setStorage(loop.getFixedPoints()[0], {Storage::Alias, -1, iterate});
           setStorage(loop.getIterations(), {Storage::Iterations});
           for (Operation *user : loop.getIterations().getUsers())
@@ -238,91 +232,19 @@ LogicalResult LayerPlan::assignStorage() {
                      WalkResult::interrupt();
           return WalkResult::advance();
         }
-        for (Value result : op->getResults()) {
+        for (auto [index, result] : llvm::enumerate(op->getResults())) {
           if (!isa<TensorType>(result.getType()))
             continue;
-          setStorage(result, {Storage::Buffer});
-          buffered.push_back(result);
+          FailureOr<int64_t> slot =
+              plannedSlot(op, FPDialect::getSlotsAttrName(), index, numSlots);
+          if (failed(slot) || failed(checkFits(result, *slot, op)))
+            return WalkResult::interrupt();
+          setStorage(result, {Storage::Buffer, *slot});
         }
         // A kernel's intermediate values live in its own scratch memory.
-        if (isa<KernelOp>(op))
-          return WalkResult::skip();
-        return WalkResult::advance();
+        return isa<KernelOp>(op) ? WalkResult::skip() : WalkResult::advance();
       });
-  if (walk.wasInterrupted())
-    return failure();
-
-  // Lifetimes per storage root, over every alias of it.
-  auto rootOf = [&](Value value) {
-    while (storages[value].kind == Storage::Alias)
-      value = storages[value].aliasOf;
-    return value;
-  };
-  llvm::DenseMap<Value, int64_t> lastUse;
-  for (Value value : buffered)
-    lastUse[value] = positions.def(value);
-  auto noteUses = [&](Value value) {
-    Value root = rootOf(value);
-    if (!lastUse.count(root))
-      return;
-    for (OpOperand &use : value.getUses())
-      lastUse[root] =
-          std::max(lastUse[root], positions.use(value, use.getOwner()));
-  };
-  for (auto &entry : storages)
-    noteUses(entry.first);
-  // The iterate is read by the relaxation at the end of every step.
-  layer.walk([&](FixedPointOp loop) {
-    Value iterate = loop.getBodyBlock()->getArgument(0);
-    lastUse[iterate] =
-        std::max(lastUse[iterate], positions.loopEnd.lookup(loop));
-  });
-
-  // Linear scan: a slot is free once its value's last use is strictly
-  // before the new value's definition. Slots only hold values with the same
-  // dependence on B and T; the best-fitting free one is reused and grown.
-  struct Active {
-    int64_t slot, end;
-  };
-  SmallVector<Active> active;
-  SmallVector<int64_t> freeSlots;
-  for (Value value : buffered) {
-    int64_t def = positions.def(value);
-    for (auto it = active.begin(); it != active.end();) {
-      if (it->end < def) {
-        freeSlots.push_back(it->slot);
-        it = active.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    const Shape &s = shapes[value];
-    BufferSlot want{s.staticElements(), s.perBatch(), s.perStep()};
-    int64_t chosen = -1;
-    for (int64_t slot : freeSlots) {
-      const BufferSlot &have = slots[slot];
-      if (have.perBatch != want.perBatch || have.perStep != want.perStep)
-        continue;
-      auto fits = [&](int64_t cand) {
-        return slots[cand].elements >= want.elements;
-      };
-      if (chosen < 0 || (fits(slot) && !fits(chosen)) ||
-          (fits(slot) == fits(chosen) &&
-           (fits(slot) ? have.elements < slots[chosen].elements
-                       : have.elements > slots[chosen].elements)))
-        chosen = slot;
-    }
-    if (chosen < 0) {
-      chosen = slots.size();
-      slots.push_back(want);
-    } else {
-      llvm::erase(freeSlots, chosen);
-      slots[chosen].elements = std::max(slots[chosen].elements, want.elements);
-    }
-    storages[value].index = chosen;
-    active.push_back({chosen, lastUse[value]});
-  }
-  return success();
+  return failure(walk.wasInterrupted());
 }
 
 //===----------------------------------------------------------------------===//

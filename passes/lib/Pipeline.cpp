@@ -35,6 +35,10 @@ void mlir::fp::addFusion(OpPassManager &pm) {
   func.addPass(createCSEPass());
 }
 
+void mlir::fp::addBufferPlanning(OpPassManager &pm) {
+  pm.nest<func::FuncOp>().addPass(createFpPlanBuffers());
+}
+
 void mlir::fp::buildFpPipeline(OpPassManager &pm,
                                const FpPipelineOptions &options) {
   addFrontendCleanup(pm);
@@ -42,6 +46,7 @@ void mlir::fp::buildFpPipeline(OpPassManager &pm,
     addHoisting(pm);
   if (options.fuse)
     addFusion(pm);
+  addBufferPlanning(pm);
 }
 
 void mlir::fp::registerFpPipeline() {

@@ -3,9 +3,10 @@
 // The analysis both emitters share. For one layer function of the lowered
 // IR it resolves every tensor's shape in terms of the call's batch B and
 // length T, lists the layer's parameters in manifest order, finds its
-// fixed-point loop, and plans the workspace: one buffer slot per group of
-// values whose lifetimes do not overlap. It never mutates the IR; what it
-// cannot handle it reports with a located "cannot emit" error.
+// fixed-point loop, and reads the workspace that fp-plan-buffers planned
+// (fp.workspace, fp.slots, fp.iterate_slots), checking that every buffer
+// holds its values. It never mutates the IR; what it cannot handle it
+// reports with a located "cannot emit" error.
 //
 //===----------------------------------------------------------------------===//
 

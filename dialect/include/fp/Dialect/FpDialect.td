@@ -40,6 +40,13 @@ def FP_Dialect : Dialect {
       `fp.literal`, the literal as an `f64`: the tensor holds it rounded to the
       model's element type, and code instantiated for a wider type uses the
       value as written.
+    * `fp-plan-buffers` records a layer's workspace in discardable
+      attributes: `fp.workspace` on the layer function lists its buffers
+      (`{elements, per_batch, per_step}`: scalars per token-free element,
+      times B and T where flagged); `fp.slots` on an op gives the buffer of
+      each result (−1: none; reshapes and loop results alias, parameters
+      and the input are not in the workspace), and `fp.iterate_slots` on
+      `fp.fixed_point` the buffers of its iterates. The emitters read them.
   }];
   let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
@@ -48,6 +55,16 @@ def FP_Dialect : Dialect {
     /// The exact value of a scalar literal (see the dialect description).
     static constexpr ::llvm::StringLiteral getLiteralAttrName() {
       return ::llvm::StringLiteral("fp.literal");
+    }
+    /// The buffer plan (see the dialect description).
+    static constexpr ::llvm::StringLiteral getWorkspaceAttrName() {
+      return ::llvm::StringLiteral("fp.workspace");
+    }
+    static constexpr ::llvm::StringLiteral getSlotsAttrName() {
+      return ::llvm::StringLiteral("fp.slots");
+    }
+    static constexpr ::llvm::StringLiteral getIterateSlotsAttrName() {
+      return ::llvm::StringLiteral("fp.iterate_slots");
     }
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",

@@ -90,4 +90,31 @@ def FpFuseMixScan : Pass<"fp-fuse-mix-scan", "func::FuncOp"> {
   ];
 }
 
+def FpPlanBuffers : Pass<"fp-plan-buffers", "func::FuncOp"> {
+  let summary = "plan one workspace per layer";
+  let description = [{
+    Gives every tensor a layer function (`fp.layer`) computes a buffer of one
+    workspace, by a linear scan over lifetimes: a buffer is reused once the
+    last reader of its value has run, where a value defined before a
+    fixed-point loop and read inside it lives until the loop ends (every
+    iteration reads it again) and an iterate lives to the end of its loop
+    (the relaxation reads it). Buffers are shared only by values with the
+    same dependence on batch and length; reshapes and loop results share
+    their source's buffer; parameters and the layer input are not in the
+    workspace; an `fp.kernel`'s intermediate values live in the kernel's own
+    scratch memory.
+
+    The plan is recorded for the emitters in discardable attributes:
+
+    ```mlir
+    func.func @layer(...) attributes {fp.layer,
+        fp.workspace = [{elements = 64 : i64, per_batch, per_step}, ...]} {
+      %x = fp.linear %u, %w {fp.slots = array<i64: 0>} : ...
+      %r, %n = fp.fixed_point (%y = %y0) : ... {fp.iterate_slots = array<i64: 1>, ...}
+    ```
+
+    Other functions are left alone.
+  }];
+}
+
 #endif // FP_TRANSFORMS_PASSES_TD

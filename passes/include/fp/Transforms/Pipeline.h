@@ -35,6 +35,9 @@ void addHoisting(OpPassManager &pm);
 /// Groups per-token chains, mixers and scans into kernels.
 void addFusion(OpPassManager &pm);
 
+/// Plans the workspace of every layer.
+void addBufferPlanning(OpPassManager &pm);
+
 /// The whole pipeline fpc runs before emission.
 void buildFpPipeline(OpPassManager &pm, const FpPipelineOptions &options);
 

@@ -1,0 +1,245 @@
+//===- PlanBuffers.cpp - One workspace per layer ----------------*- C++ -*-===//
+//
+// fp-plan-buffers: assigns every tensor a layer computes to a buffer of one
+// workspace by a linear scan over lifetimes, and records the plan in the
+// discardable attributes the emitters read (fp.workspace, fp.slots,
+// fp.iterate_slots).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Dialect/FpOps.h"
+#include "fp/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+namespace mlir::fp {
+#define GEN_PASS_DEF_FPPLANBUFFERS
+#include "fp/Transforms/Passes.h.inc"
+} // namespace mlir::fp
+
+using namespace mlir;
+using namespace mlir::fp;
+
+namespace {
+
+/// A buffer: `elements` scalars, times B and T where flagged.
+struct Buffer {
+  int64_t elements = 0;
+  bool perBatch = false, perStep = false;
+};
+
+/// What a tensor of `type` needs: the product of its static extents, and
+/// whether dimension 0 (batch) and 1 (time) are dynamic.
+Buffer bufferFor(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  Buffer buffer{1, false, false};
+  for (auto [i, size] : llvm::enumerate(tensor.getShape())) {
+    if (!ShapedType::isDynamic(size))
+      buffer.elements *= size;
+    else if (i == 0)
+      buffer.perBatch = true;
+    else
+      buffer.perStep = true;
+  }
+  return buffer;
+}
+
+/// Program positions: ops numbered in pre-order (kernel bodies are one
+/// position); each fixed-point loop also has an end position after its
+/// body.
+struct Positions {
+  llvm::DenseMap<Operation *, int64_t> at, loopEnd;
+
+  void number(Block &block, int64_t &next) {
+    for (Operation &op : block) {
+      at[&op] = next++;
+      if (!isa<KernelOp>(op))
+        for (Region &region : op.getRegions())
+          for (Block &inner : region)
+            number(inner, next);
+      if (isa<FixedPointOp>(op))
+        loopEnd[&op] = next++;
+    }
+  }
+
+  int64_t def(Value value) const {
+    if (auto arg = dyn_cast<BlockArgument>(value)) {
+      Operation *owner = arg.getOwner()->getParentOp();
+      return isa<func::FuncOp>(owner) ? -1 : at.lookup(owner);
+    }
+    Operation *op = value.getDefiningOp();
+    return isa<FixedPointOp>(op) ? loopEnd.lookup(op) : at.lookup(op);
+  }
+
+  /// The last position at which `user` may read `value`: its own, or the
+  /// end of the outermost loop around it that `value` is defined outside
+  /// of, because every iteration reads it again.
+  int64_t use(Value value, Operation *user) const {
+    int64_t pos = at.lookup(user);
+    Operation *defScope =
+        isa<BlockArgument>(value)
+            ? cast<BlockArgument>(value).getOwner()->getParentOp()
+            : value.getDefiningOp();
+    for (Operation *p = user->getParentOp(); p; p = p->getParentOp()) {
+      if (!isa<FixedPointOp>(p))
+        continue;
+      bool inside = p == defScope || p->isProperAncestor(defScope);
+      if (!inside)
+        pos = std::max(pos, loopEnd.lookup(p));
+    }
+    return pos;
+  }
+};
+
+/// Plans one layer function.
+void planLayer(func::FuncOp layer) {
+  Positions positions;
+  int64_t next = 0;
+  positions.number(layer.getBody().front(), next);
+
+  // The values that need a buffer, in definition order; the values that
+  // share another's storage.
+  SmallVector<Value> buffered;
+  llvm::DenseMap<Value, Value> aliasOf;
+  layer.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (isa<ParamOp>(op))
+      return WalkResult::advance();
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      aliasOf[reshape] = reshape.getInput();
+      return WalkResult::advance();
+    }
+    if (auto loop = dyn_cast<FixedPointOp>(op)) {
+      for (auto [iterate, result] : llvm::zip_equal(
+               loop.getBodyBlock()->getArguments(), loop.getFixedPoints())) {
+        buffered.push_back(iterate);
+        aliasOf[result] = iterate;
+      }
+      return WalkResult::advance();
+    }
+    for (Value result : op->getResults())
+      if (isa<RankedTensorType>(result.getType()))
+        buffered.push_back(result);
+    return isa<KernelOp>(op) ? WalkResult::skip() : WalkResult::advance();
+  });
+
+  auto rootOf = [&](Value value) {
+    while (aliasOf.count(value))
+      value = aliasOf.lookup(value);
+    return value;
+  };
+  llvm::DenseMap<Value, int64_t> lastUse;
+  for (Value value : buffered)
+    lastUse[value] = positions.def(value);
+  auto noteUses = [&](Value value) {
+    Value root = rootOf(value);
+    auto it = lastUse.find(root);
+    if (it == lastUse.end())
+      return;
+    for (OpOperand &use : value.getUses())
+      it->second = std::max(it->second, positions.use(value, use.getOwner()));
+  };
+  for (Value value : buffered)
+    noteUses(value);
+  for (auto &entry : aliasOf)
+    noteUses(entry.first);
+  // An iterate is read by the relaxation at the end of every step.
+  layer.walk([&](FixedPointOp loop) {
+    for (Value iterate : loop.getBodyBlock()->getArguments())
+      lastUse[iterate] =
+          std::max(lastUse[iterate], positions.loopEnd.lookup(loop));
+  });
+
+  // Linear scan: a buffer is free once its value's last use is strictly
+  // before the new value's definition. Buffers only hold values with the
+  // same dependence on B and T; the best-fitting free one is reused and
+  // grown.
+  SmallVector<Buffer> buffers;
+  llvm::DenseMap<Value, int64_t> slotOf;
+  struct Active {
+    int64_t slot, end;
+  };
+  SmallVector<Active> active;
+  SmallVector<int64_t> freeSlots;
+  for (Value value : buffered) {
+    int64_t def = positions.def(value);
+    for (auto it = active.begin(); it != active.end();) {
+      if (it->end < def) {
+        freeSlots.push_back(it->slot);
+        it = active.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    Buffer want = bufferFor(value.getType());
+    int64_t chosen = -1;
+    auto fits = [&](int64_t slot) {
+      return buffers[slot].elements >= want.elements;
+    };
+    for (int64_t slot : freeSlots) {
+      const Buffer &have = buffers[slot];
+      if (have.perBatch != want.perBatch || have.perStep != want.perStep)
+        continue;
+      if (chosen < 0 || (fits(slot) && !fits(chosen)) ||
+          (fits(slot) == fits(chosen) &&
+           (fits(slot) ? have.elements < buffers[chosen].elements
+                       : have.elements > buffers[chosen].elements)))
+        chosen = slot;
+    }
+    if (chosen < 0) {
+      chosen = buffers.size();
+      buffers.push_back(want);
+    } else {
+      llvm::erase(freeSlots, chosen);
+      buffers[chosen].elements =
+          std::max(buffers[chosen].elements, want.elements);
+    }
+    slotOf[value] = chosen;
+    active.push_back({chosen, lastUse[value]});
+  }
+
+  // Record the plan.
+  Builder builder(layer.getContext());
+  auto slotsOf = [&](ValueRange values) {
+    SmallVector<int64_t> slots;
+    for (Value value : values)
+      slots.push_back(slotOf.lookup_or(value, -1));
+    return builder.getDenseI64ArrayAttr(slots);
+  };
+  layer.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto loop = dyn_cast<FixedPointOp>(op))
+      op->setAttr(FPDialect::getIterateSlotsAttrName(),
+                  slotsOf(loop.getBodyBlock()->getArguments()));
+    if (llvm::any_of(op->getResults(),
+                     [&](Value v) { return slotOf.count(v); }))
+      op->setAttr(FPDialect::getSlotsAttrName(), slotsOf(op->getResults()));
+    return isa<KernelOp>(op) ? WalkResult::skip() : WalkResult::advance();
+  });
+  SmallVector<Attribute> workspace;
+  for (const Buffer &buffer : buffers) {
+    SmallVector<NamedAttribute> fields = {builder.getNamedAttr(
+        "elements", builder.getI64IntegerAttr(buffer.elements))};
+    if (buffer.perBatch)
+      fields.push_back(
+          builder.getNamedAttr("per_batch", builder.getUnitAttr()));
+    if (buffer.perStep)
+      fields.push_back(builder.getNamedAttr("per_step", builder.getUnitAttr()));
+    workspace.push_back(builder.getDictionaryAttr(fields));
+  }
+  layer->setAttr(FPDialect::getWorkspaceAttrName(),
+                 builder.getArrayAttr(workspace));
+}
+
+struct FpPlanBuffersPass
+    : public mlir::fp::impl::FpPlanBuffersBase<FpPlanBuffersPass> {
+  using FpPlanBuffersBase::FpPlanBuffersBase;
+
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    if (!fn->hasAttr("fp.layer") || fn.isExternal())
+      return markAllAnalysesPreserved();
+    planLayer(fn);
+  }
+};
+
+} // namespace

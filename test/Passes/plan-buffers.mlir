@@ -1,0 +1,61 @@
+// RUN: fp-opt %s -split-input-file -fp-plan-buffers | FileCheck %s
+
+// A chain: a buffer is reused once its value is dead, and only by a value
+// with the same dependence on batch and time. Parameters, the input and
+// reshapes take no buffer of their own.
+// CHECK-LABEL: func.func @chain
+//  CHECK-SAME:     fp.workspace = [{elements = 8 : i64, per_batch, per_step}, {elements = 8 : i64, per_batch, per_step}, {elements = 4 : i64}]
+//       CHECK:   fp.param "w"
+//   CHECK-NOT:     fp.slots
+//       CHECK:   fp.linear {{.*}} {fp.slots = array<i64: 0>}
+//       CHECK:   fp.silu {{.*}} {fp.slots = array<i64: 1>}
+//       CHECK:   fp.reshape
+//   CHECK-NOT:     fp.slots
+//       CHECK:   math.exp {{.*}} {fp.slots = array<i64: 2>}
+//       CHECK:   arith.mulf {{.*}} {fp.slots = array<i64: 0>}
+func.func @chain(%u: tensor<?x?x4xf32>) -> (tensor<?x?x2x4xf32>, tensor<4xf32>) attributes {fp.layer} {
+  %w = fp.param "w" init <ones> : tensor<8x4xf32>
+  %g = fp.param "g" init <ones> : tensor<4xf32>
+  %a = fp.linear %u, %w : (tensor<?x?x4xf32>, tensor<8x4xf32>) -> tensor<?x?x8xf32>
+  %b = fp.silu %a : tensor<?x?x8xf32>
+  %r = fp.reshape %b : tensor<?x?x8xf32> -> tensor<?x?x2x4xf32>
+  %e = math.exp %g : tensor<4xf32>
+  %m = arith.mulf %r, %r : tensor<?x?x2x4xf32>
+  return %m, %e : tensor<?x?x2x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A value defined before a fixed-point loop and read inside it lives until
+// the loop ends, so nothing in the loop reuses its buffer; the iterate has
+// a buffer of its own, and the loop result aliases it.
+// CHECK-LABEL: func.func @loop
+//  CHECK-SAME:     fp.workspace = [{elements = 4 : i64, per_batch, per_step}, {elements = 4 : i64, per_batch, per_step}, {elements = 4 : i64, per_batch, per_step}, {elements = 4 : i64, per_batch, per_step}]
+//       CHECK:   %[[X:.*]] = fp.silu %{{.*}} {fp.slots = array<i64: 0>}
+//       CHECK:   fp.fixed_point {{.*}} attributes {fp.iterate_slots = array<i64: 1>}
+//       CHECK:     fp.shift {{.*}} {fp.slots = array<i64: 2>}
+//       CHECK:     arith.addf {{.*}} {fp.slots = array<i64: 3>}
+//       CHECK:   fp.sigmoid {{.*}} {fp.slots = array<i64: 0>}
+func.func @loop(%u: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?xi32>) attributes {fp.layer} {
+  %x = fp.silu %u : tensor<?x?x4xf32>
+  %r, %n = fp.fixed_point (%y = %u) : tensor<?x?x4xf32>
+      solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>
+      backward <one_step> {
+    %s = fp.shift %y by 1 : tensor<?x?x4xf32>
+    %t = arith.addf %s, %x : tensor<?x?x4xf32>
+    fp.yield %t : tensor<?x?x4xf32>
+  }
+  %o = fp.sigmoid %r : tensor<?x?x4xf32>
+  return %o, %n : tensor<?x?x4xf32>, tensor<?xi32>
+}
+
+// -----
+
+// Declined: a function that is not a layer keeps no plan.
+// CHECK-LABEL: func.func @mixer
+//   CHECK-NOT:   fp.workspace
+//   CHECK-NOT:   fp.slots
+func.func @mixer(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+  %s = fp.silu %u : tensor<?x?x4xf32>
+  return %s : tensor<?x?x4xf32>
+}
