@@ -163,7 +163,7 @@ void planLayer(func::FuncOp layer) {
   SmallVector<int64_t> freeSlots;
   for (Value value : buffered) {
     int64_t def = positions.def(value);
-    for (auto it = active.begin(); it != active.end();) {
+    for (auto *it = active.begin(); it != active.end();) {
       if (it->end < def) {
         freeSlots.push_back(it->slot);
         it = active.erase(it);

@@ -221,13 +221,13 @@ Command deviceCompileCommand(StringRef nvcc, StringRef source,
         "-fmad=false", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-w"})
     args.push_back(arg.str());
   for (const std::string &arch : cudaArchs) {
-    args.push_back("-gencode");
+    args.emplace_back("-gencode");
     args.push_back("arch=compute_" + arch + ",code=sm_" + arch);
   }
   args.push_back("-I" + runtimeIncludeDir());
-  args.push_back("-c");
+  args.emplace_back("-c");
   args.push_back(source.str());
-  args.push_back("-o");
+  args.emplace_back("-o");
   args.push_back(object.str());
   return command;
 }
@@ -252,15 +252,15 @@ Command hostCompileCommand(StringRef compiler, StringRef source,
   args.push_back(source.str());
   if (!deviceObject.empty())
     args.push_back(deviceObject.str());
-  args.push_back("-o");
+  args.emplace_back("-o");
   args.push_back(output.str());
-  args.push_back("-lopenblas");
+  args.emplace_back("-lopenblas");
   if (!deviceObject.empty()) {
     std::string lib = cudaHome() + "/lib64";
     args.push_back("-L" + lib);
     args.push_back("-Wl,-rpath," + lib);
-    args.push_back("-lcublas");
-    args.push_back("-lcudart");
+    args.emplace_back("-lcublas");
+    args.emplace_back("-lcudart");
   }
   return command;
 }

@@ -315,9 +315,10 @@ TEST(HostKernels, FusedRowFunctionsEqualTheUnfusedKernels) {
   fp::host::Shape out{3, {rows, 6, 4}};
   const int trailing[] = {2}, leading[] = {0, 1};
   std::vector<double> spread(rows * 24), fusedSpread(rows * 24);
-  for (const auto &[dims, inRank, perToken] :
+  for (const auto &[dims, inRank, tokenInput] :
        {std::tuple{trailing, 1, false}, std::tuple{leading, 2, true}}) {
     fp::host::broadcast(x.data(), out, dims, inRank, spread.data());
+    const bool perToken = tokenInput;
     const int64_t tokenExtents[] = {6, 4};
     perRow([&](int64_t r) {
       const int tokenDims[] = {perToken ? 0 : 1};
