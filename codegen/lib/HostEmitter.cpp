@@ -2,8 +2,9 @@
 //
 // One C++ translation unit per library: for every layer a forward templated
 // on the scalar type that calls the kernels of fp/Runtime/Kernels/Host.h op
-// by op, with the fixed-point loop as a host loop around the body and the
-// solver's bookkeeping; then the C entry points and the manifest.
+// by op, with the lowered fixed-point loop as a host loop whose solver steps
+// (continue rule, relaxation, bookkeeping) run where the data is; then the C
+// entry points and the manifest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +62,8 @@ private:
   /// The emitted function object of every fp.kernel.
   llvm::DenseMap<Operation *, KernelLaunch> kernels;
   int64_t nextId = 0;
+  /// The C++ object of the layer's solver (LayerPlan allows one).
+  std::string solverName;
 
   std::string name(Value value) const;
   const Shape &shape(Value value) const { return plan.shape(value); }
@@ -77,7 +80,7 @@ private:
   LogicalResult emitOp(Operation *op);
   LogicalResult emitElementwise(Operation *op);
   LogicalResult emitConstant(arith::ConstantOp op);
-  LogicalResult emitFixedPoint(FixedPointOp op);
+  LogicalResult emitLoop(scf::WhileOp loop);
   LogicalResult emitReduce(Operation *op, Value input, ArrayRef<int64_t> dims,
                            bool isSum);
 };
@@ -339,7 +342,29 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
                  launch.scratch, launch.cost, functor);
         return success();
       })
-      .Case([&](FixedPointOp loop) { return emitFixedPoint(loop); })
+      .Case([&](scf::WhileOp loop) { return emitLoop(loop); })
+      .Case([&](SolverInitOp init) {
+        solverName = uniqueName("solver");
+        w.line("kernels::Solver<Real> {0}(B, kSolver, args.training != 0, "
+               "args.solver);",
+               solverName);
+        return success();
+      })
+      .Case([&](SolverRelaxOp relax) {
+        Value iterate = relax.getCurrent();
+        w.line("{0}.relax({1}, {2}, {3}, {4});", solverName, name(iterate),
+               name(relax.getNext()), shape(iterate).product(1, 2),
+               shape(iterate).product(2, shape(iterate).rank()));
+        return success();
+      })
+      .Case([&](SolverUpdateOp) {
+        w.line("{0}.update();", solverName);
+        return success();
+      })
+      .Case([&](SolverIterationsOp) {
+        w.line("{0}.report(args.stats);", solverName);
+        return success();
+      })
       .Case([&](func::ReturnOp ret) {
         Value result = ret.getOperand(0);
         w.line("kernels::copy({0}, {1}, static_cast<Real *>(args.output));",
@@ -424,26 +449,18 @@ LogicalResult LayerEmitter::emitElementwise(Operation *op) {
   return success();
 }
 
-LogicalResult LayerEmitter::emitFixedPoint(FixedPointOp loop) {
-  Value iterate = loop.getBodyBlock()->getArgument(0);
-  Value init = loop.getInits()[0];
-  auto yield = cast<YieldOp>(loop.getBodyBlock()->getTerminator());
-  Value next = yield.getOperand(0);
-  std::string solver = uniqueName("solver");
-  w.line("kernels::Solver<Real> {0}(B, kSolver, args.training != 0, "
-         "args.solver);",
-         solver);
-  w.line("kernels::copy({0}, {1}, {2});", name(init), shape(init).numElements(),
-         name(iterate));
-  {
-    auto body = w.block("while ({0}.shouldContinue())", solver);
-    for (Operation &op : loop.getBodyBlock()->without_terminator())
-      if (failed(emitOp(&op)))
-        return failure();
-    w.line("{0}.step({1}, {2}, T, {3});", solver, name(iterate), name(next),
-           shape(iterate).tokenSize());
-  }
-  w.line("{0}.report(args.stats);", solver);
+LogicalResult LayerEmitter::emitLoop(scf::WhileOp loop) {
+  // LayerPlan accepted only loops of fp-lower-fixed-point: the condition is
+  // the solver's continue rule, and the step relaxes the iterates in place.
+  for (auto [init, iterate] :
+       llvm::zip_equal(loop.getInits(), loop.getBeforeArguments()))
+    if (name(init) != name(iterate))
+      w.line("kernels::copy({0}, {1}, {2});", name(init),
+             shape(init).numElements(), name(iterate));
+  auto body = w.block("while ({0}.shouldContinue())", solverName);
+  for (Operation &op : loop.getAfter().front().without_terminator())
+    if (failed(emitOp(&op)))
+      return failure();
   return success();
 }
 
@@ -509,9 +526,9 @@ static void emitLayerRule(CodeWriter &w, StringRef name) {
 }
 
 static void emitSolverSettings(CodeWriter &w, const LayerPlan &plan) {
-  if (!plan.loop)
+  if (!plan.solver)
     return;
-  SolverAttr s = plan.loop.getSolver();
+  SolverAttr s = plan.solver.getSolver();
   w.line("const fp::host::SolverSettings kSolver = {{{0}, {1}, {2}, "
          "{3}, {4}, {5}, {6}};",
          llvm::format("%.17g", s.getTolerance().convertToDouble()),

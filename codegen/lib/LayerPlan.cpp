@@ -9,6 +9,8 @@
 
 #include "fp/Codegen/LayerPlan.h"
 
+#include "fp/Transforms/Passes.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/STLExtras.h"
@@ -216,16 +218,30 @@ LogicalResult LayerPlan::assignStorage() {
           setStorage(reshape, {Storage::Alias, -1, reshape.getInput()});
           return WalkResult::advance();
         }
-        if (auto loop = dyn_cast<FixedPointOp>(op)) {
-          Value iterate = loop.getBodyBlock()->getArgument(0);
-          FailureOr<int64_t> slot = plannedSlot(
-              loop, FPDialect::getIterateSlotsAttrName(), 0, numSlots);
-          if (failed(slot) || failed(checkFits(iterate, *slot, loop)))
-            return WalkResult::interrupt();
-          setStorage(iterate, {Storage::Buffer, *slot});
-          setStorage(loop.getFixedPoints()[0], {Storage::Alias, -1, iterate});
-          setStorage(loop.getIterations(), {Storage::Iterations});
-          for (Operation *user : loop.getIterations().getUsers())
+        // The iterates of a lowered loop: the condition block's arguments
+        // hold them; the step's arguments, the relaxed values and the
+        // loop's results are the same storage.
+        if (auto loop = dyn_cast<scf::WhileOp>(op)) {
+          for (auto [index, iterate] :
+               llvm::enumerate(loop.getBeforeArguments())) {
+            FailureOr<int64_t> slot = plannedSlot(
+                loop, FPDialect::getIterateSlotsAttrName(), index, numSlots);
+            if (failed(slot) || failed(checkFits(iterate, *slot, loop)))
+              return WalkResult::interrupt();
+            setStorage(iterate, {Storage::Buffer, *slot});
+            setStorage(loop.getAfterArguments()[index],
+                       {Storage::Alias, -1, iterate});
+            setStorage(loop.getResult(index), {Storage::Alias, -1, iterate});
+          }
+          return WalkResult::advance();
+        }
+        if (auto relax = dyn_cast<SolverRelaxOp>(op)) {
+          setStorage(relax, {Storage::Alias, -1, relax.getCurrent()});
+          return WalkResult::advance();
+        }
+        if (auto iterations = dyn_cast<SolverIterationsOp>(op)) {
+          setStorage(iterations, {Storage::Iterations});
+          for (Operation *user : iterations->getUsers())
             if (!isa<func::ReturnOp>(user))
               return user->emitOpError("cannot emit a use of the iteration "
                                        "counts other than the layer's result"),
@@ -284,16 +300,20 @@ FailureOr<LayerPlan> LayerPlan::build(func::FuncOp layer) {
                WalkResult::interrupt();
       }
     }
-    if (auto loop = dyn_cast<FixedPointOp>(op)) {
-      if (plan.loop)
+    if (isa<FixedPointOp>(op))
+      return op->emitOpError("cannot emit a fixed-point loop that is not "
+                             "lowered (run fp-lower-fixed-point, which "
+                             "fp-pipeline does)"),
+             WalkResult::interrupt();
+    if (auto loop = dyn_cast<scf::WhileOp>(op)) {
+      FailureOr<LoweredLoop> parts = matchLoweredLoop(loop);
+      if (failed(parts))
+        return WalkResult::interrupt();
+      if (plan.solver)
         return loop.emitOpError("cannot emit a layer with more than one "
                                 "fixed-point loop"),
                WalkResult::interrupt();
-      if (loop.getInits().size() != 1)
-        return loop.emitOpError("cannot emit a fixed-point loop with ")
-                   << loop.getInits().size() << " iterates (one is supported)",
-               WalkResult::interrupt();
-      plan.loop = loop;
+      plan.solver = parts->solver;
     }
     if (isa<func::CallOp>(op))
       return op->emitOpError("cannot emit a call; run the inliner first "

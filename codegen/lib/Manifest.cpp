@@ -105,8 +105,8 @@ static llvm::json::Object layerObject(const LayerPlan &plan) {
            {"forward", entryPointName(name, "forward")},
            {"backward", entryPointName(name, "backward")}}},
       {"params", std::move(params)}};
-  if (plan.loop) {
-    SolverAttr solver = plan.loop.getSolver();
+  if (plan.solver) {
+    SolverAttr solver = plan.solver.getSolver();
     layer["solver"] = llvm::json::Object{
         {"tolerance", solver.getTolerance().convertToDouble()},
         {"train_quantile", solver.getQuantile().convertToDouble()},
@@ -115,7 +115,7 @@ static llvm::json::Object layerObject(const LayerPlan &plan) {
         {"relax_start", solver.getRelaxStart().convertToDouble()},
         {"relax_decay", solver.getRelaxDecay().convertToDouble()},
         {"relax_patience", solver.getRelaxPatience()},
-        {"backward", backwardValue(plan.loop.getBackward())}};
+        {"backward", backwardValue(plan.solver.getBackward())}};
   }
   return layer;
 }

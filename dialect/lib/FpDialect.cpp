@@ -1,12 +1,13 @@
 //===- FpDialect.cpp - The fp dialect ---------------------------*- C++ -*-===//
 //
-// Registers the fp dialect's ops and attributes.
+// Registers the fp dialect's ops, attributes and types.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fp/Dialect/FpDialect.h"
 #include "fp/Dialect/FpAttrs.h"
 #include "fp/Dialect/FpOps.h"
+#include "fp/Dialect/FpTypes.h"
 
 #include "mlir/Transforms/InliningUtils.h"
 
@@ -37,5 +38,6 @@ void FPDialect::initialize() {
 #include "fp/Dialect/FpOps.cpp.inc"
       >();
   registerAttributes();
+  registerTypes();
   addInterfaces<FpInlinerInterface>();
 }

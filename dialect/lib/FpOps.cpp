@@ -764,3 +764,12 @@ LogicalResult TriuOp::verify() {
 
 #define GET_OP_CLASSES
 #include "fp/Dialect/FpOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// SolverInitOp
+//===----------------------------------------------------------------------===//
+
+void SolverInitOp::getAsmResultNames(
+    function_ref<void(Value, StringRef)> setNameFn) {
+  setNameFn(getState(), "solver");
+}

@@ -35,6 +35,10 @@ void mlir::fp::addFusion(OpPassManager &pm) {
   func.addPass(createCSEPass());
 }
 
+void mlir::fp::addLoopLowering(OpPassManager &pm) {
+  pm.nest<func::FuncOp>().addPass(createFpLowerFixedPoint());
+}
+
 void mlir::fp::addBufferPlanning(OpPassManager &pm) {
   pm.nest<func::FuncOp>().addPass(createFpPlanBuffers());
 }
@@ -46,6 +50,7 @@ void mlir::fp::buildFpPipeline(OpPassManager &pm,
     addHoisting(pm);
   if (options.fuse)
     addFusion(pm);
+  addLoopLowering(pm);
   addBufferPlanning(pm);
 }
 

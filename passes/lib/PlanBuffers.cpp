@@ -3,7 +3,8 @@
 // fp-plan-buffers: assigns every tensor a layer computes to a buffer of one
 // workspace by a linear scan over lifetimes, and records the plan in the
 // discardable attributes the emitters read (fp.workspace, fp.slots,
-// fp.iterate_slots).
+// fp.iterate_slots). Fixed-point loops must be lowered (fp-lower-fixed-point):
+// an iterate, its fp.solver_relax and the loop's result share a buffer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,8 +47,7 @@ Buffer bufferFor(Type type) {
 }
 
 /// Program positions: ops numbered in pre-order (kernel bodies are one
-/// position); each fixed-point loop also has an end position after its
-/// body.
+/// position); each loop also has an end position after its body.
 struct Positions {
   llvm::DenseMap<Operation *, int64_t> at, loopEnd;
 
@@ -58,7 +58,7 @@ struct Positions {
         for (Region &region : op.getRegions())
           for (Block &inner : region)
             number(inner, next);
-      if (isa<FixedPointOp>(op))
+      if (isa<scf::WhileOp>(op))
         loopEnd[&op] = next++;
     }
   }
@@ -69,7 +69,7 @@ struct Positions {
       return isa<func::FuncOp>(owner) ? -1 : at.lookup(owner);
     }
     Operation *op = value.getDefiningOp();
-    return isa<FixedPointOp>(op) ? loopEnd.lookup(op) : at.lookup(op);
+    return isa<scf::WhileOp>(op) ? loopEnd.lookup(op) : at.lookup(op);
   }
 
   /// The last position at which `user` may read `value`: its own, or the
@@ -82,7 +82,7 @@ struct Positions {
             ? cast<BlockArgument>(value).getOwner()->getParentOp()
             : value.getDefiningOp();
     for (Operation *p = user->getParentOp(); p; p = p->getParentOp()) {
-      if (!isa<FixedPointOp>(p))
+      if (!isa<scf::WhileOp>(p))
         continue;
       bool inside = p == defScope || p->isProperAncestor(defScope);
       if (!inside)
@@ -92,8 +92,26 @@ struct Positions {
   }
 };
 
-/// Plans one layer function.
-void planLayer(func::FuncOp layer) {
+/// Plans one layer function; fails, with an error, on a loop that is not
+/// lowered.
+LogicalResult planLayer(func::FuncOp layer) {
+  SmallVector<LoweredLoop> loops;
+  WalkResult lowered = layer.walk([&](Operation *op) {
+    if (isa<FixedPointOp>(op))
+      return op->emitOpError("must be lowered before buffer planning (run "
+                             "fp-lower-fixed-point, which fp-pipeline does)"),
+             WalkResult::interrupt();
+    if (auto loop = dyn_cast<scf::WhileOp>(op)) {
+      FailureOr<LoweredLoop> parts = matchLoweredLoop(loop);
+      if (failed(parts))
+        return WalkResult::interrupt();
+      loops.push_back(std::move(*parts));
+    }
+    return WalkResult::advance();
+  });
+  if (lowered.wasInterrupted())
+    return failure();
+
   Positions positions;
   int64_t next = 0;
   positions.number(layer.getBody().front(), next);
@@ -109,14 +127,26 @@ void planLayer(func::FuncOp layer) {
       aliasOf[reshape] = reshape.getInput();
       return WalkResult::advance();
     }
-    if (auto loop = dyn_cast<FixedPointOp>(op)) {
-      for (auto [iterate, result] : llvm::zip_equal(
-               loop.getBodyBlock()->getArguments(), loop.getFixedPoints())) {
+    // A loop's iterate is its condition block's argument; the step's
+    // argument, the relaxed value and the loop's result are the same
+    // storage. The initial value is copied in.
+    if (auto loop = dyn_cast<scf::WhileOp>(op)) {
+      for (auto [iterate, stepArg, result] :
+           llvm::zip_equal(loop.getBeforeArguments(), loop.getAfterArguments(),
+                           loop.getResults())) {
         buffered.push_back(iterate);
+        aliasOf[stepArg] = iterate;
         aliasOf[result] = iterate;
       }
       return WalkResult::advance();
     }
+    if (auto relax = dyn_cast<SolverRelaxOp>(op)) {
+      aliasOf[relax] = relax.getCurrent();
+      return WalkResult::advance();
+    }
+    // Iteration counts go to the solver statistics, not the workspace.
+    if (isa<SolverIterationsOp>(op))
+      return WalkResult::advance();
     for (Value result : op->getResults())
       if (isa<RankedTensorType>(result.getType()))
         buffered.push_back(result);
@@ -143,12 +173,11 @@ void planLayer(func::FuncOp layer) {
     noteUses(value);
   for (auto &entry : aliasOf)
     noteUses(entry.first);
-  // An iterate is read by the relaxation at the end of every step.
-  layer.walk([&](FixedPointOp loop) {
-    for (Value iterate : loop.getBodyBlock()->getArguments())
+  // An iterate is carried to the next step.
+  for (LoweredLoop &parts : loops)
+    for (Value iterate : parts.loop.getBeforeArguments())
       lastUse[iterate] =
-          std::max(lastUse[iterate], positions.loopEnd.lookup(loop));
-  });
+          std::max(lastUse[iterate], positions.loopEnd.lookup(parts.loop));
 
   // Linear scan: a buffer is free once its value's last use is strictly
   // before the new value's definition. Buffers only hold values with the
@@ -207,9 +236,9 @@ void planLayer(func::FuncOp layer) {
     return builder.getDenseI64ArrayAttr(slots);
   };
   layer.walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (auto loop = dyn_cast<FixedPointOp>(op))
+    if (auto loop = dyn_cast<scf::WhileOp>(op))
       op->setAttr(FPDialect::getIterateSlotsAttrName(),
-                  slotsOf(loop.getBodyBlock()->getArguments()));
+                  slotsOf(loop.getBeforeArguments()));
     if (llvm::any_of(op->getResults(),
                      [&](Value v) { return slotOf.count(v); }))
       op->setAttr(FPDialect::getSlotsAttrName(), slotsOf(op->getResults()));
@@ -228,6 +257,7 @@ void planLayer(func::FuncOp layer) {
   }
   layer->setAttr(FPDialect::getWorkspaceAttrName(),
                  builder.getArrayAttr(workspace));
+  return success();
 }
 
 struct FpPlanBuffersPass
@@ -238,7 +268,8 @@ struct FpPlanBuffersPass
     func::FuncOp fn = getOperation();
     if (!fn->hasAttr("fp.layer") || fn.isExternal())
       return markAllAnalysesPreserved();
-    planLayer(fn);
+    if (failed(planLayer(fn)))
+      signalPassFailure();
   }
 };
 

@@ -1,5 +1,5 @@
-// RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-host | FileCheck %s
-// RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=CUDA
+// RUN: fp-opt %s -fp-lower-fixed-point -fp-plan-buffers | fp-translate --fp-to-host | FileCheck %s
+// RUN: fp-opt %s -fp-lower-fixed-point -fp-plan-buffers | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=CUDA
 
 // A small layer: a hoisted projection, a fixed point over a shifted scan,
 // and a head. The emitted code calls the kernels of Host.h op by op.
@@ -46,7 +46,8 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK:       kernels::shift([[Y]], B, T, 4, 1, [[S:s[0-9]+]]);
 //       CHECK:       kernels::unary(kernels::Sigmoid(), B * T * 4, [[S]], [[C:s[0-9]+]]);
 //       CHECK:       kernels::scan([[C]], [[XA]], B, T, 4, false, [[H:s[0-9]+]]);
-//       CHECK:       [[SOLVER]].step([[Y]], [[H]], T, 4);
+//       CHECK:       [[SOLVER]].relax([[Y]], [[H]], T, 4);
+//       CHECK:       [[SOLVER]].update();
 //       CHECK:     }
 //       CHECK:     [[SOLVER]].report(args.stats);
 //       CHECK:     kernels::unary(kernels::Silu(), B * T * 4, [[Y]], [[G:s[0-9]+]]);
@@ -77,7 +78,8 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //  CUDA:     kernels::Scope scope(args.stream);
 //  CUDA:     while ([[SOLVER:solver[0-9]+]].shouldContinue()) {
 //  CUDA:       kernels::scan(
-//  CUDA:       [[SOLVER]].step(
+//  CUDA:       [[SOLVER]].relax(
+//  CUDA:       [[SOLVER]].update();
 //  CUDA:   template void forward<float>(const fp_forward_args &args, char *workspace, const size_t *offsets);
 //  CUDA:   template void forward<double>(const fp_forward_args &args, char *workspace, const size_t *offsets);
 //  CUDA: } // namespace layer_tiny::cuda

@@ -1,4 +1,4 @@
-// RUN: fp-opt %s -split-input-file -fp-plan-buffers | not fp-translate --fp-to-host -split-input-file 2>&1 | FileCheck %s
+// RUN: fp-opt %s -split-input-file -fp-lower-fixed-point -fp-plan-buffers | not fp-translate --fp-to-host -split-input-file 2>&1 | FileCheck %s
 
 // IR the emitters reject after buffer planning, each with a located error.
 
@@ -36,5 +36,23 @@ module {
       fp.yield %l : tensor<?x?x4xf32>
     }
     return %k : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+module {
+  func.func @two_loops(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer} {
+    %r, %n = fp.fixed_point (%y = %u) : tensor<?x?x4xf32>
+        solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>
+        backward <one_step> {
+      fp.yield %y : tensor<?x?x4xf32>
+    }
+    // CHECK: error: 'scf.while' op cannot emit a layer with more than one fixed-point loop
+    %r2, %n2 = fp.fixed_point (%y = %r) : tensor<?x?x4xf32>
+        solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>
+        backward <one_step> {
+      fp.yield %y : tensor<?x?x4xf32>
+    }
+    return %r2 : tensor<?x?x4xf32>
   }
 }

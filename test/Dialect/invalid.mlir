@@ -940,3 +940,35 @@ func.func @kernel_no_results(%x: tensor<?x?x8xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @solver_init_not_tokens(%x: tensor<8xf32>) {
+  // expected-error @below {{'fp.solver_init' op operand #0 must be ranked float tensor of rank >= 2 (batch, time, features...)}}
+  %s = "fp.solver_init"(%x) <{solver = #fp.solver<tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>, backward = #fp.backward<one_step>}> : (tensor<8xf32>) -> !fp.solver
+  return
+}
+
+// -----
+
+func.func @solver_relax_types(%s: !fp.solver, %y: tensor<?x?x8xf32>, %f: tensor<?x?x4xf32>) {
+  // expected-error @below {{'fp.solver_relax' op failed to verify that all of {current, next, result} have same type}}
+  %n = "fp.solver_relax"(%s, %y, %f) : (!fp.solver, tensor<?x?x8xf32>, tensor<?x?x4xf32>) -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @solver_continue_not_solver(%x: tensor<?x?x8xf32>) {
+  // expected-error @below {{'fp.solver_continue' op operand #0 must be the state of one fixed-point solve}}
+  %go = "fp.solver_continue"(%x) : (tensor<?x?x8xf32>) -> i1
+  return
+}
+
+// -----
+
+func.func @solver_iterations_type(%s: !fp.solver) {
+  // expected-error @below {{'fp.solver_iterations' op result #0 must be 1D tensor of 32-bit signless integer values}}
+  %c = "fp.solver_iterations"(%s) : (!fp.solver) -> tensor<?xi64>
+  return
+}

@@ -188,3 +188,22 @@ func.func @kernel(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>) -> (tensor<?x?x8xf32
   }
   return %k#0, %k#1 : tensor<?x?x8xf32>, tensor<?x?xf32>
 }
+
+// The solver ops of a lowered fixed-point loop, and the solver type.
+// CHECK-LABEL: func.func @solver
+//  CHECK-SAME:     (%[[Y:.*]]: tensor<?x?x8xf32>, %[[F:.*]]: tensor<?x?x8xf32>, %[[H:.*]]: !fp.solver)
+//       CHECK:   %[[S:.*]] = fp.solver_init %[[Y]] solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 100, max_iter_eval = 1000, relax_start = 0.99, relax_decay = 0.9, relax_patience = 15> backward <implicit, tolerance = 1.0e-06> : tensor<?x?x8xf32>
+//       CHECK:   %{{.*}} = fp.solver_continue %[[S]]
+//       CHECK:   %[[N:.*]] = fp.solver_relax %[[S]], %[[Y]], %[[F]] : tensor<?x?x8xf32>
+//       CHECK:   fp.solver_update %[[S]]
+//       CHECK:   %[[C:.*]] = fp.solver_iterations %[[S]] : tensor<?xi32>
+//       CHECK:   fp.solver_update %[[H]]
+func.func @solver(%y: tensor<?x?x8xf32>, %f: tensor<?x?x8xf32>, %h: !fp.solver) -> (i1, tensor<?x?x8xf32>, tensor<?xi32>) {
+  %s = fp.solver_init %y solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 100, max_iter_eval = 1000, relax_start = 0.99, relax_decay = 0.9, relax_patience = 15> backward <implicit, tolerance = 1.0e-06> : tensor<?x?x8xf32>
+  %go = fp.solver_continue %s
+  %n = fp.solver_relax %s, %y, %f : tensor<?x?x8xf32>
+  fp.solver_update %s
+  %c = fp.solver_iterations %s : tensor<?xi32>
+  fp.solver_update %h
+  return %go, %n, %c : i1, tensor<?x?x8xf32>, tensor<?xi32>
+}

@@ -115,8 +115,10 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
                                             0.99, 0.9,  15};
   kernels::Solver<Real> solver(B, kSolver, args.training != 0, args.solver);
   kernels::copy(in, B * T * 16, out);
-  while (solver.shouldContinue())
-    solver.step(out, in, T, 16);
+  while (solver.shouldContinue()) {
+    solver.relax(out, in, T, 16);
+    solver.update();
+  }
   solver.report(args.stats);
   (void)solver.numSteps();
 }

@@ -70,7 +70,7 @@ struct Storage {
     Input,     ///< the layer input
     Param,     ///< params[index]
     Buffer,    ///< workspace slot `index`
-    Alias,     ///< the storage of `aliasOf` (fp.reshape, loop results)
+    Alias,     ///< the storage of `aliasOf` (fp.reshape, loop values)
     Iterations ///< per-sample counts of a solve; no data
   } kind = Buffer;
   int64_t index = -1;
@@ -96,8 +96,9 @@ public:
   mutable func::FuncOp layer;
   llvm::SmallVector<ParamInfo> params;
   llvm::SmallVector<BufferSlot> slots;
-  /// The layer's fixed-point loop, if it has one.
-  mutable FixedPointOp loop;
+  /// The solver of the layer's fixed-point loop (lowered by
+  /// fp-lower-fixed-point), if it has one.
+  mutable SolverInitOp solver;
   int64_t dModel = 0;
 
   const Shape &shape(Value value) const { return shapes.find(value)->second; }

@@ -35,7 +35,11 @@ def FP_Dialect : Dialect {
       on tensors; `fp.broadcast` makes broadcasts explicit.
     * `fp.fixed_point` is the loop: its body computes one application of the
       fixed-point map `f`, and the op iterates it under the solver rule of the
-      reference implementation.
+      reference implementation. `fp-lower-fixed-point` rewrites it into an
+      `scf.while` whose steps are explicit: `fp.solver_init` creates the
+      solver's state, `fp.solver_continue` tests the continue rule,
+      `fp.solver_relax` measures the residual and relaxes each iterate, and
+      `fp.solver_update` does the per-sample bookkeeping.
     * A scalar `arith.constant` written as a DSL literal may carry
       `fp.literal`, the literal as an `f64`: the tensor holds it rounded to the
       model's element type, and code instantiated for a wider type uses the
@@ -46,11 +50,14 @@ def FP_Dialect : Dialect {
       times B and T where flagged); `fp.slots` on an op gives the buffer of
       each result (−1: none; reshapes and loop results alias, parameters
       and the input are not in the workspace), and `fp.iterate_slots` on
-      `fp.fixed_point` the buffers of its iterates. The emitters read them.
+      the lowered loop (`scf.while`) the buffers of its iterates, which
+      `fp.solver_relax` updates in place. The emitters read them.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
+    void registerTypes();
 
     /// The exact value of a scalar literal (see the dialect description).
     static constexpr ::llvm::StringLiteral getLiteralAttrName() {

@@ -10,6 +10,7 @@
 #include "fp/Dialect/FpAttrs.h"
 #include "fp/Dialect/FpDialect.h"
 #include "fp/Dialect/FpInterfaces.h"
+#include "fp/Dialect/FpTypes.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

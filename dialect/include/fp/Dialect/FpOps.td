@@ -12,6 +12,7 @@
 include "fp/Dialect/FpDialect.td"
 include "fp/Dialect/FpAttrs.td"
 include "fp/Dialect/FpInterfaces.td"
+include "fp/Dialect/FpTypes.td"
 include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/IR/Traits.td"
@@ -214,6 +215,114 @@ def FP_KernelOp : FP_Op<"kernel", [
     /// fp.selective_scan).
     bool isSequential();
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// The lowered solver
+//===----------------------------------------------------------------------===//
+
+def FP_SolverInitOp : FP_Op<"solver_init", [
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "create the state of a fixed-point solve";
+  let description = [{
+    Allocates and initialises the per-sample state of the solver rule of
+    spec §3 for a batch of iterates like `batch_like` (only its batch size
+    is read): ρ* = +∞, η = `relax_start`, π = `relax_patience`, no steps
+    taken. The settings are those of the `fp.fixed_point` it was lowered
+    from; runtime overrides (training or evaluation, a different cap or
+    tolerance, a fixed step count) apply when the state is created.
+    `backward` keeps that loop's adjoint mode for the library's manifest.
+
+    ```mlir
+    %s = fp.solver_init %y0 solver <tolerance = 0.1, quantile = 0.75,
+        max_iter_train = 100, max_iter_eval = 1000, relax_start = 0.99,
+        relax_decay = 0.9, relax_patience = 15> backward <one_step>
+        : tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins FP_TokenTensor:$batch_like, FP_SolverAttr:$solver,
+                       FP_BackwardAttr:$backward);
+  let results = (outs Res<FP_SolverType, "", [MemAlloc, MemWrite]>:$state);
+  let assemblyFormat = [{
+    $batch_like `solver` $solver `backward` $backward attr-dict `:`
+    type($batch_like)
+  }];
+}
+
+def FP_SolverContinueOp : FP_Op<"solver_continue"> {
+  let summary = "the continue rule of a fixed-point solve";
+  let description = [{
+    True before the first step; afterwards true while the quantile (1 in
+    evaluation) of the per-sample best residuals ρ* is at least the
+    tolerance, some step size η is at least 1e-3, and fewer steps than the
+    cap were taken (spec §3.3). The test runs where the state lives: on the
+    CUDA target the device evaluates it, and the host only learns its value
+    without waiting for each step (a lowered loop may queue steps ahead;
+    steps queued after the device decided to stop change nothing).
+
+    ```mlir
+    %go = fp.solver_continue %s
+    ```
+  }];
+  let arguments = (ins Arg<FP_SolverType, "", [MemRead]>:$state);
+  let results = (outs I1:$result);
+  let assemblyFormat = "$state attr-dict";
+}
+
+def FP_SolverRelaxOp : FP_Op<"solver_relax", [
+    AllTypesMatch<["current", "next", "result"]>]> {
+  let summary = "residual and relaxation of one iterate";
+  let description = [{
+    For the current iterate `y` and the body's value `f(y)`, per sample `b`:
+    accumulates the residual
+    `ρ_b ← max(ρ_b, max over tokens t of ‖y[b,t] − f(y)[b,t]‖∞ /
+    (‖f(y)[b,t]‖∞ + 1e-8))` into the state and returns the relaxed iterate
+    `η_b·f(y) + (1 − η_b)·y`. Once the solve has stopped, it returns `y`
+    unchanged. A loop with several iterates relaxes each with the same η;
+    ρ is their maximum. The buffer planner runs it in place.
+
+    ```mlir
+    %y1 = fp.solver_relax %s, %y, %fy : tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<FP_SolverType, "", [MemRead, MemWrite]>:$state,
+                       FP_TokenTensor:$current, FP_TokenTensor:$next);
+  let results = (outs FP_TokenTensor:$result);
+  let assemblyFormat = [{
+    $state `,` $current `,` $next attr-dict `:` type($result)
+  }];
+}
+
+def FP_SolverUpdateOp : FP_Op<"solver_update"> {
+  let summary = "the bookkeeping that ends one solver step";
+  let description = [{
+    Per sample: ρ* ← min(ρ*, ρ); the patience π resets on improvement and
+    counts down otherwise; when it reaches 0, η ← `relax_decay`·η and π
+    resets (spec §3.2). Then the step counter advances, ρ is cleared for the
+    next step, and the continue rule is evaluated for `fp.solver_continue`.
+
+    ```mlir
+    fp.solver_update %s
+    ```
+  }];
+  let arguments = (ins Arg<FP_SolverType, "", [MemRead, MemWrite]>:$state);
+  let assemblyFormat = "$state attr-dict";
+}
+
+def FP_SolverIterationsOp : FP_Op<"solver_iterations"> {
+  let summary = "per-sample iteration counts of a finished solve";
+  let description = [{
+    The steps taken plus one, for every sample (spec §3.6: the one
+    differentiable application of the body at the fixed point counts); the
+    `iterations` result of the `fp.fixed_point` the solve was lowered from.
+
+    ```mlir
+    %iters = fp.solver_iterations %s : tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Arg<FP_SolverType, "", [MemRead]>:$state);
+  let results = (outs FP_IterationCounts:$iterations);
+  let assemblyFormat = "$state attr-dict `:` type($iterations)";
 }
 
 //===----------------------------------------------------------------------===//

@@ -9,9 +9,11 @@
 #define FP_TRANSFORMS_PASSES_H
 
 #include "fp/Dialect/FpDialect.h"
+#include "fp/Dialect/FpOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
@@ -34,6 +36,22 @@ void populateSplitInvariantConcatPatterns(RewritePatternSet &patterns);
 /// operands and from uniform (static) operands. Forward scans qualify only
 /// `withScans`.
 bool isPerTokenOp(Operation *op, bool withScans);
+
+/// The parts of a loop in the form fp-lower-fixed-point produces: an
+/// scf.while whose condition is `fp.solver_continue` of `solver` passing the
+/// iterates through, and whose step ends with one `fp.solver_relax` per
+/// iterate (yielded in order, each the last reader of its iterate) and one
+/// `fp.solver_update` after them.
+struct LoweredLoop {
+  scf::WhileOp loop;
+  SolverInitOp solver;
+  SmallVector<SolverRelaxOp> relaxes;
+  SolverUpdateOp update;
+};
+
+/// Matches `loop` against the lowered form; on mismatch, emits an error at
+/// the loop that says why and fails.
+FailureOr<LoweredLoop> matchLoweredLoop(scf::WhileOp loop);
 
 #define GEN_PASS_REGISTRATION
 #include "fp/Transforms/Passes.h.inc"

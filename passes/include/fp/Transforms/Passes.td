@@ -90,15 +90,63 @@ def FpFuseMixScan : Pass<"fp-fuse-mix-scan", "func::FuncOp"> {
   ];
 }
 
+def FpLowerFixedPoint : Pass<"fp-lower-fixed-point", "func::FuncOp"> {
+  let summary = "lower fp.fixed_point to an scf.while with explicit solver "
+                "steps";
+  let description = [{
+    Rewrites every `fp.fixed_point` into the solver of spec §3 as an explicit
+    loop: `fp.solver_init` creates the per-sample state where the data is,
+    an `scf.while` whose condition is `fp.solver_continue` runs the body,
+    and each step ends with `fp.solver_relax` for every iterate (residual
+    and relaxation in one pass over the data) and one `fp.solver_update`
+    (best residual, patience, step-size decay, and the continue rule for the
+    next step). The iteration counts come from `fp.solver_iterations`.
+
+    ```mlir
+    %y, %n = fp.fixed_point (%it = %y0) : tensor<?x?x64xf32>
+        solver <...> backward <one_step> {
+      %f = ...
+      fp.yield %f : tensor<?x?x64xf32>
+    }
+    ```
+
+    becomes
+
+    ```mlir
+    %solver = fp.solver_init %y0 solver <...> backward <one_step>
+        : tensor<?x?x64xf32>
+    %y = scf.while (%it = %y0) : (tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+      %go = fp.solver_continue %solver
+      scf.condition(%go) %it : tensor<?x?x64xf32>
+    } do {
+    ^bb0(%it: tensor<?x?x64xf32>):
+      %f = ...
+      %next = fp.solver_relax %solver, %it, %f : tensor<?x?x64xf32>
+      fp.solver_update %solver
+      scf.yield %next : tensor<?x?x64xf32>
+    }
+    %n = fp.solver_iterations %solver : tensor<?xi32>
+    ```
+
+    Nothing in the loop needs the host: on the CUDA target the continue
+    rule is decided on the device and the host queues steps ahead of it.
+    Nested loops are lowered inside out.
+  }];
+  let dependentDialects = ["::mlir::fp::FPDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def FpPlanBuffers : Pass<"fp-plan-buffers", "func::FuncOp"> {
   let summary = "plan one workspace per layer";
   let description = [{
     Gives every tensor a layer function (`fp.layer`) computes a buffer of one
     workspace, by a linear scan over lifetimes: a buffer is reused once the
     last reader of its value has run, where a value defined before a
-    fixed-point loop and read inside it lives until the loop ends (every
-    iteration reads it again) and an iterate lives to the end of its loop
-    (the relaxation reads it). Buffers are shared only by values with the
+    lowered fixed-point loop (`scf.while`, from `fp-lower-fixed-point`) and
+    read inside it lives until the loop ends (every iteration reads it
+    again) and an iterate lives to the end of its loop. An iterate, the
+    loop's result and the `fp.solver_relax` that updates it share one
+    buffer: the relaxation runs in place. Buffers are shared only by values with the
     same dependence on batch and length; reshapes and loop results share
     their source's buffer; parameters and the layer input are not in the
     workspace; an `fp.kernel`'s intermediate values live in the kernel's own
@@ -110,10 +158,12 @@ def FpPlanBuffers : Pass<"fp-plan-buffers", "func::FuncOp"> {
     func.func @layer(...) attributes {fp.layer,
         fp.workspace = [{elements = 64 : i64, per_batch, per_step}, ...]} {
       %x = fp.linear %u, %w {fp.slots = array<i64: 0>} : ...
-      %r, %n = fp.fixed_point (%y = %y0) : ... {fp.iterate_slots = array<i64: 1>, ...}
+      %r = scf.while (%y = %y0) : ... attributes {fp.iterate_slots = array<i64: 1>}
     ```
 
-    Other functions are left alone.
+    Other functions are left alone. A layer with an `fp.fixed_point` that is
+    not lowered, or a loop whose iterates are not updated by
+    `fp.solver_relax` as the last reader, is an error.
   }];
 }
 

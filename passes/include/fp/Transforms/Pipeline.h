@@ -35,6 +35,9 @@ void addHoisting(OpPassManager &pm);
 /// Groups per-token chains, mixers and scans into kernels.
 void addFusion(OpPassManager &pm);
 
+/// Lowers fixed-point loops to scf.while with explicit solver steps.
+void addLoopLowering(OpPassManager &pm);
+
 /// Plans the workspace of every layer.
 void addBufferPlanning(OpPassManager &pm);
 

@@ -1413,12 +1413,12 @@ inline constexpr int64_t kRelaxChunk = 8192;
 /// its state on the device: per sample best residual ρ*, step size η and
 /// patience, and the step counter and "running" flag of the continue rule.
 ///
-/// step() queues two kernels: residual and relaxation (one chunk of tokens
-/// of one sample per block), then one block of bookkeeping that also
-/// evaluates the continue rule for the next step and publishes (steps,
-/// running) to mapped pinned memory. Both do nothing once running is
-/// cleared, so steps queued after the device decided to stop are no-ops and
-/// the result is that of Host.h's sequential rule.
+/// A step queues, per iterate, relax(): residual and relaxation (one chunk
+/// of tokens of one sample per block); then update(): one block of
+/// bookkeeping that also evaluates the continue rule for the next step and
+/// publishes (steps, running) to mapped pinned memory. Both do nothing once
+/// running is cleared, so steps queued after the device decided to stop are
+/// no-ops and the result is that of Host.h's sequential rule.
 ///
 /// shouldContinue() never waits for the stream: it answers false once the
 /// device published a stop or the cap (or fixed_iters) steps are queued, and
@@ -1526,22 +1526,28 @@ public:
         .running;
   }
 
-  /// One step after the body computed fy = f(y): residuals, y ← η fy +
-  /// (1 − η) y in place, then best-so-far, patience and step-size decay.
-  /// `y` and `fy` are [B, T, F] with `tokenSize` = F elements per token.
-  void step(Real *y, In<Real> fy, int64_t length, int64_t tokenSize) {
-    if (length > 0 && tokenSize > 0) {
-      int group = 1;
-      while (group < 32 && group < tokenSize)
-        group *= 2;
-      const int64_t tokensPerChunk = std::min(
-          length, std::max<int64_t>(1, detail::kRelaxChunk / tokenSize));
-      const int64_t chunks = (length + tokensPerChunk - 1) / tokensPerChunk;
-      detail::launch("Solver::step (relax)", detail::solverRelaxKernel<Real>,
-                     samples * chunks, detail::kThreads, 0, stream, y, fy,
-                     length, tokenSize, tokensPerChunk, chunks, group, state);
-    }
-    detail::launch("Solver::step (decide)", detail::solverDecideKernel<Real>, 1,
+  /// Residual and relaxation of one iterate after the body computed
+  /// fy = f(y) (Host.h's Solver::relax): one chunk of tokens of one sample
+  /// per block, ρ accumulated by an exact atomic max. `y` and `fy` are
+  /// [B, T, F] with `tokenSize` = F elements per token.
+  void relax(Real *y, In<Real> fy, int64_t length, int64_t tokenSize) {
+    if (length <= 0 || tokenSize <= 0)
+      return;
+    int group = 1;
+    while (group < 32 && group < tokenSize)
+      group *= 2;
+    const int64_t tokensPerChunk =
+        std::min(length, std::max<int64_t>(1, detail::kRelaxChunk / tokenSize));
+    const int64_t chunks = (length + tokensPerChunk - 1) / tokensPerChunk;
+    detail::launch("Solver::relax", detail::solverRelaxKernel<Real>,
+                   samples * chunks, detail::kThreads, 0, stream, y, fy, length,
+                   tokenSize, tokensPerChunk, chunks, group, state);
+  }
+
+  /// Ends a step (Host.h's Solver::update): one block of bookkeeping that
+  /// also evaluates the continue rule for the next step and publishes it.
+  void update() {
+    detail::launch("Solver::update", detail::solverDecideKernel<Real>, 1,
                    detail::kDecideThreads, sortSharedBytes, stream, rule,
                    state);
     ++launched;

@@ -541,7 +541,8 @@ public:
       : batch(batch), settings(settings),
         best(batch, std::numeric_limits<Real>::infinity()),
         eta(batch, Real(settings.relaxStart)),
-        patience(batch, settings.relaxPatience), rho(batch), sorted(batch) {
+        patience(batch, settings.relaxPatience), rho(batch, Real(0)),
+        sorted(batch) {
     tolerance = settings.tolerance;
     quantile = training ? settings.trainQuantile : 1.0;
     cap = training ? settings.maxIterTrain : settings.maxIterEval;
@@ -569,13 +570,14 @@ public:
     return double(quantileOfBest()) >= tolerance && moving && steps < cap;
   }
 
-  /// One step after the body computed fy = f(y): residuals, y ← η fy +
-  /// (1 − η) y in place, then best-so-far, patience and step-size decay.
-  /// `y` and `fy` are [B, T, F] with `tokenSize` = F elements per token.
-  void step(Real *y, In<Real> fy, int64_t length, int64_t tokenSize) {
+  /// Residual and relaxation of one iterate after the body computed
+  /// fy = f(y): ρ_b ← max(ρ_b, max over tokens of ‖y − fy‖∞ / (‖fy‖∞ +
+  /// 1e-8)), then y ← η fy + (1 − η) y in place. `y` and `fy` are [B, T, F]
+  /// with `tokenSize` = F elements per token.
+  void relax(Real *y, In<Real> fy, int64_t length, int64_t tokenSize) {
     int64_t perSample = length * tokenSize;
     parallelFor(batch, 3 * perSample, [&](int64_t b) {
-      Real worst = 0;
+      Real worst = rho[b];
       for (int64_t t = 0; t < length; ++t) {
         In<Real> yt = y + b * perSample + t * tokenSize;
         In<Real> ft = fy + b * perSample + t * tokenSize;
@@ -593,9 +595,15 @@ public:
       for (int64_t i = 0; i < perSample; ++i)
         ys[i] = e * fs[i] + keep * ys[i];
     });
+  }
+
+  /// Ends a step: best-so-far, patience and step-size decay per sample from
+  /// this step's residuals, which it clears.
+  void update() {
     for (int64_t b = 0; b < batch; ++b) {
       bool improved = rho[b] < best[b];
       best[b] = std::min(best[b], rho[b]);
+      rho[b] = 0;
       patience[b] = improved ? settings.relaxPatience : patience[b] - 1;
       if (patience[b] == 0) {
         patience[b] = settings.relaxPatience;
