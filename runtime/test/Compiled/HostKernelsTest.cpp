@@ -375,4 +375,100 @@ TEST(HostKernels, FusedScanStepsEqualTheUnfusedScans) {
   EXPECT_EQ(whole, fused) << "scan";
 }
 
+/// The residual of `y` against `fy` for sample `b` of [B, T, F] data: the
+/// largest relative inf-norm distance over its tokens (spec §3.2).
+double residualOf(const std::vector<double> &y, const std::vector<double> &fy,
+                  int64_t b, int64_t length, int64_t features) {
+  double worst = 0;
+  for (int64_t t = 0; t < length; ++t) {
+    double diff = 0, scale = 0;
+    for (int64_t f = 0; f < features; ++f) {
+      const int64_t i = (b * length + t) * features + f;
+      diff = std::max(diff, std::fabs(y[i] - fy[i]));
+      scale = std::max(scale, std::fabs(fy[i]));
+    }
+    worst = std::max(worst, diff / (scale + 1e-8));
+  }
+  return worst;
+}
+
+TEST(HostKernels, SolverRelaxesEveryIterateWithOneStepSize) {
+  // Two iterates of different token sizes, one step: both are relaxed with
+  // η = relax_start, and the step's residual (reported as the best so far)
+  // is the larger of their residuals, per sample.
+  std::mt19937_64 rng(freshSeed());
+  std::normal_distribution<double> normal;
+  const int64_t batch = 3, length = 4, wide = 5, narrow = 2;
+  auto randomVector = [&](int64_t n) {
+    std::vector<double> v(n);
+    for (double &x : v)
+      x = normal(rng);
+    return v;
+  };
+  std::vector<double> a = randomVector(batch * length * wide);
+  std::vector<double> fa = randomVector(batch * length * wide);
+  std::vector<double> c = randomVector(batch * length * narrow);
+  std::vector<double> fc = randomVector(batch * length * narrow);
+  const std::vector<double> a0 = a, c0 = c;
+
+  const fp::host::SolverSettings settings = {0.1, 0.75, 10, 10, 0.7, 0.9, 2};
+  fp::host::Solver<double> solver(batch, settings, /*training=*/true,
+                                  /*overrides=*/nullptr);
+  ASSERT_TRUE(solver.shouldContinue());
+  solver.relax(a.data(), fa.data(), length, wide);
+  solver.relax(c.data(), fc.data(), length, narrow);
+  solver.update();
+
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_DOUBLE_EQ(a[i], 0.7 * fa[i] + (1 - 0.7) * a0[i]) << "a[" << i << "]";
+  for (size_t i = 0; i < c.size(); ++i)
+    ASSERT_DOUBLE_EQ(c[i], 0.7 * fc[i] + (1 - 0.7) * c0[i]) << "c[" << i << "]";
+
+  std::vector<int32_t> iterations(batch);
+  std::vector<float> residuals(batch);
+  fp_solver_stats stats = {iterations.data(), residuals.data(), 0, 0};
+  solver.report(&stats);
+  EXPECT_EQ(stats.steps, 1);
+  for (int64_t b = 0; b < batch; ++b) {
+    const double expected = std::max(residualOf(a0, fa, b, length, wide),
+                                     residualOf(c0, fc, b, length, narrow));
+    EXPECT_FLOAT_EQ(residuals[b], static_cast<float>(expected))
+        << "sample " << b;
+    EXPECT_EQ(iterations[b], 2) << "sample " << b;
+  }
+}
+
+TEST(HostKernels, SolverClearsTheResidualBetweenSteps) {
+  // A second step whose residual is smaller than the first's improves the
+  // best residual to exactly it: the first step's residual does not carry
+  // over into the second's maximum.
+  std::mt19937_64 rng(freshSeed());
+  std::normal_distribution<double> normal;
+  const int64_t batch = 2, length = 3, features = 4;
+  std::vector<double> y(batch * length * features), fy(y.size());
+  for (double &v : y)
+    v = normal(rng);
+  for (size_t i = 0; i < fy.size(); ++i)
+    fy[i] = 10 * y[i] + normal(rng); // far from y: a large first residual
+  const fp::host::SolverSettings settings = {1e-9, 1.0, 10, 10, 1.0, 0.9, 3};
+  fp::host::Solver<double> solver(batch, settings, true, nullptr);
+  solver.relax(y.data(), fy.data(), length, features);
+  solver.update();
+  // With η = 1, y is now fy; a nearby second target gives a small residual.
+  std::vector<double> second = y;
+  for (double &v : second)
+    v += 1e-3 * normal(rng);
+  const std::vector<double> before = y;
+  solver.relax(y.data(), second.data(), length, features);
+  solver.update();
+  std::vector<float> residuals(batch);
+  fp_solver_stats stats = {nullptr, residuals.data(), 0, 0};
+  solver.report(&stats);
+  EXPECT_EQ(stats.steps, 2);
+  for (int64_t b = 0; b < batch; ++b)
+    EXPECT_FLOAT_EQ(residuals[b], static_cast<float>(residualOf(
+                                      before, second, b, length, features)))
+        << "sample " << b;
+}
+
 } // namespace
