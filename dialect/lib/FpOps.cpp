@@ -442,53 +442,66 @@ LogicalResult LinearOp::verify() {
 // SelectiveScanOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult SelectiveScanOp::verify() {
-  if (failed(verifySameElementType(*this, getU(), {getA(), getB(), getD()})))
+/// The operand checks of fp.selective_scan, shared with its gradient.
+static LogicalResult verifySelectiveScanOperands(Operation *op, Value uValue,
+                                                 Value aValue, Value bValue,
+                                                 Value dValue) {
+  if (failed(verifySameElementType(op, uValue, {aValue, bValue, dValue})))
     return failure();
-  RankedTensorType u = getTensorType(getU());
-  RankedTensorType a = getTensorType(getA());
-  RankedTensorType b = getTensorType(getB());
+  RankedTensorType u = getTensorType(uValue);
+  RankedTensorType a = getTensorType(aValue);
+  RankedTensorType b = getTensorType(bValue);
   int64_t channels = u.getDimSize(2), states = a.getDimSize(1);
   if (!areCompatible(a.getDimSize(0), channels))
-    return emitOpError("expects 'A' to have one row per channel (")
+    return op->emitOpError("expects 'A' to have one row per channel (")
            << formatDim(channels) << "), got " << formatDim(a.getDimSize(0));
   for (int64_t i = 0; i < 2; ++i)
     if (!areCompatible(b.getDimSize(i), u.getDimSize(i)))
-      return emitOpError("expects 'B' and 'C' to have the batch and time "
-                         "sizes of 'u'");
+      return op->emitOpError("expects 'B' and 'C' to have the batch and time "
+                             "sizes of 'u'");
   if (!areCompatible(b.getDimSize(2), states))
-    return emitOpError("expects 'B' and 'C' to have the state size of 'A' (")
+    return op->emitOpError(
+               "expects 'B' and 'C' to have the state size of 'A' (")
            << formatDim(states) << "), got " << formatDim(b.getDimSize(2));
-  if (getD() && !areCompatible(getTensorType(getD()).getDimSize(0), channels))
-    return emitOpError("expects the skip 'D' to have one entry per channel (")
+  if (dValue && !areCompatible(getTensorType(dValue).getDimSize(0), channels))
+    return op->emitOpError(
+               "expects the skip 'D' to have one entry per channel (")
            << formatDim(channels) << "), got "
-           << formatDim(getTensorType(getD()).getDimSize(0));
+           << formatDim(getTensorType(dValue).getDimSize(0));
   return success();
+}
+
+LogicalResult SelectiveScanOp::verify() {
+  return verifySelectiveScanOperands(*this, getU(), getA(), getB(), getD());
 }
 
 //===----------------------------------------------------------------------===//
 // CausalConvOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult CausalConvOp::verify() {
-  if (failed(
-          verifySameElementType(*this, getInput(), {getWeight(), getBias()})))
+/// The operand checks of fp.causal_conv, shared with its gradient.
+static LogicalResult verifyCausalConvOperands(Operation *op, Value input,
+                                              Value weightValue, Value bias) {
+  if (failed(verifySameElementType(op, input, {weightValue, bias})))
     return failure();
-  int64_t channels = getTensorType(getInput()).getDimSize(2);
-  RankedTensorType weight = getTensorType(getWeight());
+  int64_t channels = getTensorType(input).getDimSize(2);
+  RankedTensorType weight = getTensorType(weightValue);
   if (!areCompatible(weight.getDimSize(0), channels))
-    return emitOpError("expects one weight row per channel (")
+    return op->emitOpError("expects one weight row per channel (")
            << formatDim(channels) << "), got "
            << formatDim(weight.getDimSize(0));
   if (ShapedType::isDynamic(weight.getDimSize(1)) || weight.getDimSize(1) < 1)
-    return emitOpError("expects a static kernel width >= 1, got ")
+    return op->emitOpError("expects a static kernel width >= 1, got ")
            << formatDim(weight.getDimSize(1));
-  if (getBias() &&
-      !areCompatible(getTensorType(getBias()).getDimSize(0), channels))
-    return emitOpError("expects one bias per channel (")
+  if (bias && !areCompatible(getTensorType(bias).getDimSize(0), channels))
+    return op->emitOpError("expects one bias per channel (")
            << formatDim(channels) << "), got "
-           << formatDim(getTensorType(getBias()).getDimSize(0));
+           << formatDim(getTensorType(bias).getDimSize(0));
   return success();
+}
+
+LogicalResult CausalConvOp::verify() {
+  return verifyCausalConvOperands(*this, getInput(), getWeight(), getBias());
 }
 
 //===----------------------------------------------------------------------===//
@@ -733,29 +746,108 @@ LogicalResult MatmulOp::verify() {
 // TriuOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult TriuOp::verify() {
-  if (failed(verifySameElementType(*this, getInput(), {getResult()})))
+/// The shape checks of fp.triu from `packed` vectors to `square` matrices,
+/// shared with its adjoint fp.triu_pack.
+static LogicalResult verifyTriuShapes(Operation *op, Value vectors,
+                                      Value matrices) {
+  if (failed(verifySameElementType(op, vectors, {matrices})))
     return failure();
-  RankedTensorType input = getTensorType(getInput());
-  RankedTensorType result = getTensorType(getResult());
+  RankedTensorType input = getTensorType(vectors);
+  RankedTensorType result = getTensorType(matrices);
   int64_t rank = input.getRank();
   if (result.getRank() != rank + 1)
-    return emitOpError("expects a result of rank ")
+    return op->emitOpError("expects a result of rank ")
            << rank + 1 << ", got " << result.getRank();
   for (int64_t i = 0; i + 1 < rank; ++i)
     if (!areCompatible(input.getDimSize(i), result.getDimSize(i)))
-      return emitOpError("expects result dimension ")
+      return op->emitOpError("expects result dimension ")
              << i << " to match the input's";
   int64_t packed = input.getDimSize(rank - 1);
   int64_t m = result.getDimSize(rank);
   if (ShapedType::isDynamic(packed) || ShapedType::isDynamic(m) ||
       result.getDimSize(rank - 1) != m)
-    return emitOpError("expects static square result matrices");
+    return op->emitOpError("expects static square result matrices");
   if (packed != m * (m + 1) / 2)
-    return emitOpError("expects ")
+    return op->emitOpError("expects ")
            << m * (m + 1) / 2 << " packed entries for " << m << "x" << m
            << " upper-triangular matrices, got " << packed;
   return success();
+}
+
+LogicalResult TriuOp::verify() {
+  return verifyTriuShapes(*this, getInput(), getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::verify() {
+  if (failed(verifySameElementType(*this, getInput(), {getResult()})))
+    return failure();
+  ArrayRef<int64_t> in = getTensorType(getInput()).getShape();
+  ArrayRef<int64_t> out = getTensorType(getResult()).getShape();
+  if (in[0] != out[1] || in[1] != out[0])
+    return emitOpError("expects the result to be ")
+           << in[1] << "x" << in[0] << ", got " << out[0] << "x" << out[1];
+  return success();
+}
+
+LogicalResult WeightGradOp::verify() {
+  if (failed(
+          verifySameElementType(*this, getGrad(), {getInput(), getResult()})))
+    return failure();
+  RankedTensorType grad = getTensorType(getGrad());
+  RankedTensorType input = getTensorType(getInput());
+  int64_t rank = grad.getRank();
+  if (input.getRank() != rank)
+    return emitOpError("expects 'grad' and 'input' of one rank");
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    if (!areCompatible(grad.getDimSize(i), input.getDimSize(i)))
+      return emitOpError("expects 'grad' and 'input' to agree in dimension ")
+             << i;
+  ArrayRef<int64_t> result = getTensorType(getResult()).getShape();
+  if (!areCompatible(grad.getDimSize(rank - 1), result[0]) ||
+      !areCompatible(input.getDimSize(rank - 1), result[1]))
+    return emitOpError("expects a ")
+           << formatDim(grad.getDimSize(rank - 1)) << "x"
+           << formatDim(input.getDimSize(rank - 1)) << " result, got "
+           << result[0] << "x" << result[1];
+  return success();
+}
+
+LogicalResult TriuPackOp::verify() {
+  return verifyTriuShapes(*this, getResult(), getInput());
+}
+
+LogicalResult SelectiveScanGradOp::verify() {
+  return verifySelectiveScanOperands(*this, getU(), getA(), getB(), Value());
+}
+
+LogicalResult ReduceMaxGradOp::verify() {
+  if (failed(verifySameElementType(*this, getInput(), {getGrad()})))
+    return failure();
+  RankedTensorType input = getTensorType(getInput());
+  RankedTensorType grad = getTensorType(getGrad());
+  ArrayRef<int64_t> dims = getDims();
+  for (auto [i, dim] : llvm::enumerate(dims))
+    if (dim < 0 || dim >= input.getRank() || (i > 0 && dims[i - 1] >= dim))
+      return emitOpError("expects increasing dimensions of the input");
+  SmallVector<int64_t> kept;
+  for (int64_t i = 0; i < input.getRank(); ++i)
+    if (!llvm::is_contained(dims, i))
+      kept.push_back(input.getDimSize(i));
+  if (int64_t(kept.size()) != grad.getRank() ||
+      llvm::any_of(llvm::zip_equal(kept, grad.getShape()), [](auto pair) {
+        return !areCompatible(std::get<0>(pair), std::get<1>(pair));
+      }))
+    return emitOpError("expects 'grad' to have the shape of the reduction "
+                       "of 'input' over the dimensions");
+  return success();
+}
+
+LogicalResult CausalConvGradOp::verify() {
+  return verifyCausalConvOperands(*this, getInput(), getWeight(), Value());
 }
 
 //===----------------------------------------------------------------------===//

@@ -972,3 +972,51 @@ func.func @solver_iterations_type(%s: !fp.solver) {
   %c = "fp.solver_iterations"(%s) : (!fp.solver) -> tensor<?xi64>
   return
 }
+
+// -----
+
+func.func @transpose_shape(%w: tensor<8x4xf32>) {
+  // expected-error @below {{'fp.transpose' op expects the result to be 4x8, got 8x4}}
+  %t = fp.transpose %w : tensor<8x4xf32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_grad_shape(%g: tensor<?x?x8xf32>, %x: tensor<?x?x4xf32>) {
+  // expected-error @below {{'fp.weight_grad' op expects a 8x4 result, got 4x8}}
+  %dw = fp.weight_grad %g, %x : tensor<?x?x8xf32>, tensor<?x?x4xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @triu_pack_entries(%m: tensor<?x?x3x3xf32>) {
+  // expected-error @below {{'fp.triu_pack' op expects 6 packed entries for 3x3 upper-triangular matrices, got 5}}
+  %p = fp.triu_pack %m : tensor<?x?x3x3xf32> -> tensor<?x?x5xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_max_grad_shape(%m: tensor<?x?x3x3xf32>, %g: tensor<?x?x4xf32>) {
+  // expected-error @below {{'fp.reduce_max_grad' op expects 'grad' to have the shape of the reduction of 'input' over the dimensions}}
+  %d = fp.reduce_max_grad %m, %g dims [3] : tensor<?x?x3x3xf32>, tensor<?x?x4xf32>
+  return
+}
+
+// -----
+
+func.func @selective_scan_grad_states(%u: tensor<?x?x8xf32>, %a: tensor<8x4xf32>, %b: tensor<?x?x3xf32>) {
+  // expected-error @below {{'fp.selective_scan_grad' op expects 'B' and 'C' to have the state size of 'A' (4), got 3}}
+  %s:5 = fp.selective_scan_grad %u, %u, %a, %b, %b grad %u : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x?x3xf32>
+  return
+}
+
+// -----
+
+func.func @causal_conv_grad_rows(%x: tensor<?x?x8xf32>, %w: tensor<4x4xf32>) {
+  // expected-error @below {{'fp.causal_conv_grad' op expects one weight row per channel (8), got 4}}
+  %c:2 = fp.causal_conv_grad %x, %w grad %x : tensor<?x?x8xf32>, tensor<4x4xf32>
+  return
+}

@@ -31,6 +31,8 @@ inline void registerAllFpDialects(DialectRegistry &registry) {
                   math::MathDialect, scf::SCFDialect, tensor::TensorDialect>();
   // Lets the inliner inline func.call, e.g. a mixer or map into a body.
   func::registerInlinerExtension(registry);
+  // Vector-Jacobian product rules of the upstream ops fp programs use.
+  registerDifferentiableExternalModels(registry);
 }
 
 /// Registers the fp passes and the upstream passes the fp pipeline uses.

@@ -13,4 +13,13 @@
 
 #include "fp/Dialect/FpInterfaces.h.inc"
 
+namespace mlir {
+class DialectRegistry;
+namespace fp {
+/// Attaches DifferentiableOpInterface to the arith and math ops fp programs
+/// use (FpDerivatives.cpp).
+void registerDifferentiableExternalModels(DialectRegistry &registry);
+} // namespace fp
+} // namespace mlir
+
 #endif // FP_DIALECT_FPINTERFACES_H

@@ -33,6 +33,12 @@ class FP_FloatTensorOfRank<list<int> ranks>
 def FP_Vector : FP_FloatTensorOfRank<[1]>;
 def FP_Matrix : FP_FloatTensorOfRank<[2]>;
 
+/// A statically shaped float matrix (a parameter or its gradient).
+def FP_StaticMatrix : Type<
+    And<[FP_Matrix.predicate,
+         CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).hasStaticShape()">]>,
+    "statically shaped float matrix", "::mlir::RankedTensorType">;
+
 /// A ranked float tensor with at least one dimension.
 def FP_FeatureTensor : Type<
     And<[FP_FloatTensor.predicate,
@@ -356,7 +362,7 @@ def FP_ParamOp : FP_Op<"param", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def FP_WeightNormOp : FP_Op<"weight_norm", [
-    Pure, AllTypesMatch<["weight", "result"]>]> {
+    Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>, AllTypesMatch<["weight", "result"]>]> {
   let summary = "the effective weight of a weight-normalised linear map";
   let description = [{
     `result[i, :] = gain[i] · weight[i, :] / ‖weight[i, :]‖₂`: each output row
@@ -374,7 +380,8 @@ def FP_WeightNormOp : FP_Op<"weight_norm", [
   let hasVerifier = 1;
 }
 
-def FP_LinearOp : FP_Op<"linear", [Pure, AttrSizedOperandSegments]> {
+def FP_LinearOp : FP_Op<"linear", [
+    Pure, AttrSizedOperandSegments, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
   let summary = "per-token linear map, optionally weight-normalised";
   let description = [{
     `result[..., o] = Σ_i W[o, i] · input[..., i] + bias[o]` over the last
@@ -403,7 +410,8 @@ def FP_LinearOp : FP_Op<"linear", [Pure, AttrSizedOperandSegments]> {
 // Time-coupling ops
 //===----------------------------------------------------------------------===//
 
-def FP_ShiftOp : FP_Op<"shift", [Pure, SameOperandsAndResultType]> {
+def FP_ShiftOp : FP_Op<"shift", [
+    Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
   let summary = "shift an activation along time, filling with zeros";
   let description = [{
     `result[b, t] = input[b, t − offset]` where `0 ≤ t − offset < T`, and 0
@@ -420,7 +428,7 @@ def FP_ShiftOp : FP_Op<"shift", [Pure, SameOperandsAndResultType]> {
 }
 
 def FP_ScanOp : FP_Op<"scan", [
-    Pure, AllTypesMatch<["coeff", "input", "result"]>]> {
+    Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>, AllTypesMatch<["coeff", "input", "result"]>]> {
   let summary = "diagonal first-order linear recurrence over time";
   let description = [{
     `h_t = coeff_t ⊙ h_{t−1} + input_t` along dimension 1 (time), from
@@ -444,7 +452,7 @@ def FP_ScanOp : FP_Op<"scan", [
 }
 
 def FP_SelectiveScanOp : FP_Op<"selective_scan", [
-    Pure, AllTypesMatch<["u", "delta", "result"]>,
+    Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>, AllTypesMatch<["u", "delta", "result"]>,
     AllTypesMatch<["B", "C"]>]> {
   let summary = "Mamba-1 selective scan with state expansion";
   let description = [{
@@ -479,7 +487,7 @@ def FP_SelectiveScanOp : FP_Op<"selective_scan", [
 }
 
 def FP_CausalConvOp : FP_Op<"causal_conv", [
-    Pure, AllTypesMatch<["input", "result"]>]> {
+    Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>, AllTypesMatch<["input", "result"]>]> {
   let summary = "depthwise causal convolution over time";
   let description = [{
     `result[b, t, c] = bias[c] + Σ_{k<K} weight[c, k] · input[b, t−K+1+k, c]`
@@ -504,7 +512,8 @@ def FP_CausalConvOp : FP_Op<"causal_conv", [
 // Normalisations
 //===----------------------------------------------------------------------===//
 
-def FP_L2NormOp : FP_Op<"l2norm", [Pure, SameOperandsAndResultType]> {
+def FP_L2NormOp : FP_Op<"l2norm", [
+    Pure, SameOperandsAndResultType, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
   let summary = "L2-normalise along the last dimension";
   let description = [{
     `result = input / max(‖input‖₂, eps)` over the last dimension (PyTorch's
@@ -521,7 +530,7 @@ def FP_L2NormOp : FP_Op<"l2norm", [Pure, SameOperandsAndResultType]> {
 }
 
 def FP_LayerNormOp : FP_Op<"layer_norm", [
-    Pure, AllTypesMatch<["input", "result"]>,
+    Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>, AllTypesMatch<["input", "result"]>,
     AllTypesMatch<["weight", "bias"]>]> {
   let summary = "LayerNorm over the last dimension";
   let description = [{
@@ -544,7 +553,7 @@ def FP_LayerNormOp : FP_Op<"layer_norm", [
 }
 
 def FP_RMSNormOp : FP_Op<"rms_norm", [
-    Pure, AllTypesMatch<["input", "result"]>]> {
+    Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>, AllTypesMatch<["input", "result"]>]> {
   let summary = "RMSNorm over the last dimension";
   let description = [{
     `result = input / sqrt(mean(input²) + eps) · weight` over the last
@@ -569,7 +578,8 @@ def FP_RMSNormOp : FP_Op<"rms_norm", [
 //===----------------------------------------------------------------------===//
 
 class FP_ActivationOp<string mnemonic, string formula, string name>
-    : FP_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType]> {
+    : FP_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType,
+                       DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
   let summary = "elementwise " # name;
   let description = "`result = " # formula # "`, elementwise.\n\n"
       # "```mlir\n%r = fp." # mnemonic # " %x : tensor<?x?x64xf32>\n```";
@@ -589,7 +599,7 @@ def FP_SoftplusOp : FP_ActivationOp<"softplus",
 //===----------------------------------------------------------------------===//
 
 def FP_BroadcastOp : FP_Op<"broadcast", [
-    Pure, AllTypesMatch<["like", "result"]>]> {
+    Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>, AllTypesMatch<["like", "result"]>]> {
   let summary = "broadcast a tensor to the shape of another";
   let description = [{
     Replicates `input` to the shape of `like` (only its shape is read).
@@ -612,8 +622,9 @@ def FP_BroadcastOp : FP_Op<"broadcast", [
   let hasVerifier = 1;
 }
 
-class FP_ReductionOp<string mnemonic, string what, string example>
-    : FP_Op<mnemonic, [Pure]> {
+class FP_ReductionOp<string mnemonic, string what, string example,
+                     list<Trait> traits = []>
+    : FP_Op<mnemonic, !listconcat([Pure], traits)> {
   let summary = what # " over some dimensions";
   let description = [{
     Reduces `input` over the dimensions `dims` (increasing), which are
@@ -634,7 +645,7 @@ def FP_ReduceSumOp : FP_ReductionOp<"reduce_sum", "sum", [{
     ```mlir
     %dot = fp.reduce_sum %uv dims [2] : tensor<?x?x64xf32> -> tensor<?x?xf32>
     ```
-  }]>;
+  }], [DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]>;
 
 def FP_ReduceMaxOp : FP_ReductionOp<"reduce_max", "maximum", [{
     The largest row norm of per-token matrices, for example (the block
@@ -643,9 +654,9 @@ def FP_ReduceMaxOp : FP_ReductionOp<"reduce_max", "maximum", [{
     ```mlir
     %m = fp.reduce_max %norms dims [3] : tensor<?x?x8x4xf32> -> tensor<?x?x8xf32>
     ```
-  }]>;
+  }], [DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]>;
 
-def FP_SliceOp : FP_Op<"slice", [Pure]> {
+def FP_SliceOp : FP_Op<"slice", [Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
   let summary = "a contiguous range of the last dimension";
   let description = [{
     `result[..., j] = input[..., start + j]` for `0 ≤ j < end − start`.
@@ -662,7 +673,7 @@ def FP_SliceOp : FP_Op<"slice", [Pure]> {
   let hasVerifier = 1;
 }
 
-def FP_ConcatOp : FP_Op<"concat", [Pure]> {
+def FP_ConcatOp : FP_Op<"concat", [Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
   let summary = "concatenate along the last dimension";
   let description = [{
     Joins the inputs along their last dimension; all other dimensions agree.
@@ -680,7 +691,7 @@ def FP_ConcatOp : FP_Op<"concat", [Pure]> {
   let hasVerifier = 1;
 }
 
-def FP_ReshapeOp : FP_Op<"reshape", [Pure]> {
+def FP_ReshapeOp : FP_Op<"reshape", [Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
   let summary = "reshape the static trailing dimensions";
   let description = [{
     Reinterprets the static trailing dimensions of `input` in row-major order.
@@ -698,7 +709,7 @@ def FP_ReshapeOp : FP_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def FP_MatmulOp : FP_Op<"matmul", [Pure]> {
+def FP_MatmulOp : FP_Op<"matmul", [Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
   let summary = "batched product of small per-token matrices";
   let description = [{
     `result[..., i, j] = Σ_k L[..., i, k] · R[..., k, j]` where `L` is `lhs`
@@ -720,7 +731,7 @@ def FP_MatmulOp : FP_Op<"matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
-def FP_TriuOp : FP_Op<"triu", [Pure]> {
+def FP_TriuOp : FP_Op<"triu", [Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
   let summary = "unpack a vector into an upper-triangular matrix";
   let description = [{
     Fills an `m × m` upper-triangular matrix, row-major over the upper
@@ -735,6 +746,164 @@ def FP_TriuOp : FP_Op<"triu", [Pure]> {
   let arguments = (ins FP_FeatureTensor:$input);
   let results = (outs FP_TokenTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+//
+// Ops that appear in derived backward functions (fp-derive-backward): the
+// adjoints that no composition of forward ops expresses efficiently.
+
+def FP_TransposeOp : FP_Op<"transpose", [Pure]> {
+  let summary = "transpose a matrix";
+  let description = [{
+    `result[j, i] = input[i, j]`. The backward of `fp.linear` maps the
+    gradient with the transposed weight.
+
+    ```mlir
+    %wt = fp.transpose %w : tensor<32x64xf32> -> tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins FP_StaticMatrix:$input);
+  let results = (outs FP_StaticMatrix:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def FP_WeightGradOp : FP_Op<"weight_grad", [Pure]> {
+  let summary = "gradient of a linear map's weight, summed over tokens";
+  let description = [{
+    `result[o, i] = Σ over all leading indices of grad[..., o] · input[..., i]`:
+    for `fp.linear` with input `x` and output cotangent `g`, the cotangent of
+    its weight is `fp.weight_grad %g, %x` (a GEMM over the tokens).
+
+    ```mlir
+    %dw = fp.weight_grad %g, %x
+        : tensor<?x?x32xf32>, tensor<?x?x64xf32> -> tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins FP_FeatureTensor:$grad, FP_FeatureTensor:$input);
+  let results = (outs FP_StaticMatrix:$result);
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` type($grad) `,` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_TriuPackOp : FP_Op<"triu_pack", [Pure]> {
+  let summary = "pack the upper triangle of matrices into a vector";
+  let description = [{
+    The adjoint of `fp.triu`: the `m(m+1)/2` entries on and above the
+    diagonal of each `m × m` matrix, row-major over the upper triangle; the
+    entries below the diagonal are dropped.
+
+    ```mlir
+    %g = fp.triu_pack %dl : tensor<?x?x8x8xf32> -> tensor<?x?x36xf32>
+    ```
+  }];
+  let arguments = (ins FP_TokenTensor:$input);
+  let results = (outs FP_FeatureTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def FP_L2NormGradOp : FP_Op<"l2norm_grad", [
+    Pure, SameOperandsAndResultType]> {
+  let summary = "vector-Jacobian product of fp.l2norm";
+  let description = [{
+    For `y = x / max(‖x‖₂, eps)` over the last dimension and the cotangent
+    `g` of `y`: `(g − y·⟨y, g⟩) / ‖x‖₂` where `‖x‖₂ > eps`, and `g / eps`
+    where the clamp is active (PyTorch's `F.normalize`).
+
+    ```mlir
+    %dx = fp.l2norm_grad %x, %g eps 1.000000e-05 : tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins FP_FeatureTensor:$input, FP_FeatureTensor:$grad,
+                       F64Attr:$eps);
+  let results = (outs FP_FeatureTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad `eps` $eps attr-dict `:` type($input)
+  }];
+}
+
+def FP_SelectiveScanGradOp : FP_Op<"selective_scan_grad", [
+    Pure, AllTypesMatch<["u", "delta", "grad", "du", "ddelta"]>,
+    AllTypesMatch<["B", "C", "dB", "dC"]>, AllTypesMatch<["A", "dA"]>]> {
+  let summary = "vector-Jacobian product of the recurrence of fp.selective_scan";
+  let description = [{
+    Given the operands of an `fp.selective_scan` without its skip term and
+    the cotangent `grad` of its result, the cotangents of every operand: per
+    token for `u`, `delta`, `B` and `C`, summed over batch and time for `A`.
+    The states are recomputed forward and the adjoint state runs backward
+    in time. (The skip term `D ⊙ u` is differentiated around it.)
+
+    ```mlir
+    %du, %ddt, %dA, %dB, %dC = fp.selective_scan_grad %u, %dt, %A, %B, %C
+        grad %g : tensor<?x?x64xf32>, tensor<64x16xf32>, tensor<?x?x16xf32>
+    ```
+  }];
+  let arguments = (ins FP_ChannelTensor:$u, FP_ChannelTensor:$delta,
+                       FP_Matrix:$A, FP_ChannelTensor:$B, FP_ChannelTensor:$C,
+                       FP_ChannelTensor:$grad);
+  let results = (outs FP_ChannelTensor:$du, FP_ChannelTensor:$ddelta,
+                      FP_Matrix:$dA, FP_ChannelTensor:$dB,
+                      FP_ChannelTensor:$dC);
+  let assemblyFormat = [{
+    $u `,` $delta `,` $A `,` $B `,` $C `grad` $grad attr-dict `:` type($u)
+    `,` type($A) `,` type($B)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_ReduceMaxGradOp : FP_Op<"reduce_max_grad", [
+    Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "vector-Jacobian product of fp.reduce_max";
+  let description = [{
+    Routes the cotangent `grad` of `fp.reduce_max %input dims [...]` to the
+    first position (in row-major order over `dims`) that attains each
+    maximum, as `torch.max(dim)` does; every other entry is zero.
+
+    ```mlir
+    %dn = fp.reduce_max_grad %norms, %g dims [3]
+        : tensor<?x?x8x4xf32>, tensor<?x?x8xf32>
+    ```
+  }];
+  let arguments = (ins FP_FeatureTensor:$input, FP_FloatTensor:$grad,
+                       DenseI64ArrayAttr:$dims);
+  let results = (outs FP_FeatureTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grad `dims` $dims attr-dict `:` type($input) `,` type($grad)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_CausalConvGradOp : FP_Op<"causal_conv_grad", [
+    Pure, AllTypesMatch<["input", "grad", "dinput"]>,
+    AllTypesMatch<["weight", "dweight"]>]> {
+  let summary = "vector-Jacobian product of fp.causal_conv";
+  let description = [{
+    For `fp.causal_conv` with `input` and `weight` and the cotangent `grad`
+    of its result: `dinput[b, s, c] = Σ_k weight[c, k] · grad[b, s+K−1−k, c]`
+    (the same taps run backward in time, zero past the end), and
+    `dweight[c, k] = Σ_{b,t} grad[b, t, c] · input[b, t−K+1+k, c]`. The
+    bias's cotangent is the sum of `grad` over batch and time.
+
+    ```mlir
+    %dx, %dw = fp.causal_conv_grad %x, %w grad %g
+        : tensor<?x?x256xf32>, tensor<256x4xf32>
+    ```
+  }];
+  let arguments = (ins FP_ChannelTensor:$input, FP_Matrix:$weight,
+                       FP_ChannelTensor:$grad);
+  let results = (outs FP_ChannelTensor:$dinput, FP_Matrix:$dweight);
+  let assemblyFormat = [{
+    $input `,` $weight `grad` $grad attr-dict `:` type($input) `,`
+    type($weight)
+  }];
   let hasVerifier = 1;
 }
 

@@ -49,6 +49,46 @@ def FpHoistInvariants : Pass<"fp-hoist-invariants", "func::FuncOp"> {
   ];
 }
 
+def FpDeriveBackward : Pass<"fp-derive-backward", "ModuleOp"> {
+  let summary = "derive the backward function of every layer";
+  let description = [{
+    For every layer function `@L` (`fp.layer`), appends the values its
+    backward needs to its results (marked `fp.saved`: the fixed points of
+    its `fp.fixed_point` loops) and creates `@L_backward`:
+
+    ```mlir
+    func.func @L_backward(%x: tensor<?x?xDxf32>, %ystar: tensor<...>,
+                          %dy: tensor<?x?xDxf32>)
+        -> (tensor<?x?xDxf32>, tensor<...>, ...)
+        attributes {fp.backward_of = @L, fp.param_gradients = ["w", ...]}
+    ```
+
+    Its arguments are the forward's input, the saved values in order and
+    the cotangent of the layer's output; its results are the cotangent of
+    the input and one gradient per parameter (in the order of first
+    appearance, named by `fp.param_gradients`). The body recomputes what the
+    forward computed outside its loops from the input and the saved values,
+    then runs reverse-mode differentiation op by op through
+    `DifferentiableOpInterface`, accumulating cotangents of values used
+    more than once.
+
+    The adjoint of a fixed-point loop follows its `backward` mode. With
+    `one_step` (the reference's, spec §4) the fixed point is a constant:
+    the gradient is that of the layer's own application of the map at the
+    fixed point, and no cotangent flows into the loop. The other modes are
+    refused for now with an error at the loop.
+
+    An op with float operands that receive a cotangent but without a
+    vector-Jacobian rule is an error located at the op (so at the DSL
+    source). Run it after `fp-hoist-invariants` (weight normalisation must
+    be explicit) and before fusion.
+  }];
+  let dependentDialects = ["::mlir::fp::FPDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FpFuseMixScan : Pass<"fp-fuse-mix-scan", "func::FuncOp"> {
   let summary = "group per-token chains, mixers and scans into fp.kernel ops";
   let description = [{
