@@ -1,0 +1,258 @@
+//===- HostGradients.h - Host kernels of the gradient ops -------*- C++ -*-===//
+//
+// The host kernels of the ops fp-derive-backward introduces (docs/backward.md):
+// the adjoints that are not compositions of forward kernels. Same
+// conventions as Host.h: dense row-major buffers of one scalar type, a "row"
+// is the trailing feature dimension, `rows` the product of everything before
+// it. Sums over tokens run in token order, so results do not depend on the
+// number of threads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_KERNELS_HOSTGRADIENTS_H
+#define FP_RUNTIME_KERNELS_HOSTGRADIENTS_H
+
+#include "fp/Runtime/Kernels/Host.h"
+
+namespace fp::host {
+
+//===----------------------------------------------------------------------===//
+// Linear maps and layout
+//===----------------------------------------------------------------------===//
+
+/// out[j, i] = in[i, j] for a rows × cols matrix.
+template <typename Real>
+FP_KERNEL void transpose(In<Real> in, int64_t rows, int64_t cols, Real *out) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      out[j * rows + i] = in[i * cols + j];
+}
+
+/// out[o, i] = Σ_r grad[r, o] · in[r, i]: the weight gradient of a linear
+/// map (fp.weight_grad), as one GEMM over the tokens.
+inline void weightGrad(const float *grad, const float *in, int64_t rows,
+                       int64_t outFeatures, int64_t inFeatures, float *out) {
+  if (rows == 0) {
+    std::fill(out, out + outFeatures * inFeatures, 0.0f);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, outFeatures, inFeatures,
+              rows, 1.0f, grad, outFeatures, in, inFeatures, 0.0f, out,
+              inFeatures);
+}
+inline void weightGrad(const double *grad, const double *in, int64_t rows,
+                       int64_t outFeatures, int64_t inFeatures, double *out) {
+  if (rows == 0) {
+    std::fill(out, out + outFeatures * inFeatures, 0.0);
+    return;
+  }
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, outFeatures, inFeatures,
+              rows, 1.0, grad, outFeatures, in, inFeatures, 0.0, out,
+              inFeatures);
+}
+
+/// out[j] = Σ_r in[r, j]: a reduction over every token (bias and norm
+/// weight gradients), in token order for each column.
+template <typename Real>
+FP_KERNEL void sumColumns(In<Real> in, int64_t rows, int64_t width, Real *out) {
+  std::fill(out, out + width, Real(0));
+  for (int64_t r = 0; r < rows; ++r) {
+    In<Real> row = in + r * width;
+#pragma omp simd
+    for (int64_t j = 0; j < width; ++j)
+      out[j] += row[j];
+  }
+}
+
+/// Packs the upper triangle of each m×m matrix into m(m+1)/2 entries,
+/// row-major over the triangle (the adjoint of triu).
+template <typename Real>
+FP_KERNEL void triuPack(In<Real> in, int64_t rows, int64_t m, Real *out) {
+  const int64_t packed = m * (m + 1) / 2;
+  parallelFor(rows, m * m, [&](int64_t r) {
+    In<Real> src = in + r * m * m;
+    Real *dst = out + r * packed;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = i; j < m; ++j)
+        *dst++ = src[i * m + j];
+  });
+}
+
+/// The cotangent of fp.reduce_max: grad of each output element goes to the
+/// first input position (row-major) attaining its maximum; zero elsewhere.
+template <typename Real>
+FP_KERNEL void reduceMaxGrad(In<Real> in, In<Real> grad, const Shape &inShape,
+                             const bool *reduced, Real *out) {
+  int64_t outStride[kMaxRank] = {};
+  int64_t stride = 1;
+  for (int d = inShape.rank - 1; d >= 0; --d) {
+    if (reduced[d])
+      continue;
+    outStride[d] = stride;
+    stride *= inShape.extent[d];
+  }
+  const int64_t outN = stride, n = inShape.numElements();
+  std::vector<int64_t> argmax(outN, -1);
+  for (int64_t index = 0; index < n; ++index) {
+    int64_t rest = index, offset = 0;
+    for (int d = inShape.rank - 1; d >= 0; --d) {
+      offset += (rest % inShape.extent[d]) * outStride[d];
+      rest /= inShape.extent[d];
+    }
+    int64_t &best = argmax[offset];
+    if (best < 0 || in[index] > in[best])
+      best = index;
+  }
+  std::fill(out, out + n, Real(0));
+  for (int64_t o = 0; o < outN; ++o)
+    if (argmax[o] >= 0)
+      out[argmax[o]] = grad[o];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+/// The cotangent of in / max(‖in‖₂, eps) per row: (g − y⟨y, g⟩) / ‖in‖
+/// where the norm exceeds eps, g / eps where the clamp holds.
+template <typename Real>
+FP_KERNEL void l2normGrad(In<Real> in, In<Real> grad, int64_t rows,
+                          int64_t width, Real eps, Real *out) {
+  parallelFor(rows, 2 * width, [&](int64_t r) {
+    In<Real> x = in + r * width;
+    In<Real> g = grad + r * width;
+    Real *dx = out + r * width;
+    Real sum = 0, dot = 0;
+    for (int64_t j = 0; j < width; ++j) {
+      sum += x[j] * x[j];
+      dot += x[j] * g[j];
+    }
+    const Real norm = std::sqrt(sum);
+    if (!(norm > eps)) {
+      for (int64_t j = 0; j < width; ++j)
+        dx[j] = g[j] / eps;
+      return;
+    }
+    // y = x / n, so g − y⟨y, g⟩ = g − x · ⟨x, g⟩ / n².
+    const Real along = dot / (norm * norm);
+    for (int64_t j = 0; j < width; ++j)
+      dx[j] = (g[j] - x[j] * along) / norm;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Time-coupling ops on [B, T, F] buffers
+//===----------------------------------------------------------------------===//
+
+/// The cotangents of fp.causal_conv (without its bias):
+/// dIn[b, s, c] = Σ_k weight[c, k] · grad[b, s + K − 1 − k, c] and
+/// dWeight[c, k] = Σ_{b,t} grad[b, t, c] · in[b, t − K + 1 + k, c].
+template <typename Real>
+FP_KERNEL void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
+                              int64_t batch, int64_t length, int64_t channels,
+                              int64_t width, Real *dIn, Real *dWeight) {
+  parallelFor(batch * length, channels * width, [&](int64_t bs) {
+    const int64_t s = bs % length, base = bs - s;
+    Real *dst = dIn + bs * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      Real sum = 0;
+      for (int64_t k = 0; k < width; ++k) {
+        const int64_t t = s + width - 1 - k;
+        if (t < length)
+          sum += weight[c * width + k] * grad[(base + t) * channels + c];
+      }
+      dst[c] = sum;
+    }
+  });
+  parallelFor(channels, batch * length * width, [&](int64_t c) {
+    for (int64_t k = 0; k < width; ++k) {
+      Real sum = 0;
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t t = 0; t < length; ++t) {
+          const int64_t source = t - width + 1 + k;
+          if (source >= 0)
+            sum += grad[(b * length + t) * channels + c] *
+                   in[(b * length + source) * channels + c];
+        }
+      dWeight[c * width + k] = sum;
+    }
+  });
+}
+
+/// The cotangents of the recurrence of fp.selective_scan (no skip term):
+/// with a_t = exp(Δ_t A), S_t = a_t ⊙ S_{t−1} + (Δ_t u_t) B_t and
+/// y_t = S_t C_t, the adjoint state Λ_t = g_t C_tᵀ + a_{t+1} ⊙ Λ_{t+1} runs
+/// backward in time and
+///   du_t[i] = Δ_t[i] Σ_n Λ_t[i,n] B_t[n],
+///   dΔ_t[i] = Σ_n Λ_t[i,n] (A[i,n] a_t[i,n] S_{t−1}[i,n] + B_t[n] u_t[i]),
+///   dA[i,n] = Σ_{b,t} Λ_t[i,n] Δ_t[i] a_t[i,n] S_{t−1}[i,n],
+///   dB_t[n] = Σ_i Λ_t[i,n] Δ_t[i] u_t[i],  dC_t[n] = Σ_i g_t[i] S_t[i,n].
+/// Each sample recomputes its states forward; dA sums the samples in order.
+template <typename Real>
+FP_KERNEL void selectiveScanGrad(In<Real> u, In<Real> delta, In<Real> a,
+                                 In<Real> bm, In<Real> cm, In<Real> grad,
+                                 int64_t batch, int64_t length,
+                                 int64_t channels, int64_t state, Real *du,
+                                 Real *dDelta, Real *dA, Real *dB, Real *dC) {
+  const int64_t cell = channels * state;
+  std::vector<Real> partialA(batch * cell, Real(0));
+  parallelFor(batch, 4 * length * cell, [&](int64_t b) {
+    // States S_{−1} = 0, S_0, ..., S_{T−1}: slot t + 1 holds S_t.
+    std::vector<Real> states((length + 1) * cell, Real(0));
+    for (int64_t t = 0; t < length; ++t) {
+      const int64_t bt = b * length + t;
+      const Real *prev = states.data() + t * cell;
+      Real *cur = states.data() + (t + 1) * cell;
+      for (int64_t i = 0; i < channels; ++i) {
+        const Real dt = delta[bt * channels + i];
+        const Real dtu = dt * u[bt * channels + i];
+        for (int64_t n = 0; n < state; ++n)
+          cur[i * state + n] =
+              std::exp(dt * a[i * state + n]) * prev[i * state + n] +
+              dtu * bm[bt * state + n];
+      }
+    }
+    std::vector<Real> lambda(cell, Real(0));
+    Real *gradA = partialA.data() + b * cell;
+    for (int64_t t = length - 1; t >= 0; --t) {
+      const int64_t bt = b * length + t;
+      const Real *prev = states.data() + t * cell;
+      const Real *cur = states.data() + (t + 1) * cell;
+      In<Real> g = grad + bt * channels;
+      // Λ_t = g_t C_tᵀ + a_{t+1} ⊙ Λ_{t+1}; lambda holds a_{t+1} ⊙ Λ_{t+1}.
+      for (int64_t n = 0; n < state; ++n) {
+        Real sum = 0;
+        for (int64_t i = 0; i < channels; ++i)
+          sum += g[i] * cur[i * state + n];
+        dC[bt * state + n] = sum;
+        dB[bt * state + n] = 0;
+      }
+      for (int64_t i = 0; i < channels; ++i) {
+        const Real dt = delta[bt * channels + i];
+        const Real ut = u[bt * channels + i];
+        Real sumU = 0, sumDelta = 0;
+        for (int64_t n = 0; n < state; ++n) {
+          const int64_t k = i * state + n;
+          const Real l = g[i] * cm[bt * state + n] + lambda[k];
+          const Real at = std::exp(dt * a[k]);
+          const Real bn = bm[bt * state + n];
+          sumU += l * bn;
+          sumDelta += l * (a[k] * at * prev[k] + bn * ut);
+          gradA[k] += l * dt * at * prev[k];
+          dB[bt * state + n] += l * dt * ut;
+          lambda[k] = at * l; // a_t ⊙ Λ_t, for step t − 1
+        }
+        du[bt * channels + i] = dt * sumU;
+        dDelta[bt * channels + i] = sumDelta;
+      }
+    }
+  });
+  std::fill(dA, dA + cell, Real(0));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t k = 0; k < cell; ++k)
+      dA[k] += partialA[b * cell + k];
+}
+
+} // namespace fp::host
+
+#endif // FP_RUNTIME_KERNELS_HOSTGRADIENTS_H
