@@ -18,6 +18,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/PointerUnion.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace mlir::fp {
@@ -52,6 +53,111 @@ Value zerosLike(OpBuilder &b, Location loc, Value like) {
   return tensor::SplatOp::create(b, loc, type, scalar, sizes);
 }
 
+/// Reverse-mode differentiation of a sequence of ops: cotangents of
+/// values, accumulated where a value is read more than once.
+struct Sweep {
+  OpBuilder &b;
+  /// Values whose cotangent is dropped (constants of the derivative).
+  const llvm::DenseSet<Value> &constants;
+  /// Where parameter cotangents go; null to drop them.
+  llvm::MapVector<StringRef, Value> *params;
+  llvm::DenseMap<Value, Value> cotangents;
+
+  void accumulate(Location loc, Value value, Value cotangent) {
+    if (!cotangent || constants.contains(value))
+      return;
+    Value &slot = cotangents[value];
+    slot = slot ? arith::AddFOp::create(b, loc, slot, cotangent).getResult()
+                : cotangent;
+  }
+
+  /// Visits `op` in the reverse sweep.
+  LogicalResult visit(Operation *op) {
+    SmallVector<Value> resultCotangents;
+    bool any = false;
+    for (Value result : op->getResults()) {
+      resultCotangents.push_back(cotangents.lookup(result));
+      any |= bool(resultCotangents.back());
+    }
+    if (!any)
+      return success();
+    if (auto param = dyn_cast<ParamOp>(op)) {
+      if (!params)
+        return success();
+      Value &slot = (*params)[param.getName()];
+      Value g = resultCotangents.front();
+      slot = slot ? arith::AddFOp::create(b, op->getLoc(), slot, g).getResult()
+                  : g;
+      return success();
+    }
+    auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
+    if (!differentiable) {
+      if (llvm::any_of(op->getOperands(), isFloatTensor))
+        return op->emitOpError("has no vector-Jacobian product rule; "
+                               "fp-derive-backward cannot differentiate it");
+      return success();
+    }
+    SmallVector<Value> operandCotangents;
+    if (failed(differentiable.buildVJP(b, resultCotangents, operandCotangents)))
+      return failure();
+    if (operandCotangents.size() != op->getNumOperands())
+      return op->emitOpError("vector-Jacobian product rule gave ")
+             << operandCotangents.size() << " cotangents for "
+             << op->getNumOperands() << " operands";
+    for (auto [operand, cotangent] :
+         llvm::zip_equal(op->getOperands(), operandCotangents))
+      if (isFloatTensor(operand))
+        accumulate(op->getLoc(), operand, cotangent);
+    return success();
+  }
+
+  LogicalResult run(ArrayRef<Operation *> ops) {
+    for (Operation *op : llvm::reverse(ops))
+      if (failed(visit(op)))
+        return failure();
+    return success();
+  }
+};
+
+/// One application of a loop body, cloned into the backward function with
+/// its iterates bound to given values.
+struct BodyClone {
+  SmallVector<Operation *> ops;
+  SmallVector<Value> outputs;
+};
+
+BodyClone cloneBody(OpBuilder &b, FixedPointOp loop, ValueRange iterates,
+                    IRMapping &mapping) {
+  BodyClone clone;
+  for (auto [arg, value] :
+       llvm::zip_equal(loop.getBodyBlock()->getArguments(), iterates))
+    mapping.map(arg, value);
+  for (Operation &op : loop.getBodyBlock()->without_terminator())
+    clone.ops.push_back(b.clone(op, mapping));
+  for (Value next : loop.getYield().getValues())
+    clone.outputs.push_back(mapping.lookup(next));
+  return clone;
+}
+
+/// The adjoint of one fixed-point loop in the reverse sweep (neumann and
+/// implicit modes): the body applied once at the saved fixed points.
+struct LoopAdjoint {
+  FixedPointOp loop;
+  SmallVector<Value> fixedPoints; // the saved arguments
+  BodyClone body;
+};
+
+/// Erases ops nothing reads, innermost regions first.
+void eraseDeadOps(Block &block) {
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block))) {
+    for (Region &region : op.getRegions())
+      for (Block &inner : region)
+        eraseDeadOps(inner);
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  }
+}
+
 /// Derives the backward of one layer function.
 class LayerDerivation {
 public:
@@ -62,14 +168,18 @@ public:
 private:
   func::FuncOp forward;
   SmallVector<FixedPointOp> loops;
-  /// Values whose cotangent is dropped (one_step fixed points).
+  /// Values whose cotangent is dropped: the saved fixed points, except
+  /// where the loop's adjoint uses it (neumann, implicit).
   llvm::DenseSet<Value> constants;
-  llvm::DenseMap<Value, Value> cotangents;
   llvm::MapVector<StringRef, Value> paramGradients;
 
   LogicalResult checkLoops();
   void saveFixedPoints();
-  void accumulate(OpBuilder &b, Location loc, Value value, Value cotangent);
+  FailureOr<SmallVector<Value>> vjpOfBody(OpBuilder &b, const BodyClone &body,
+                                          ValueRange fixedPoints,
+                                          ValueRange seeds);
+  LogicalResult adjointOfLoop(OpBuilder &b, Sweep &sweep,
+                              const LoopAdjoint &adjoint);
 };
 
 LogicalResult LayerDerivation::checkLoops() {
@@ -77,12 +187,6 @@ LogicalResult LayerDerivation::checkLoops() {
     if (loop->getParentOp() != forward)
       return loop.emitOpError("cannot be differentiated inside another "
                               "region"),
-             WalkResult::interrupt();
-    if (loop.getBackward().getMode() != BackwardMode::OneStep)
-      return loop.emitOpError("has backward mode '")
-                 << stringifyBackwardMode(loop.getBackward().getMode())
-                 << "', which fp-derive-backward does not derive yet (only "
-                    "one_step)",
              WalkResult::interrupt();
     for (Operation *user : loop.getIterations().getUsers())
       if (!isa<func::ReturnOp>(user))
@@ -113,13 +217,93 @@ void LayerDerivation::saveFixedPoints() {
     forward.setResultAttr(i, "fp.saved", b.getUnitAttr());
 }
 
-void LayerDerivation::accumulate(OpBuilder &b, Location loc, Value value,
-                                 Value cotangent) {
-  if (!cotangent || constants.contains(value))
-    return;
-  Value &slot = cotangents[value];
-  slot = slot ? arith::AddFOp::create(b, loc, slot, cotangent).getResult()
-              : cotangent;
+/// J_yᵀ · seeds for the body at the fixed points: the cotangents of its
+/// iterates, built at the builder's insertion point. Everything else the
+/// sweep computes (cotangents of captured values and parameters) is
+/// dropped and later erased.
+FailureOr<SmallVector<Value>> LayerDerivation::vjpOfBody(OpBuilder &b,
+                                                         const BodyClone &body,
+                                                         ValueRange fixedPoints,
+                                                         ValueRange seeds) {
+  llvm::DenseSet<Value> none;
+  Sweep local{b, none, nullptr, {}};
+  for (auto [output, seed] : llvm::zip_equal(body.outputs, seeds))
+    local.accumulate(seed.getLoc(), output, seed);
+  if (failed(local.run(body.ops)))
+    return failure();
+  SmallVector<Value> result;
+  for (Value y : fixedPoints) {
+    Value g = local.cotangents.lookup(y);
+    result.push_back(g ? g : zerosLike(b, y.getLoc(), y));
+  }
+  return result;
+}
+
+LogicalResult LayerDerivation::adjointOfLoop(OpBuilder &b, Sweep &sweep,
+                                             const LoopAdjoint &adjoint) {
+  FixedPointOp loop = adjoint.loop;
+  Location loc = loop.getLoc();
+  // ḡ: the cotangents that reached the fixed points.
+  SmallVector<Value> reached;
+  bool any = false;
+  for (Value y : adjoint.fixedPoints) {
+    Value g = sweep.cotangents.lookup(y);
+    any |= bool(g);
+    reached.push_back(g ? g : zerosLike(b, loc, y));
+  }
+  if (!any)
+    return success();
+
+  // w = (I − J_yᵀ)⁻¹ ḡ, by the loop's mode.
+  BackwardAttr mode = loop.getBackward();
+  SmallVector<Value> w(reached);
+  if (mode.getMode() == BackwardMode::Neumann) {
+    // Horner: w ← ḡ + J_yᵀ w, k − 1 times, from w = ḡ.
+    for (int64_t j = 1; j < mode.getSteps(); ++j) {
+      FailureOr<SmallVector<Value>> product =
+          vjpOfBody(b, adjoint.body, adjoint.fixedPoints, w);
+      if (failed(product))
+        return failure();
+      for (auto [wi, gi, pi] : llvm::zip_equal(w, reached, *product))
+        wi = arith::AddFOp::create(b, loc, gi, pi);
+    }
+  } else {
+    // implicit: w = ḡ + J_yᵀ w as a fixed point, from ḡ, solved to the
+    // mode's tolerance for every sample.
+    SolverAttr forwardSolver = loop.getSolver();
+    auto solver =
+        SolverAttr::get(b.getContext(), mode.getTolerance().convertToDouble(),
+                        /*quantile=*/1.0, forwardSolver.getMaxIterEval(),
+                        forwardSolver.getMaxIterEval(), /*relaxStart=*/1.0,
+                        /*relaxDecay=*/1.0, forwardSolver.getRelaxPatience());
+    LogicalResult built = success();
+    auto adjointLoop = FixedPointOp::create(
+        b, loc, reached, solver,
+        BackwardAttr::get(b.getContext(), BackwardMode::OneStep),
+        [&](OpBuilder &inner, Location, ValueRange iterates) {
+          FailureOr<SmallVector<Value>> product =
+              vjpOfBody(inner, adjoint.body, adjoint.fixedPoints, iterates);
+          SmallVector<Value> next;
+          if (failed(product)) {
+            built = failure();
+            next.assign(iterates.begin(), iterates.end());
+          } else {
+            for (auto [gi, pi] : llvm::zip_equal(reached, *product))
+              next.push_back(arith::AddFOp::create(inner, loc, gi, pi));
+          }
+          YieldOp::create(inner, loc, next);
+        });
+    if (failed(built))
+      return failure();
+    w.assign(adjointLoop.getFixedPoints().begin(),
+             adjointLoop.getFixedPoints().end());
+  }
+
+  // The body's VJP at the fixed points with seed w, into the layer's
+  // cotangents: what flows into the inputs and parameters the loop reads.
+  for (auto [output, wi] : llvm::zip_equal(adjoint.body.outputs, w))
+    sweep.accumulate(loc, output, wi);
+  return sweep.run(adjoint.body.ops);
 }
 
 LogicalResult LayerDerivation::run() {
@@ -146,66 +330,81 @@ LogicalResult LayerDerivation::run() {
   Block *body = backward.addEntryBlock();
   b.setInsertionPointToStart(body);
 
-  // The primal: every op of the forward outside its loops, the fixed points
-  // read from the saved arguments.
+  // The primal: every op of the forward outside its loops, recomputed from
+  // the input. Each loop's results stand for the saved fixed points, as
+  // constants, except in truncated mode, where they are k − 1 further
+  // applications of the body from them. In neumann and implicit modes the
+  // reverse sweep also meets the loop's adjoint at its place.
+  using Step = llvm::PointerUnion<Operation *, LoopAdjoint *>;
+  SmallVector<Step> steps;
+  std::vector<std::unique_ptr<LoopAdjoint>> adjoints;
   IRMapping primal;
   primal.map(input, body->getArgument(0));
   unsigned next = 1;
-  for (FixedPointOp loop : loops)
-    for (Value fixedPoint : loop.getFixedPoints()) {
-      primal.map(fixedPoint, body->getArgument(next));
-      constants.insert(body->getArgument(next++));
-    }
-  Value outputCotangent = body->getArgument(next);
-  SmallVector<Operation *> recomputed;
   for (Operation &op : forward.getBody().front()) {
-    if (isa<FixedPointOp, func::ReturnOp>(op))
+    if (isa<func::ReturnOp>(op))
       continue;
-    recomputed.push_back(b.clone(op, primal));
+    auto loop = dyn_cast<FixedPointOp>(op);
+    if (!loop) {
+      steps.push_back(b.clone(op, primal));
+      continue;
+    }
+    BackwardAttr mode = loop.getBackward();
+    const bool throughAdjoint = mode.getMode() == BackwardMode::Neumann ||
+                                mode.getMode() == BackwardMode::Implicit;
+    SmallVector<Value> fixedPoints;
+    for (unsigned i = 0; i < loop.getNumIterates(); ++i) {
+      fixedPoints.push_back(body->getArgument(next++));
+      if (!throughAdjoint)
+        constants.insert(fixedPoints.back());
+    }
+    SmallVector<Value> results(fixedPoints);
+    switch (mode.getMode()) {
+    case BackwardMode::OneStep:
+      break;
+    case BackwardMode::Truncated:
+      for (int64_t j = 1; j < mode.getSteps(); ++j) {
+        IRMapping chain(primal);
+        BodyClone step = cloneBody(b, loop, results, chain);
+        for (Operation *cloned : step.ops)
+          steps.push_back(cloned);
+        results = step.outputs;
+      }
+      break;
+    case BackwardMode::Neumann:
+    case BackwardMode::Implicit: {
+      auto adjoint = std::make_unique<LoopAdjoint>();
+      adjoint->loop = loop;
+      adjoint->fixedPoints = fixedPoints;
+      IRMapping atFixedPoint(primal);
+      adjoint->body = cloneBody(b, loop, fixedPoints, atFixedPoint);
+      steps.push_back(adjoint.get());
+      adjoints.push_back(std::move(adjoint));
+      break;
+    }
+    }
+    for (auto [fixedPoint, value] :
+         llvm::zip_equal(loop.getFixedPoints(), results))
+      primal.map(fixedPoint, value);
   }
+  Value outputCotangent = body->getArgument(next);
 
-  // The reverse sweep.
-  cotangents[primal.lookup(output)] = outputCotangent;
-  for (Operation *op : llvm::reverse(recomputed)) {
-    SmallVector<Value> resultCotangents;
-    bool any = false;
-    for (Value result : op->getResults()) {
-      resultCotangents.push_back(cotangents.lookup(result));
-      any |= bool(resultCotangents.back());
-    }
-    if (!any)
-      continue;
-    if (auto param = dyn_cast<ParamOp>(op)) {
-      Value &slot = paramGradients[param.getName()];
-      Value g = resultCotangents.front();
-      slot = slot ? arith::AddFOp::create(b, op->getLoc(), slot, g).getResult()
-                  : g;
-      continue;
-    }
-    auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
-    if (!differentiable) {
-      if (llvm::any_of(op->getOperands(), isFloatTensor))
-        return op->emitOpError("has no vector-Jacobian product rule; "
-                               "fp-derive-backward cannot differentiate it");
-      continue;
-    }
-    SmallVector<Value> operandCotangents;
-    if (failed(differentiable.buildVJP(b, resultCotangents, operandCotangents)))
+  // The reverse sweep; the builder appends the adjoint ops at the end.
+  Sweep sweep{b, constants, &paramGradients, {}};
+  sweep.cotangents[primal.lookup(output)] = outputCotangent;
+  for (Step step : llvm::reverse(steps)) {
+    if (auto *op = dyn_cast<Operation *>(step)) {
+      if (failed(sweep.visit(op)))
+        return failure();
+    } else if (failed(adjointOfLoop(b, sweep, *cast<LoopAdjoint *>(step)))) {
       return failure();
-    if (operandCotangents.size() != op->getNumOperands())
-      return op->emitOpError("vector-Jacobian product rule gave ")
-             << operandCotangents.size() << " cotangents for "
-             << op->getNumOperands() << " operands";
-    for (auto [operand, cotangent] :
-         llvm::zip_equal(op->getOperands(), operandCotangents))
-      if (isFloatTensor(operand))
-        accumulate(b, op->getLoc(), operand, cotangent);
+    }
   }
 
   // Results: the input's cotangent, then one gradient per parameter in
   // the order of first appearance in the forward.
   SmallVector<Value> results;
-  Value inputCotangent = cotangents.lookup(body->getArgument(0));
+  Value inputCotangent = sweep.cotangents.lookup(body->getArgument(0));
   results.push_back(inputCotangent ? inputCotangent
                                    : zerosLike(b, loc, body->getArgument(0)));
   SmallVector<Attribute> names;
@@ -225,10 +424,9 @@ LogicalResult LayerDerivation::run() {
   backward->setAttr("fp.param_gradients", b.getArrayAttr(names));
 
   // Drop what nothing reads: recomputation the gradient does not need, and
-  // cotangents of constants (one_step fixed points).
-  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
-    if (isOpTriviallyDead(&op))
-      op.erase();
+  // cotangents of constants and of the values an adjoint product only
+  // passes through.
+  eraseDeadOps(*body);
 
   saveFixedPoints();
   return success();

@@ -11,19 +11,6 @@ func.func @no_rule(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.la
 
 // -----
 
-func.func @neumann(%x: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?xi32>) attributes {fp.layer} {
-  // expected-error @below {{'fp.fixed_point' op has backward mode 'neumann', which fp-derive-backward does not derive yet (only one_step)}}
-  %r, %n = fp.fixed_point (%y = %x) : tensor<?x?x4xf32>
-      solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>
-      backward <neumann, steps = 4> {
-    %s = fp.shift %y by 1 : tensor<?x?x4xf32>
-    fp.yield %s : tensor<?x?x4xf32>
-  }
-  return %r, %n : tensor<?x?x4xf32>, tensor<?xi32>
-}
-
-// -----
-
 func.func @reads_counts(%x: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?xf32>) attributes {fp.layer} {
   %r, %n = fp.fixed_point (%y = %x) : tensor<?x?x4xf32>
       solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>

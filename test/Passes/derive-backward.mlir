@@ -113,3 +113,111 @@ func.func @shapes(%x: tensor<?x?x6xf32>) -> tensor<?x?x6xf32> attributes {fp.lay
   %j = fp.concat %vv, %head : tensor<?x?x2xf32>, tensor<?x?x4xf32> -> tensor<?x?x6xf32>
   return %j : tensor<?x?x6xf32>
 }
+
+// -----
+
+// The adjoint of the fixed point by mode, on one layer: the map
+// f(y) = scan(c, shift(y) + x) iterated, then applied once more.
+
+// truncated(3): two more applications of the map from the saved fixed
+// point are recomputed and differentiated through; the cotangent reaching
+// the saved fixed point itself is dropped.
+// CHECK-LABEL: func.func @truncated_backward(
+//  CHECK-SAME:     %[[X:[^:]*]]: tensor<?x?x4xf32>, %[[YSTAR:[^:]*]]: tensor<?x?x4xf32>, %[[G:[^:]*]]: tensor<?x?x4xf32>)
+//   CHECK-NOT:   fp.fixed_point
+//       CHECK:   fp.shift %[[YSTAR]] by 1
+//       CHECK:   %[[Z1:.*]] = fp.scan
+//       CHECK:   fp.shift %[[Z1]] by 1
+//       CHECK:   %[[Z2:.*]] = fp.scan
+//       CHECK:   fp.shift %[[Z2]] by 1
+//       CHECK:   %[[Z3:.*]] = fp.scan
+//   CHECK-COUNT-3:   fp.scan reverse
+//   CHECK-NOT:   fp.scan reverse
+//   CHECK-NOT:   fp.fixed_point
+//       CHECK:   return
+func.func @truncated(%x: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?xi32>) attributes {fp.layer} {
+  %a = fp.param "a" init <ones> : tensor<4xf32>
+  %c = fp.broadcast %a, %x dims [2] : tensor<4xf32>, tensor<?x?x4xf32>
+  %r, %n = fp.fixed_point (%y = %x) : tensor<?x?x4xf32>
+      solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>
+      backward <truncated, steps = 3> {
+    %s = fp.shift %y by 1 : tensor<?x?x4xf32>
+    %u = arith.addf %s, %x : tensor<?x?x4xf32>
+    %h = fp.scan %c, %u : tensor<?x?x4xf32>
+    fp.yield %h : tensor<?x?x4xf32>
+  }
+  %s = fp.shift %r by 1 : tensor<?x?x4xf32>
+  %u = arith.addf %s, %x : tensor<?x?x4xf32>
+  %h = fp.scan %c, %u : tensor<?x?x4xf32>
+  return %h, %n : tensor<?x?x4xf32>, tensor<?xi32>
+}
+
+// -----
+
+// neumann(3): the cotangent ḡ reaching the fixed point becomes
+// ḡ + J_yᵀ(ḡ + J_yᵀ ḡ) (two products by J_yᵀ, each a reverse scan and a
+// shift back), then one more VJP of the map at the fixed point carries it
+// into x and the parameters.
+// CHECK-LABEL: func.func @neumann_backward(
+//   CHECK-NOT:   fp.fixed_point
+//       CHECK:   %[[HEAD:.*]] = fp.scan reverse %{{.*}}, %{{.*}}
+//       CHECK:   %[[GBAR:.*]] = fp.shift %[[HEAD]] by -1
+//       CHECK:   %[[P1:.*]] = fp.scan reverse %{{.*}}, %[[GBAR]]
+//       CHECK:   %[[Q1:.*]] = fp.shift %[[P1]] by -1
+//       CHECK:   %[[W1:.*]] = arith.addf %[[GBAR]], %[[Q1]]
+//       CHECK:   %[[P2:.*]] = fp.scan reverse %{{.*}}, %[[W1]]
+//       CHECK:   %[[Q2:.*]] = fp.shift %[[P2]] by -1
+//       CHECK:   %[[W2:.*]] = arith.addf %[[GBAR]], %[[Q2]]
+//       CHECK:   fp.scan reverse %{{.*}}, %[[W2]]
+//   CHECK-NOT:   fp.fixed_point
+//       CHECK:   return
+func.func @neumann(%x: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?xi32>) attributes {fp.layer} {
+  %a = fp.param "a" init <ones> : tensor<4xf32>
+  %c = fp.broadcast %a, %x dims [2] : tensor<4xf32>, tensor<?x?x4xf32>
+  %r, %n = fp.fixed_point (%y = %x) : tensor<?x?x4xf32>
+      solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>
+      backward <neumann, steps = 3> {
+    %s = fp.shift %y by 1 : tensor<?x?x4xf32>
+    %u = arith.addf %s, %x : tensor<?x?x4xf32>
+    %h = fp.scan %c, %u : tensor<?x?x4xf32>
+    fp.yield %h : tensor<?x?x4xf32>
+  }
+  %s = fp.shift %r by 1 : tensor<?x?x4xf32>
+  %u = arith.addf %s, %x : tensor<?x?x4xf32>
+  %h = fp.scan %c, %u : tensor<?x?x4xf32>
+  return %h, %n : tensor<?x?x4xf32>, tensor<?xi32>
+}
+
+// -----
+
+// implicit(1e-6): the adjoint of the fixed point is a fixed point,
+// w = ḡ + J_yᵀ w, solved from ḡ by every sample to the mode's tolerance
+// (quantile 1, no relaxation, the forward's evaluation cap); its solution
+// goes through one more VJP of the map at the fixed point.
+// CHECK-LABEL: func.func @implicit_backward(
+//       CHECK:   %[[HEAD:.*]] = fp.scan reverse %{{.*}}, %{{.*}}
+//       CHECK:   %[[GBAR:.*]] = fp.shift %[[HEAD]] by -1
+//       CHECK:   %[[W:.*]], %{{.*}} = fp.fixed_point (%[[IT:.*]] = %[[GBAR]]) : tensor<?x?x4xf32>
+//  CHECK-SAME:       solver <tolerance = 1.0e-06, quantile = 1.0, max_iter_train = 9, max_iter_eval = 9, relax_start = 1.0, relax_decay = 1.0, relax_patience = 3>
+//       CHECK:     %[[P:.*]] = fp.scan reverse %{{.*}}, %[[IT]]
+//       CHECK:     %[[Q:.*]] = fp.shift %[[P]] by -1
+//       CHECK:     %[[NEXT:.*]] = arith.addf %[[GBAR]], %[[Q]]
+//       CHECK:     fp.yield %[[NEXT]]
+//       CHECK:   fp.scan reverse %{{.*}}, %[[W]]
+//       CHECK:   return
+func.func @implicit(%x: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?xi32>) attributes {fp.layer} {
+  %a = fp.param "a" init <ones> : tensor<4xf32>
+  %c = fp.broadcast %a, %x dims [2] : tensor<4xf32>, tensor<?x?x4xf32>
+  %r, %n = fp.fixed_point (%y = %x) : tensor<?x?x4xf32>
+      solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 7, max_iter_eval = 9, relax_start = 0.99, relax_decay = 0.9, relax_patience = 3>
+      backward <implicit, tolerance = 1.0e-06> {
+    %s = fp.shift %y by 1 : tensor<?x?x4xf32>
+    %u = arith.addf %s, %x : tensor<?x?x4xf32>
+    %h = fp.scan %c, %u : tensor<?x?x4xf32>
+    fp.yield %h : tensor<?x?x4xf32>
+  }
+  %s = fp.shift %r by 1 : tensor<?x?x4xf32>
+  %u = arith.addf %s, %x : tensor<?x?x4xf32>
+  %h = fp.scan %c, %u : tensor<?x?x4xf32>
+  return %h, %n : tensor<?x?x4xf32>, tensor<?xi32>
+}

@@ -75,8 +75,13 @@ def FpDeriveBackward : Pass<"fp-derive-backward", "ModuleOp"> {
     The adjoint of a fixed-point loop follows its `backward` mode. With
     `one_step` (the reference's, spec §4) the fixed point is a constant:
     the gradient is that of the layer's own application of the map at the
-    fixed point, and no cotangent flows into the loop. The other modes are
-    refused for now with an error at the loop.
+    fixed point, and no cotangent flows into the loop. `truncated(k)`
+    recomputes k − 1 further applications of the map from the saved fixed
+    point and differentiates through them. `neumann(k)` turns the cotangent
+    ḡ reaching the fixed point into `Σ_{j<k} (J_yᵀ)^j ḡ` and `implicit(tol)`
+    into the solution of `w = ḡ + J_yᵀ w`, an `fp.fixed_point` in the
+    backward; either then flows into the map's other inputs and parameters
+    through one more VJP of the map at the fixed point.
 
     An op with float operands that receive a cotangent but without a
     vector-Jacobian rule is an error located at the op (so at the DSL
