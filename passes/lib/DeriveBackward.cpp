@@ -56,6 +56,10 @@ Value zerosLike(OpBuilder &b, Location loc, Value like) {
 /// Reverse-mode differentiation of a sequence of ops: cotangents of
 /// values, accumulated where a value is read more than once.
 struct Sweep {
+  Sweep(OpBuilder &b, const llvm::DenseSet<Value> &constants,
+        llvm::MapVector<StringRef, Value> *params)
+      : b(b), constants(constants), params(params) {}
+
   OpBuilder &b;
   /// Values whose cotangent is dropped (constants of the derivative).
   const llvm::DenseSet<Value> &constants;
@@ -226,7 +230,7 @@ FailureOr<SmallVector<Value>> LayerDerivation::vjpOfBody(OpBuilder &b,
                                                          ValueRange fixedPoints,
                                                          ValueRange seeds) {
   llvm::DenseSet<Value> none;
-  Sweep local{b, none, nullptr, {}};
+  Sweep local(b, none, nullptr);
   for (auto [output, seed] : llvm::zip_equal(body.outputs, seeds))
     local.accumulate(seed.getLoc(), output, seed);
   if (failed(local.run(body.ops)))
@@ -390,7 +394,7 @@ LogicalResult LayerDerivation::run() {
   Value outputCotangent = body->getArgument(next);
 
   // The reverse sweep; the builder appends the adjoint ops at the end.
-  Sweep sweep{b, constants, &paramGradients, {}};
+  Sweep sweep(b, constants, &paramGradients);
   sweep.cotangents[primal.lookup(output)] = outputCotangent;
   for (Step step : llvm::reverse(steps)) {
     if (auto *op = dyn_cast<Operation *>(step)) {
