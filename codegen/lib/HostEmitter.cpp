@@ -44,13 +44,13 @@ static std::string identifier(StringRef name) {
 
 namespace {
 
-/// Emits the forward of one layer.
+/// Emits the forward, or the derived backward, of one layer.
 class LayerEmitter {
 public:
   LayerEmitter(CodeWriter &w, const LayerPlan &plan) : w(w), plan(plan) {}
 
   /// Emits `template <typename Real> <signature> { ... }`.
-  LogicalResult emitForward(StringRef signature);
+  LogicalResult emitFunction(StringRef signature);
 
 private:
   CodeWriter &w;
@@ -83,6 +83,7 @@ private:
   LogicalResult emitLoop(scf::WhileOp loop);
   LogicalResult emitReduce(Operation *op, Value input, ArrayRef<int64_t> dims,
                            bool isSum);
+  LogicalResult emitReturn(func::ReturnOp ret);
 };
 
 } // namespace
@@ -96,6 +97,10 @@ std::string LayerEmitter::name(Value value) const {
     return "p" + std::to_string(s.index);
   case Storage::Buffer:
     return "s" + std::to_string(s.index);
+  case Storage::Saved:
+    return "saved" + std::to_string(s.index);
+  case Storage::GradOutput:
+    return "dy";
   case Storage::Alias:
   case Storage::Iterations:
     break;
@@ -113,11 +118,12 @@ std::string LayerEmitter::shapeLiteral(const Shape &s) const {
   return text + "}}";
 }
 
-LogicalResult LayerEmitter::emitForward(StringRef signature) {
+LogicalResult LayerEmitter::emitFunction(StringRef signature) {
   // The kernels' function objects first, at namespace scope.
+  const char *stem = plan.isBackward ? "BackwardKernel" : "Kernel";
   WalkResult walk = plan.layer.walk([&](KernelOp kernel) {
     FailureOr<KernelLaunch> launch =
-        emitKernelFunctor(w, kernel, "Kernel" + std::to_string(kernels.size()));
+        emitKernelFunctor(w, kernel, stem + std::to_string(kernels.size()));
     if (failed(launch))
       return WalkResult::interrupt();
     kernels[kernel] = std::move(*launch);
@@ -134,6 +140,20 @@ LogicalResult LayerEmitter::emitForward(StringRef signature) {
   w.text("(void)B;");
   w.text("(void)T;");
   w.text("const Real *in = static_cast<const Real *>(args.input);");
+  if (!plan.saved.empty()) {
+    // The saved values, laid out as buffer_sizes() sized them.
+    w.line("size_t savedOffsets[{0}];", plan.saved.size());
+    w.line("kernels::layoutBuffers(kSaved, {0}, B, T, sizeof(Real), "
+           "savedOffsets);",
+           plan.saved.size());
+  }
+  if (plan.isBackward) {
+    w.text("const Real *dy = static_cast<const Real *>(args.grad_output);");
+    for (size_t i = 0; i < plan.saved.size(); ++i)
+      w.line("const Real *saved{0} = reinterpret_cast<const Real *>("
+             "static_cast<const char *>(args.saved) + savedOffsets[{0}]);",
+             i);
+  }
   for (auto [i, param] : llvm::enumerate(plan.params))
     w.line("const Real *p{0} = static_cast<const Real *>(args.params[{0}]); "
            "// {1}",
@@ -345,9 +365,14 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       .Case([&](scf::WhileOp loop) { return emitLoop(loop); })
       .Case([&](SolverInitOp init) {
         solverName = uniqueName("solver");
-        w.line("kernels::Solver<Real> {0}(B, kSolver, args.training != 0, "
-               "args.solver);",
-               solverName);
+        if (plan.isBackward)
+          w.line("kernels::Solver<Real> {0}(B, kBackwardSolver, true, "
+                 "nullptr);",
+                 solverName);
+        else
+          w.line("kernels::Solver<Real> {0}(B, kSolver, args.training != 0, "
+                 "args.solver);",
+                 solverName);
         return success();
       })
       .Case([&](SolverRelaxOp relax) {
@@ -362,18 +387,113 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](SolverIterationsOp) {
-        w.line("{0}.report(args.stats);", solverName);
+        if (plan.isBackward)
+          w.line("if (args.stats)\n  args.stats->backward_steps = "
+                 "{0}.numSteps();",
+                 solverName);
+        else
+          w.line("{0}.report(args.stats);", solverName);
         return success();
       })
-      .Case([&](func::ReturnOp ret) {
-        Value result = ret.getOperand(0);
-        w.line("kernels::copy({0}, {1}, static_cast<Real *>(args.output));",
-               name(result), shape(result).numElements());
+      .Case([&](func::ReturnOp ret) { return emitReturn(ret); })
+      .Case([&](TransposeOp transpose) {
+        auto type = cast<RankedTensorType>(transpose.getInput().getType());
+        w.line("kernels::transpose({0}, {1}, {2}, {3});",
+               name(transpose.getInput()), type.getDimSize(0),
+               type.getDimSize(1), name(transpose));
+        return success();
+      })
+      .Case([&](WeightGradOp grad) {
+        w.line("kernels::weightGrad({0}, {1}, {2}, {3}, {4}, {5});",
+               name(grad.getGrad()), name(grad.getInput()),
+               rows(grad.getGrad()), width(grad.getGrad()),
+               width(grad.getInput()), name(grad));
+        return success();
+      })
+      .Case([&](TriuPackOp pack) {
+        auto type = cast<RankedTensorType>(pack.getInput().getType());
+        const int64_t m = type.getShape().back();
+        w.line("kernels::triuPack({0}, {1}, {2}, {3});", name(pack.getInput()),
+               shape(pack.getInput()).product(0, type.getRank() - 2), m,
+               name(pack));
+        return success();
+      })
+      .Case([&](L2NormGradOp grad) {
+        w.line("kernels::l2normGrad({0}, {1}, {2}, {3}, {4}, {5});",
+               name(grad.getInput()), name(grad.getGrad()), rows(grad),
+               width(grad), realLiteral(grad.getEps().convertToDouble()),
+               name(grad));
+        return success();
+      })
+      .Case([&](ReduceMaxGradOp grad) {
+        const Shape &in = shape(grad.getInput());
+        std::string mask = uniqueName("reduced");
+        SmallVector<std::string> flags;
+        for (int64_t d = 0; d < in.rank(); ++d)
+          flags.push_back(llvm::is_contained(grad.getDims(), d) ? "true"
+                                                                : "false");
+        w.line("const bool {0}[] = {{{1}};", mask, llvm::join(flags, ", "));
+        w.line("kernels::reduceMaxGrad({0}, {1}, {2}, {3}, {4});",
+               name(grad.getInput()), name(grad.getGrad()), shapeLiteral(in),
+               mask, name(grad));
+        return success();
+      })
+      .Case([&](SelectiveScanGradOp grad) {
+        auto a = cast<RankedTensorType>(grad.getA().getType());
+        w.line("kernels::selectiveScanGrad({0}, {1}, {2}, {3}, {4}, {5}, B, "
+               "T, {6}, {7}, {8}, {9}, {10}, {11}, {12});",
+               name(grad.getU()), name(grad.getDelta()), name(grad.getA()),
+               name(grad.getB()), name(grad.getC()), name(grad.getGrad()),
+               a.getDimSize(0), a.getDimSize(1), name(grad.getDu()),
+               name(grad.getDdelta()), name(grad.getDA()), name(grad.getDB()),
+               name(grad.getDC()));
+        return success();
+      })
+      .Case([&](CausalConvGradOp grad) {
+        auto weight = cast<RankedTensorType>(grad.getWeight().getType());
+        w.line("kernels::causalConvGrad({0}, {1}, {2}, B, T, {3}, {4}, {5}, "
+               "{6});",
+               name(grad.getInput()), name(grad.getWeight()),
+               name(grad.getGrad()), weight.getDimSize(0), weight.getDimSize(1),
+               name(grad.getDinput()), name(grad.getDweight()));
         return success();
       })
       .Default([&](Operation *other) {
         return other->emitOpError("cannot emit this operation for the host");
       });
+}
+
+LogicalResult LayerEmitter::emitReturn(func::ReturnOp ret) {
+  if (plan.isBackward) {
+    // The input's cotangent, then each parameter gradient accumulated into
+    // the caller's.
+    Value dx = ret.getOperand(0);
+    w.line("kernels::copy({0}, {1}, static_cast<Real *>(args.grad_input));",
+           name(dx), shape(dx).numElements());
+    for (auto [i, param] : llvm::enumerate(plan.gradientParams)) {
+      Value grad = ret.getOperand(i + 1);
+      w.line("kernels::accumulate({0}, {1}, static_cast<Real *>("
+             "args.grad_params[{2}])); // {3}",
+             name(grad), shape(grad).numElements(), param,
+             plan.params[param].name);
+    }
+    return success();
+  }
+  Value result = ret.getOperand(0);
+  w.line("kernels::copy({0}, {1}, static_cast<Real *>(args.output));",
+         name(result), shape(result).numElements());
+  // A training forward (with `saved`) keeps what the backward reads.
+  int64_t saved = 0;
+  for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
+    if (!plan.layer.getResultAttr(i, "fp.saved"))
+      continue;
+    Value value = ret.getOperand(i);
+    w.line("if (args.saved)");
+    w.line("  kernels::copy({0}, {1}, reinterpret_cast<Real *>("
+           "static_cast<char *>(args.saved) + savedOffsets[{2}]));",
+           name(value), shape(value).numElements(), saved++);
+  }
+  return success();
 }
 
 LogicalResult LayerEmitter::emitReduce(Operation *op, Value input,
@@ -382,6 +502,15 @@ LogicalResult LayerEmitter::emitReduce(Operation *op, Value input,
   Value result = op->getResult(0);
   if (isSum && dims.size() == 1 && dims[0] == in.rank() - 1) {
     w.line("kernels::sumRows({0}, {1}, {2}, {3});", name(input), rows(input),
+           width(input), name(result));
+    return success();
+  }
+  // A sum over every token (a parameter's gradient).
+  if (isSum && int64_t(dims.size()) == in.rank() - 1 &&
+      llvm::all_of(llvm::enumerate(dims), [](auto pair) {
+        return int64_t(pair.index()) == pair.value();
+      })) {
+    w.line("kernels::sumColumns({0}, {1}, {2}, {3});", name(input), rows(input),
            width(input), name(result));
     return success();
   }
@@ -403,8 +532,11 @@ LogicalResult LayerEmitter::emitConstant(arith::ConstantOp op) {
     return success();
   }
   if (isa<FloatType>(type)) {
-    scalars[op] =
-        realLiteral(cast<FloatAttr>(op.getValue()).getValueAsDouble());
+    double value = cast<FloatAttr>(op.getValue()).getValueAsDouble();
+    if (auto literal =
+            op->getAttrOfType<FloatAttr>(FPDialect::getLiteralAttrName()))
+      value = literal.getValueAsDouble();
+    scalars[op] = realLiteral(value);
     return success();
   }
   auto dense = dyn_cast<DenseFPElementsAttr>(op.getValue());
@@ -529,14 +661,36 @@ static void emitSolverSettings(CodeWriter &w, const LayerPlan &plan) {
   if (!plan.solver)
     return;
   SolverAttr s = plan.solver.getSolver();
-  w.line("const fp::host::SolverSettings kSolver = {{{0}, {1}, {2}, "
+  w.line("const fp::host::SolverSettings {7} = {{{0}, {1}, {2}, "
          "{3}, {4}, {5}, {6}};",
          llvm::format("%.17g", s.getTolerance().convertToDouble()),
          llvm::format("%.17g", s.getQuantile().convertToDouble()),
          s.getMaxIterTrain(), s.getMaxIterEval(),
          llvm::format("%.17g", s.getRelaxStart().convertToDouble()),
          llvm::format("%.17g", s.getRelaxDecay().convertToDouble()),
-         s.getRelaxPatience());
+         s.getRelaxPatience(), plan.isBackward ? "kBackwardSolver" : "kSolver");
+}
+
+/// `const fp::host::BufferSpec <name>[] = {...};` for `slots`.
+static void emitBufferSpecs(CodeWriter &w, StringRef name,
+                            ArrayRef<BufferSlot> slots) {
+  SmallVector<std::string> specs;
+  for (const BufferSlot &slot : slots)
+    specs.push_back(llvm::formatv("{{{0}, {1}, {2}}", slot.elements,
+                                  slot.perBatch ? "true" : "false",
+                                  slot.perStep ? "true" : "false"));
+  if (specs.empty())
+    specs.push_back("{0, false, false}");
+  w.line("const fp::host::BufferSpec {0}[] = {{{1}};", name,
+         llvm::join(specs, ", "));
+}
+
+/// The signature of a layer backward named `name`.
+static std::string backwardSignature(StringRef name) {
+  return ("void " + name +
+          "(const fp_backward_args &args, char *workspace, "
+          "const size_t *offsets)")
+      .str();
 }
 
 /// The signature of a layer forward named `name` (`forward`, or one of its
@@ -566,6 +720,7 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
               "points",
               "(fp/Runtime/ModelABI.h) and the manifest."});
   w.text("#include \"fp/Runtime/Kernels/HostEntry.h\"");
+  w.text("#include \"fp/Runtime/Kernels/HostGradients.h\"");
   w.blank();
   w.text("#include <cmath>");
   w.text("#include <limits>");
@@ -578,21 +733,26 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
       auto ns = w.blockWithTrailer(" // namespace layer_" + layer,
                                    "namespace layer_{0}", layer);
       w.blank();
-      SmallVector<std::string> specs;
-      for (const BufferSlot &slot : plan.slots)
-        specs.push_back(llvm::formatv("{{{0}, {1}, {2}}", slot.elements,
-                                      slot.perBatch ? "true" : "false",
-                                      slot.perStep ? "true" : "false"));
-      if (specs.empty())
-        specs.push_back("{0, false, false}");
-      w.line("const fp::host::BufferSpec kBuffers[] = {{{0}};",
-             llvm::join(specs, ", "));
+      emitBufferSpecs(w, "kBuffers", plan.slots);
+      if (!plan.saved.empty())
+        emitBufferSpecs(w, "kSaved", plan.saved);
+      const LayerPlan *backward = cpu ? plan.backward.get() : nullptr;
+      if (backward)
+        emitBufferSpecs(w, "kBackwardBuffers", backward->slots);
       if (cpu) {
         emitSolverSettings(w, plan);
+        if (backward)
+          emitSolverSettings(w, *backward);
         w.text("namespace kernels = fp::host;");
         w.blank();
         LayerEmitter emitter(w, plan);
-        if (failed(emitter.emitForward(forwardSignature("forward"))))
+        if (failed(emitter.emitFunction(forwardSignature("forward"))))
+          return failure();
+        w.blank();
+      }
+      if (backward) {
+        LayerEmitter emitter(w, *backward);
+        if (failed(emitter.emitFunction(backwardSignature("backward"))))
           return failure();
         w.blank();
       }
@@ -606,11 +766,20 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
       }
       if (cuda)
         w.blank();
+      std::string extra;
+      if (!plan.saved.empty() || backward)
+        extra = llvm::formatv(
+            ", {0}, {1}, {2}, {3}, {4}",
+            plan.saved.empty() ? "nullptr" : "kSaved", plan.saved.size(),
+            backward ? "kBackwardBuffers" : "nullptr",
+            backward ? backward->slots.size() : 0,
+            backward ? "{&backward<float>, &backward<double>}" : "{}");
       w.line("const fp::host::LayerDescriptor kLayer = {{\"{0}\", {1}, "
-             "kBuffers, {2}, {3}, {4}};",
+             "kBuffers, {2}, {3}, {4}{5}};",
              plan.layer.getSymName(), plan.params.size(), plan.slots.size(),
              cpu ? "{&forward<float>, &forward<double>}" : "{}",
-             cuda ? "{&cuda::forward<float>, &cuda::forward<double>}" : "{}");
+             cuda ? "{&cuda::forward<float>, &cuda::forward<double>}" : "{}",
+             extra);
       w.blank();
     }
     w.blank();
@@ -636,8 +805,8 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
       auto fn = w.block("FP_MODEL_EXPORT fp_status {0}(const fp_backward_args "
                         "*args)",
                         entryPointName(plan.layer.getSymName(), "backward"));
-      w.line("return fp::host::backwardNotCompiled(args, layer_{0}::kLayer);",
-             layer);
+      w.line("return fp::host::{0}(args, layer_{1}::kLayer);",
+             cpu && plan.backward ? "backward" : "backwardNotCompiled", layer);
     }
   }
 
@@ -688,11 +857,13 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
     auto ns = w.blockWithTrailer(" // namespace layer_" + layer + "::cuda",
                                  "namespace layer_{0}::cuda", layer);
     w.blank();
+    if (!plan.saved.empty())
+      emitBufferSpecs(w, "kSaved", plan.saved);
     emitSolverSettings(w, plan);
     w.text("namespace kernels = fp::cuda;");
     w.blank();
     LayerEmitter emitter(w, plan);
-    if (failed(emitter.emitForward(forwardSignature("forward"))))
+    if (failed(emitter.emitFunction(forwardSignature("forward"))))
       return failure();
     w.blank();
     w.line("template {0};", forwardSignature("forward<float>"));

@@ -119,11 +119,20 @@ LogicalResult LayerPlan::resolveShapes() {
       if (failed(resolve(result, op->getLoc())))
         return WalkResult::interrupt();
     // Ops that could move a batch or time extent elsewhere.
+    // A sum over every token (a gradient of a parameter) keeps no batch or
+    // time extent; a sum over one of them would move the other.
     if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
+      auto type = cast<RankedTensorType>(reduce.getInput().getType());
+      int64_t dynamic = 0, reduced = 0;
+      for (int64_t i = 0; i < type.getRank(); ++i)
+        if (type.isDynamicDim(i)) {
+          ++dynamic;
+          reduced += llvm::is_contained(reduce.getDims(), i);
+        }
       for (int64_t dim : reduce.getDims())
-        if (isDynamicDim(reduce.getInput(), dim))
+        if (isDynamicDim(reduce.getInput(), dim) && reduced != dynamic)
           return op->emitOpError("cannot emit a reduction over dimension ")
-                 << dim << " (batch or time)";
+                 << dim << " (batch or time) alone";
     }
     if (auto reduce = dyn_cast<ReduceMaxOp>(op)) {
       for (int64_t dim : reduce.getDims())
@@ -208,6 +217,13 @@ LogicalResult LayerPlan::assignStorage() {
     return success();
   };
   setStorage(layer.getArgument(0), {Storage::Input});
+  if (isBackward) {
+    // (input, saved..., cotangent of the output)
+    const unsigned numArgs = layer.getNumArguments();
+    for (unsigned i = 1; i + 1 < numArgs; ++i)
+      setStorage(layer.getArgument(i), {Storage::Saved, int64_t(i - 1)});
+    setStorage(layer.getArgument(numArgs - 1), {Storage::GradOutput});
+  }
   WalkResult walk =
       layer.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
         if (auto param = dyn_cast<ParamOp>(op)) {
@@ -267,6 +283,51 @@ LogicalResult LayerPlan::assignStorage() {
 // LayerPlan::build
 //===----------------------------------------------------------------------===//
 
+/// The buffer that holds a value of `shape`.
+static BufferSlot slotFor(const Shape &shape) {
+  return {shape.staticElements(), shape.perBatch(), shape.perStep()};
+}
+
+LogicalResult LayerPlan::collectParams() {
+  // Parameters in first-appearance order, one per name; a layer's solver.
+  WalkResult walk = layer.walk([&](Operation *op) -> WalkResult {
+    if (auto param = dyn_cast<ParamOp>(op)) {
+      auto [it, inserted] =
+          paramIndices.try_emplace(param.getName(), params.size());
+      auto shape = cast<RankedTensorType>(param.getType()).getShape();
+      if (inserted) {
+        params.push_back(
+            {param.getName().str(), param, SmallVector<int64_t>(shape)});
+      } else if (params[it->second].op.getType() != param.getType()) {
+        return param.emitOpError("parameter '")
+                   << param.getName() << "' appears with two types",
+               WalkResult::interrupt();
+      }
+    }
+    if (isa<FixedPointOp>(op))
+      return op->emitOpError("cannot emit a fixed-point loop that is not "
+                             "lowered (run fp-lower-fixed-point, which "
+                             "fp-pipeline does)"),
+             WalkResult::interrupt();
+    if (auto loop = dyn_cast<scf::WhileOp>(op)) {
+      FailureOr<LoweredLoop> parts = matchLoweredLoop(loop);
+      if (failed(parts))
+        return WalkResult::interrupt();
+      if (solver)
+        return loop.emitOpError("cannot emit a layer with more than one "
+                                "fixed-point loop"),
+               WalkResult::interrupt();
+      solver = parts->solver;
+    }
+    if (isa<func::CallOp>(op))
+      return op->emitOpError("cannot emit a call; run the inliner first "
+                             "(fp-pipeline)"),
+             WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 FailureOr<LayerPlan> LayerPlan::build(func::FuncOp layer) {
   LayerPlan plan;
   plan.layer = layer;
@@ -284,47 +345,62 @@ FailureOr<LayerPlan> LayerPlan::build(func::FuncOp layer) {
     return layer.emitOpError("cannot emit a layer whose first result is "
                              "not of its input's type"),
            failure();
-
-  // Parameters in first-appearance order, one per name.
-  WalkResult walk = layer.walk([&](Operation *op) -> WalkResult {
-    if (auto param = dyn_cast<ParamOp>(op)) {
-      auto [it, inserted] =
-          plan.paramIndices.try_emplace(param.getName(), plan.params.size());
-      auto shape = cast<RankedTensorType>(param.getType()).getShape();
-      if (inserted) {
-        plan.params.push_back(
-            {param.getName().str(), param, SmallVector<int64_t>(shape)});
-      } else if (plan.params[it->second].op.getType() != param.getType()) {
-        return param.emitOpError("parameter '")
-                   << param.getName() << "' appears with two types",
-               WalkResult::interrupt();
-      }
-    }
-    if (isa<FixedPointOp>(op))
-      return op->emitOpError("cannot emit a fixed-point loop that is not "
-                             "lowered (run fp-lower-fixed-point, which "
-                             "fp-pipeline does)"),
-             WalkResult::interrupt();
-    if (auto loop = dyn_cast<scf::WhileOp>(op)) {
-      FailureOr<LoweredLoop> parts = matchLoweredLoop(loop);
-      if (failed(parts))
-        return WalkResult::interrupt();
-      if (plan.solver)
-        return loop.emitOpError("cannot emit a layer with more than one "
-                                "fixed-point loop"),
-               WalkResult::interrupt();
-      plan.solver = parts->solver;
-    }
-    if (isa<func::CallOp>(op))
-      return op->emitOpError("cannot emit a call; run the inliner first "
-                             "(fp-pipeline)"),
-             WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
+  if (failed(plan.collectParams()) || failed(plan.resolveShapes()) ||
+      failed(plan.assignStorage()))
     return failure();
+  auto ret = cast<func::ReturnOp>(layer.getBody().front().getTerminator());
+  for (unsigned i = 0; i < layer.getNumResults(); ++i)
+    if (layer.getResultAttr(i, "fp.saved"))
+      plan.saved.push_back(slotFor(plan.shape(ret.getOperand(i))));
+  return plan;
+}
+
+FailureOr<LayerPlan> LayerPlan::buildBackward(func::FuncOp backward,
+                                              const LayerPlan &forward) {
+  LayerPlan plan;
+  plan.layer = backward;
+  plan.isBackward = true;
+  plan.dModel = forward.dModel;
+  FunctionType type = backward.getFunctionType();
+  FunctionType forwardType = forward.layer.getFunctionType();
+  const size_t numSaved = forward.saved.size();
+  if (type.getNumInputs() != numSaved + 2 ||
+      type.getInput(0) != forwardType.getInput(0) ||
+      type.getInput(numSaved + 1) != forwardType.getResult(0) ||
+      type.getNumResults() < 1 || type.getResult(0) != type.getInput(0))
+    return backward.emitOpError("cannot emit a backward whose signature is "
+                                "not (input, saved..., output cotangent) -> "
+                                "(input cotangent, parameter gradients...)"),
+           failure();
+  auto names = backward->getAttrOfType<ArrayAttr>("fp.param_gradients");
+  if (!names || names.size() + 1 != type.getNumResults())
+    return backward.emitOpError("cannot emit a backward without one "
+                                "'fp.param_gradients' name per gradient"),
+           failure();
+  for (auto [i, name] : llvm::enumerate(names)) {
+    auto text = dyn_cast<StringAttr>(name);
+    auto it = text ? forward.paramIndices.find(text.getValue())
+                   : forward.paramIndices.end();
+    if (it == forward.paramIndices.end())
+      return backward.emitOpError("cannot emit the gradient of ")
+                 << name << ", which is not a parameter of the layer",
+             failure();
+    if (type.getResult(i + 1) != forward.params[it->second].op.getType())
+      return backward.emitOpError("cannot emit gradient #")
+                 << i << " of type " << type.getResult(i + 1)
+                 << ": its parameter is a "
+                 << forward.params[it->second].op.getType(),
+             failure();
+    plan.gradientParams.push_back(it->second);
+  }
+  if (failed(plan.collectParams()))
+    return failure();
+  // Parameters are the forward's, in its order.
+  plan.params = forward.params;
+  plan.paramIndices = forward.paramIndices;
   if (failed(plan.resolveShapes()) || failed(plan.assignStorage()))
     return failure();
+  plan.saved = forward.saved;
   return plan;
 }
 
@@ -338,6 +414,24 @@ mlir::fp::codegen::planLayers(ModuleOp module) {
     if (failed(plan))
       return failure();
     plans.push_back(std::move(*plan));
+  }
+  // Derived backward functions, each with the plan of its layer.
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    auto of = fn->getAttrOfType<FlatSymbolRefAttr>("fp.backward_of");
+    if (!of)
+      continue;
+    auto forward = llvm::find_if(plans, [&](const LayerPlan &plan) {
+      return plan.layer.getSymName() == of.getValue();
+    });
+    if (forward == plans.end())
+      return fn.emitOpError("cannot emit the backward of ")
+             << of << ", which is not a layer of this module";
+    if (forward->backward)
+      return fn.emitOpError("cannot emit a second backward of ") << of;
+    FailureOr<LayerPlan> plan = LayerPlan::buildBackward(fn, *forward);
+    if (failed(plan))
+      return failure();
+    forward->backward = std::make_shared<LayerPlan>(std::move(*plan));
   }
   if (plans.empty())
     return module.emitError("cannot emit a library without layers (no "

@@ -99,12 +99,18 @@ struct Math {
   Value splat(double value, Value like) {
     RankedTensorType type = tensorType(like);
     auto element = cast<FloatType>(type.getElementType());
-    Value scalar = arith::ConstantOp::create(b, loc, element,
-                                             b.getFloatAttr(element, value));
-    if (type.hasStaticShape())
-      return arith::ConstantOp::create(
+    auto scalar = arith::ConstantOp::create(b, loc, element,
+                                            b.getFloatAttr(element, value));
+    // The exact value, for code instantiated for a wider type.
+    scalar->setAttr(FPDialect::getLiteralAttrName(), b.getF64FloatAttr(value));
+    if (type.hasStaticShape()) {
+      auto constant = arith::ConstantOp::create(
           b, loc, type,
           DenseElementsAttr::get(type, b.getFloatAttr(element, value)));
+      constant->setAttr(FPDialect::getLiteralAttrName(),
+                        b.getF64FloatAttr(value));
+      return constant;
+    }
     SmallVector<Value> sizes;
     for (int64_t i = 0; i < type.getRank(); ++i)
       if (type.isDynamicDim(i))

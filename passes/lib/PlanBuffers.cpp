@@ -266,7 +266,8 @@ struct FpPlanBuffersPass
 
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
-    if (!fn->hasAttr("fp.layer") || fn.isExternal())
+    if (!(fn->hasAttr("fp.layer") || fn->hasAttr("fp.backward_of")) ||
+        fn.isExternal())
       return markAllAnalysesPreserved();
     if (failed(planLayer(fn)))
       signalPassFailure();

@@ -351,9 +351,9 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
       hash.update(feature);
   }
   SmallVector<StringRef> headers = {
-      "fp/Runtime/Kernels/Common.h", "fp/Runtime/Kernels/Fused.h",
-      "fp/Runtime/Kernels/Host.h", "fp/Runtime/Kernels/HostEntry.h",
-      "fp/Runtime/ModelABI.h"};
+      "fp/Runtime/Kernels/Common.h",        "fp/Runtime/Kernels/Fused.h",
+      "fp/Runtime/Kernels/Host.h",          "fp/Runtime/Kernels/HostEntry.h",
+      "fp/Runtime/Kernels/HostGradients.h", "fp/Runtime/ModelABI.h"};
   if (nvccProgram)
     headers.push_back("fp/Runtime/Kernels/Device.cuh");
   for (StringRef header : headers) {

@@ -21,6 +21,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,11 +68,14 @@ struct ParamInfo {
 /// Where a value's data lives.
 struct Storage {
   enum Kind {
-    Input,     ///< the layer input
-    Param,     ///< params[index]
-    Buffer,    ///< workspace slot `index`
-    Alias,     ///< the storage of `aliasOf` (fp.reshape, loop values)
-    Iterations ///< per-sample counts of a solve; no data
+    Input,      ///< the layer input
+    Param,      ///< params[index]
+    Buffer,     ///< workspace slot `index`
+    Alias,      ///< the storage of `aliasOf` (fp.reshape, loop values)
+    Iterations, ///< per-sample counts of a solve; no data
+    Saved,      ///< a backward's saved value `index` (the forward's
+                ///< fp.saved result of that rank)
+    GradOutput  ///< a backward's cotangent of the layer output
   } kind = Buffer;
   int64_t index = -1;
   Value aliasOf;
@@ -91,6 +95,9 @@ public:
   /// Analyses `layer`; emits located errors and fails on IR the emitters
   /// cannot handle.
   static FailureOr<LayerPlan> build(func::FuncOp layer);
+  /// Analyses the backward function of the layer planned as `forward`.
+  static FailureOr<LayerPlan> buildBackward(func::FuncOp backward,
+                                            const LayerPlan &forward);
 
   /// Op handles are mutable so that const plans can query them.
   mutable func::FuncOp layer;
@@ -99,6 +106,15 @@ public:
   /// The solver of the layer's fixed-point loop (lowered by
   /// fp-lower-fixed-point), if it has one.
   mutable SolverInitOp solver;
+  /// The values the forward saves for the backward (its results marked
+  /// fp.saved), in order, with their buffers in the `saved` area.
+  llvm::SmallVector<BufferSlot> saved;
+  /// For a backward function (fp.backward_of): the parameter index (in the
+  /// forward's order) of each result after the input's cotangent.
+  llvm::SmallVector<int64_t> gradientParams;
+  bool isBackward = false;
+  /// The plan of the layer's derived backward, if it has one.
+  std::shared_ptr<LayerPlan> backward;
   int64_t dModel = 0;
 
   const Shape &shape(Value value) const { return shapes.find(value)->second; }
@@ -114,6 +130,7 @@ private:
 
   LogicalResult resolveShapes();
   LogicalResult assignStorage();
+  LogicalResult collectParams();
 };
 
 /// Plans every layer function (those carrying `fp.layer`) of `module`, in

@@ -184,7 +184,8 @@ def FpLowerFixedPoint : Pass<"fp-lower-fixed-point", "func::FuncOp"> {
 def FpPlanBuffers : Pass<"fp-plan-buffers", "func::FuncOp"> {
   let summary = "plan one workspace per layer";
   let description = [{
-    Gives every tensor a layer function (`fp.layer`) computes a buffer of one
+    Gives every tensor a layer function (`fp.layer`) or its backward
+    computes a buffer of one
     workspace, by a linear scan over lifetimes: a buffer is reused once the
     last reader of its value has run, where a value defined before a
     lowered fixed-point loop (`scf.while`, from `fp-lower-fixed-point`) and
@@ -206,7 +207,8 @@ def FpPlanBuffers : Pass<"fp-plan-buffers", "func::FuncOp"> {
       %r = scf.while (%y = %y0) : ... attributes {fp.iterate_slots = array<i64: 1>}
     ```
 
-    Other functions are left alone. A layer with an `fp.fixed_point` that is
+    Derived backward functions (`fp.backward_of`) are planned like layers;
+    other functions are left alone. A layer with an `fp.fixed_point` that is
     not lowered, or a loop whose iterates are not updated by
     `fp.solver_relax` as the last reader, is an error.
   }];

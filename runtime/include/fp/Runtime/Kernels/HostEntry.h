@@ -43,6 +43,17 @@ struct TargetForwards {
   ForwardFn<double> f64 = nullptr;
 };
 
+/// The backward of one layer for one scalar type.
+template <typename Real>
+using BackwardFn = void (*)(const fp_backward_args &args, char *workspace,
+                            const size_t *offsets);
+
+/// A layer's backwards on one target; null where none is compiled.
+struct TargetBackwards {
+  BackwardFn<float> f32 = nullptr;
+  BackwardFn<double> f64 = nullptr;
+};
+
 /// What the entry points need to know about one layer.
 struct LayerDescriptor {
   const char *name;
@@ -51,6 +62,14 @@ struct LayerDescriptor {
   int numBuffers;
   TargetForwards cpu;
   TargetForwards cuda;
+  /// The values a training forward saves for the backward, in order.
+  const BufferSpec *saved = nullptr;
+  int numSaved = 0;
+  /// The backward's workspace and functions.
+  const BufferSpec *backwardBuffers = nullptr;
+  int numBackwardBuffers = 0;
+  TargetBackwards cpuBackward = {};
+  TargetBackwards cudaBackward = {};
 };
 
 inline size_t scalarSize(fp_dtype dtype) {
@@ -95,8 +114,11 @@ inline fp_status bufferSizes(const LayerDescriptor &layer, fp_target target,
   sizes->forward_workspace_bytes =
       layoutBuffers(layer.buffers, layer.numBuffers, batch, length,
                     scalarSize(dtype), nullptr);
-  sizes->saved_bytes = 0;
-  sizes->backward_workspace_bytes = 0;
+  sizes->saved_bytes = layoutBuffers(layer.saved, layer.numSaved, batch, length,
+                                     scalarSize(dtype), nullptr);
+  sizes->backward_workspace_bytes =
+      layoutBuffers(layer.backwardBuffers, layer.numBackwardBuffers, batch,
+                    length, scalarSize(dtype), nullptr);
   return FP_OK;
 }
 
@@ -143,6 +165,69 @@ inline fp_status forward(const fp_forward_args *args,
       forwards.f32(*args, workspace, offsets.data());
     else
       forwards.f64(*args, workspace, offsets.data());
+  } catch (const DeviceError &e) {
+    return fail(FP_ERROR_DEVICE, where + e.what());
+  } catch (const std::exception &e) {
+    return fail(FP_ERROR_INVALID_ARGUMENT, where + e.what());
+  }
+  return FP_OK;
+}
+
+inline fp_status backward(const fp_backward_args *args,
+                          const LayerDescriptor &layer) {
+  std::string where = std::string(layer.name) + " backward: ";
+  if (!args)
+    return fail(FP_ERROR_INVALID_ARGUMENT, where + "args is NULL");
+  if (args->struct_size != sizeof(fp_backward_args))
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "struct_size " + std::to_string(args->struct_size) +
+                    " does not match this library's fp_backward_args (" +
+                    std::to_string(sizeof(fp_backward_args)) + " bytes)");
+  if (fp_status status = checkCall("backward", layer, args->target, args->dtype,
+                                   args->batch, args->seq_len))
+    return status;
+  const TargetBackwards &backwards =
+      args->target == FP_TARGET_CUDA ? layer.cudaBackward : layer.cpuBackward;
+  if (!backwards.f32)
+    return fail(FP_ERROR_UNSUPPORTED,
+                where + "this library has no compiled backward for the " +
+                    (args->target == FP_TARGET_CUDA ? "cuda" : "cpu") +
+                    " target");
+  if (args->num_params != layer.numParams)
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "expected " + std::to_string(layer.numParams) +
+                    " parameters, got " + std::to_string(args->num_params));
+  if (layer.numParams > 0 && (!args->params || !args->grad_params))
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "params or grad_params is NULL");
+  for (int32_t i = 0; i < layer.numParams; ++i)
+    if (!args->params[i] || !args->grad_params[i])
+      return fail(FP_ERROR_INVALID_ARGUMENT, where + "parameter " +
+                                                 std::to_string(i) +
+                                                 " or its gradient is NULL");
+  if (!args->input || !args->grad_output || !args->grad_input)
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "input, grad_output or grad_input is NULL");
+  if (layer.numSaved > 0 && !args->saved)
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "saved is NULL; run a training forward (with saved) "
+                        "first");
+  std::vector<size_t> offsets(layer.numBackwardBuffers);
+  size_t needed = layoutBuffers(layer.backwardBuffers, layer.numBackwardBuffers,
+                                args->batch, args->seq_len,
+                                scalarSize(args->dtype), offsets.data());
+  if (needed > 0 && (!args->workspace || args->workspace_bytes < needed))
+    return fail(
+        FP_ERROR_WORKSPACE,
+        where + "the workspace has " +
+            std::to_string(args->workspace ? args->workspace_bytes : 0) +
+            " bytes; buffer_sizes() asks for " + std::to_string(needed));
+  try {
+    char *workspace = static_cast<char *>(args->workspace);
+    if (args->dtype == FP_DTYPE_F32)
+      backwards.f32(*args, workspace, offsets.data());
+    else
+      backwards.f64(*args, workspace, offsets.data());
   } catch (const DeviceError &e) {
     return fail(FP_ERROR_DEVICE, where + e.what());
   } catch (const std::exception &e) {

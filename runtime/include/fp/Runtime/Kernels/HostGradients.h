@@ -20,6 +20,14 @@ namespace fp::host {
 // Linear maps and layout
 //===----------------------------------------------------------------------===//
 
+/// out[i] += in[i]: a parameter gradient accumulated into the caller's.
+template <typename Real>
+FP_KERNEL void accumulate(In<Real> in, int64_t n, Real *out) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    out[i] += in[i];
+}
+
 /// out[j, i] = in[i, j] for a rows × cols matrix.
 template <typename Real>
 FP_KERNEL void transpose(In<Real> in, int64_t rows, int64_t cols, Real *out) {
