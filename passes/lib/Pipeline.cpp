@@ -29,6 +29,13 @@ void mlir::fp::addHoisting(OpPassManager &pm) {
   func.addPass(createCSEPass());
 }
 
+void mlir::fp::addBackwardDerivation(OpPassManager &pm) {
+  pm.addPass(createFpDeriveBackward());
+  // The backward's copy of the map at the fixed point and the layer's own
+  // application of it become one.
+  pm.addPass(createCSEPass());
+}
+
 void mlir::fp::addFusion(OpPassManager &pm) {
   OpPassManager &func = pm.nest<func::FuncOp>();
   func.addPass(createFpFuseMixScan());
@@ -48,6 +55,8 @@ void mlir::fp::buildFpPipeline(OpPassManager &pm,
   addFrontendCleanup(pm);
   if (options.hoist)
     addHoisting(pm);
+  if (options.backward)
+    addBackwardDerivation(pm);
   if (options.fuse)
     addFusion(pm);
   addLoopLowering(pm);

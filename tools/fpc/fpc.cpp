@@ -123,6 +123,11 @@ cl::opt<bool> noFuse("no-fuse",
                      cl::desc("Run every per-token op and scan as a kernel of "
                               "its own (skip fp-fuse-mix-scan)"),
                      cl::cat(fpcCategory));
+cl::opt<bool> withBackward(
+    "backward",
+    cl::desc("Derive and compile each layer's backward (fp-derive-backward; "
+             "host target)"),
+    cl::cat(fpcCategory));
 cl::opt<bool> noCache("no-cache", cl::desc("Always run the host compiler"),
                       cl::cat(fpcCategory));
 cl::opt<bool> verbose("v", cl::desc("Print the host compiler command"),
@@ -520,6 +525,7 @@ int main(int argc, char **argv) {
     return 1;
   fp::FpPipelineOptions pipelineOptions;
   pipelineOptions.fuse = !noFuse;
+  pipelineOptions.backward = withBackward;
   fp::buildFpPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return 1;

@@ -23,6 +23,10 @@ struct FpPipelineOptions : public PassPipelineOptions<FpPipelineOptions> {
       *this, "fuse",
       llvm::cl::desc("group per-token work and scans into fp.kernel ops"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> backward{
+      *this, "backward",
+      llvm::cl::desc("derive every layer's backward (fp-derive-backward)"),
+      llvm::cl::init(false)};
 };
 
 /// Inlines mixers and maps, drops the inlined functions, canonicalises and
@@ -31,6 +35,9 @@ void addFrontendCleanup(OpPassManager &pm);
 
 /// Hoists iteration-invariant work out of fixed-point loops.
 void addHoisting(OpPassManager &pm);
+
+/// Derives every layer's backward function.
+void addBackwardDerivation(OpPassManager &pm);
 
 /// Groups per-token chains, mixers and scans into kernels.
 void addFusion(OpPassManager &pm);
