@@ -7,7 +7,8 @@
 // model stack around such layers the way the reference LanguageModel does
 // (spec §6): embedding, pre-norm residual blocks, final norm, tied head.
 //
-// Forward only for now: the libraries' backward is not available yet, so a
+// Forward only for now: libraries built with `fpc --backward` export a host
+// backward (docs/backward.md), but CompiledLayer does not call it yet, so a
 // forward that autograd would have to differentiate (grad mode on and the
 // input or a parameter requiring grad) is refused with an error rather
 // than silently returning an output without a gradient. Run compiled
