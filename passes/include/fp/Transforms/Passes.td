@@ -114,6 +114,7 @@ def FpFuseMixScan : Pass<"fp-fuse-mix-scan", "func::FuncOp"> {
     ordered. Operations that depend on a kernel's results but sat between
     its members move after it. Groups of a single operation are left alone.
     Every block is grouped separately, fixed-point bodies included.
+    Derived backward functions (`fp.backward_of`) are left unfused for now.
 
     ```mlir
     // before: four kernels, three intermediate buffers
