@@ -83,7 +83,8 @@ static llvm::json::Value backwardValue(BackwardAttr backward) {
   llvm_unreachable("unknown backward mode");
 }
 
-static llvm::json::Object layerObject(const LayerPlan &plan) {
+static llvm::json::Object layerObject(const LayerPlan &plan,
+                                      const LibraryInfo &info) {
   StringRef name = plan.layer.getSymName();
   llvm::json::Array params;
   for (const ParamInfo &param : plan.params) {
@@ -105,6 +106,11 @@ static llvm::json::Object layerObject(const LayerPlan &plan) {
            {"forward", entryPointName(name, "forward")},
            {"backward", entryPointName(name, "backward")}}},
       {"params", std::move(params)}};
+  // Backwards are derived for the host target only so far.
+  llvm::json::Array backwardTargets;
+  if (plan.backward && llvm::is_contained(info.targets, "cpu"))
+    backwardTargets.push_back("cpu");
+  layer["backward_targets"] = std::move(backwardTargets);
   if (plan.solver) {
     SolverAttr solver = plan.solver.getSolver();
     layer["solver"] = llvm::json::Object{
@@ -159,7 +165,7 @@ mlir::fp::codegen::buildManifest(ModuleOp module, ArrayRef<LayerPlan> layers,
                                  const LibraryInfo &info) {
   llvm::json::Array layerArray, targets;
   for (const LayerPlan &plan : layers)
-    layerArray.push_back(layerObject(plan));
+    layerArray.push_back(layerObject(plan, info));
   for (const std::string &target : info.targets)
     targets.push_back(target);
   llvm::json::Object manifest{{"abi_version", FP_MODEL_ABI_VERSION},

@@ -388,6 +388,14 @@ LayerInfo parseLayer(const Node &node) {
                   "' lacks");
   }
 
+  if (std::optional<Node> targets = node.find("backward_targets"))
+    for (const Node &element : targets->array()) {
+      fp_target target = lookupEnum(element, element.string(), targetNames);
+      if (std::find(layer.backwardTargets.begin(), layer.backwardTargets.end(),
+                    target) != layer.backwardTargets.end())
+        element.fail("repeats '" + element.string() + "'");
+      layer.backwardTargets.push_back(target);
+    }
   if (std::optional<Node> solver = node.find("solver"))
     layer.solver = parseSolver(*solver);
   return layer;
@@ -439,6 +447,11 @@ int64_t ParamInfo::numElements() const {
   return result;
 }
 
+bool LayerInfo::hasBackward(fp_target target) const {
+  return std::find(backwardTargets.begin(), backwardTargets.end(), target) !=
+         backwardTargets.end();
+}
+
 bool Manifest::hasTarget(fp_target target) const {
   return std::find(targets.begin(), targets.end(), target) != targets.end();
 }
@@ -486,6 +499,13 @@ Manifest fp::rt::parseManifest(std::string_view text) {
     LayerInfo layer = parseLayer(layerNode);
     if (manifest.findLayer(layer.name))
       layerNode.get("name").fail("repeats layer name '" + layer.name + "'");
+    for (size_t i = 0; i < layer.backwardTargets.size(); ++i)
+      if (!manifest.hasTarget(layer.backwardTargets[i]))
+        layerNode.get("backward_targets")
+            .array()[i]
+            .fail(std::string("names target '") +
+                  toString(layer.backwardTargets[i]) +
+                  "', which the library's 'targets' lacks");
     manifest.layers.push_back(std::move(layer));
   }
 

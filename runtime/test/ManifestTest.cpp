@@ -30,6 +30,7 @@ constexpr const char *goodManifest = R"json({
               "entry_points": {"buffer_sizes": "fp_fp_mamba_buffer_sizes",
                                "forward": "fp_fp_mamba_forward",
                                "backward": "fp_fp_mamba_backward"},
+              "backward_targets": ["cpu"],
               "params": [{"name": "W_in", "shape": [2048, 512],
                           "init": {"kind": "uniform_fan_in"},
                           "weight_decay": true},
@@ -86,6 +87,7 @@ TEST(ManifestTest, ParsesEveryField) {
   EXPECT_EQ(layer.entryPoints.bufferSizes, "fp_fp_mamba_buffer_sizes");
   EXPECT_EQ(layer.entryPoints.forward, "fp_fp_mamba_forward");
   EXPECT_EQ(layer.entryPoints.backward, "fp_fp_mamba_backward");
+  EXPECT_EQ(layer.backwardTargets, std::vector<fp_target>{FP_TARGET_CPU});
 
   ASSERT_EQ(layer.params.size(), 2u);
   EXPECT_EQ(layer.params[0].name, "W_in");
@@ -215,6 +217,17 @@ TEST(ManifestTest, ParsesBackwardModesWithArguments) {
   EXPECT_EQ(backwardOf({{"mode", "one_step"}}).mode, BackwardMode::OneStep);
 }
 
+TEST(ManifestTest, ParsesBackwardTargets) {
+  Manifest absent = parseManifest(
+      edited([](Json &m) { m["layers"][0].erase("backward_targets"); }));
+  EXPECT_TRUE(absent.layers[0].backwardTargets.empty());
+  EXPECT_FALSE(absent.layers[0].hasBackward(FP_TARGET_CPU));
+  Manifest cpu = parseManifest(
+      edited([](Json &m) { m["layers"][0]["backward_targets"] = {"cpu"}; }));
+  EXPECT_TRUE(cpu.layers[0].hasBackward(FP_TARGET_CPU));
+  EXPECT_FALSE(cpu.layers[0].hasBackward(FP_TARGET_CUDA));
+}
+
 TEST(ManifestTest, SpellsEnumsAsInTheManifest) {
   EXPECT_STREQ(toString(FP_TARGET_CUDA), "cuda");
   EXPECT_STREQ(toString(FP_DTYPE_BF16), "bf16");
@@ -293,6 +306,22 @@ const InvalidCase invalidCases[] = {
     {"EmptyLayers", [](Json &m) { m["layers"] = Json::array(); },
      "field 'layers' must not be empty"},
     // Layers.
+    {"UnknownBackwardTarget",
+     [](Json &m) { layer0(m)["backward_targets"] = {"gpu"}; },
+     "field 'layers[0].backward_targets[0]' is 'gpu', expected 'cpu' or "
+     "'cuda'"},
+    {"RepeatedBackwardTarget",
+     [](Json &m) {
+       layer0(m)["backward_targets"] = {"cpu", "cpu"};
+     },
+     "field 'layers[0].backward_targets[1]' repeats 'cpu'"},
+    {"BackwardTargetNotCompiled",
+     [](Json &m) {
+       m["targets"] = {"cpu"};
+       layer0(m)["backward_targets"] = {"cuda"};
+     },
+     "field 'layers[0].backward_targets[0]' names target 'cuda', which the "
+     "library's 'targets' lacks"},
     {"LayerNotObject", [](Json &m) { m["layers"][0] = 5; },
      "field 'layers[0]' must be an object, got 5"},
     {"MissingLayerName", [](Json &m) { layer0(m).erase("name"); },

@@ -111,6 +111,7 @@ template <typename T> void checkForwardAndBackward(fp_dtype dtype) {
 
   std::vector<T> gain = {1, -2, 0.5, 3};
   std::vector<T> input(numElements), output(numElements, -1);
+  std::vector<T> saved(numElements);
   for (size_t i = 0; i != numElements; ++i)
     input[i] = static_cast<T>(i) - 5;
   const void *params[] = {gain.data()};
@@ -128,6 +129,7 @@ template <typename T> void checkForwardAndBackward(fp_dtype dtype) {
   forward.params = params;
   forward.input = input.data();
   forward.output = output.data();
+  forward.saved = saved.data();
   forward.stats = &stats;
   ASSERT_EQ(layer.forward(&forward), FP_OK) << library.lastError();
   for (size_t i = 0; i != numElements; ++i)
@@ -147,6 +149,7 @@ template <typename T> void checkForwardAndBackward(fp_dtype dtype) {
   backward.num_params = 1;
   backward.params = params;
   backward.input = input.data();
+  backward.saved = saved.data();
   backward.grad_output = gradOutput.data();
   backward.grad_input = gradInput.data();
   backward.grad_params = gradParams;

@@ -3,7 +3,9 @@
 // Registers a layer's manifest parameters as nested modules and calls the
 // library's forward through the C ABI: checks the input and parameters,
 // sizes and aligns the workspace, passes the solver overrides and collects
-// the per-sample statistics.
+// the per-sample statistics. A forward that autograd must differentiate also
+// fills the ABI's saved buffer and records a CompiledLayerBackward node,
+// which calls the library's backward.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,9 @@
 #include "fp/Runtime/ParamInit.h"
 
 #include <c10/core/DeviceGuard.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/saved_variable.h>
 #if FP_TORCH_CUDA
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -60,6 +65,141 @@ void *streamFor(const torch::Device &device) {
 #endif
   return nullptr;
 }
+
+/// Memory of at least `bytes` bytes on `device`, aligned as the ABI
+/// promises its buffers (256 bytes); the tensor owns it.
+struct AlignedBytes {
+  torch::Tensor storage;
+  void *data = nullptr;
+};
+
+AlignedBytes alignedBytes(size_t bytes, const torch::Device &device) {
+  constexpr size_t alignment = 256;
+  AlignedBytes result;
+  if (bytes == 0)
+    return result;
+  result.storage =
+      torch::empty({static_cast<int64_t>(bytes + alignment - 1)},
+                   torch::TensorOptions().dtype(torch::kUInt8).device(device));
+  auto raw = reinterpret_cast<uintptr_t>(result.storage.data_ptr());
+  result.data = reinterpret_cast<void *>((raw + alignment - 1) &
+                                         ~uintptr_t(alignment - 1));
+  return result;
+}
+
+/// What every call of one layer shares: the library (kept open while a
+/// backward node may still call it), the entry points and the call's target
+/// and element type.
+struct LayerCall {
+  std::shared_ptr<const ModelLibrary> library;
+  LayerEntryPoints entry;
+  std::string where; ///< "layer 'x' of 'path'", for messages.
+  fp_target target = FP_TARGET_CPU;
+  fp_dtype dtype = FP_DTYPE_F32;
+
+  /// Throws std::runtime_error with the library's message unless `status`
+  /// is FP_OK.
+  void check(fp_status status, const char *what) const {
+    if (status == FP_OK)
+      return;
+    std::string message = library->lastError();
+    throw std::runtime_error(where + ": " + what + " failed with " +
+                             statusName(status) +
+                             (message.empty() ? "" : ": " + message));
+  }
+
+  fp_buffer_sizes sizes(int64_t batch, int64_t length) const {
+    fp_buffer_sizes result{};
+    check(entry.bufferSizes(target, dtype, batch, length, &result),
+          "buffer_sizes");
+    return result;
+  }
+};
+
+/// The gradient of one differentiable CompiledLayer forward: calls the
+/// library's backward with the forward's input, parameters and saved buffer.
+/// Its next edges are the input's and then every parameter's, in manifest
+/// order, which is the order of the gradients apply() returns.
+class CompiledLayerBackward : public torch::autograd::Node {
+public:
+  CompiledLayerBackward(LayerCall call,
+                        std::shared_ptr<std::atomic<int32_t>> backwardSteps)
+      : call(std::move(call)), backwardSteps(std::move(backwardSteps)) {}
+
+  std::string name() const override { return "CompiledLayerBackward"; }
+
+  void save(const torch::Tensor &input,
+            const std::vector<torch::Tensor> &params,
+            AlignedBytes savedBuffer) {
+    savedInput = torch::autograd::SavedVariable(input, /*is_output=*/false);
+    for (const torch::Tensor &param : params)
+      savedParams.emplace_back(param, /*is_output=*/false);
+    saved = std::move(savedBuffer);
+  }
+
+  torch::autograd::variable_list
+  apply(torch::autograd::variable_list &&grads) override {
+    torch::autograd::variable_list result(1 + savedParams.size());
+    if (!grads[0].defined())
+      return result;
+    std::shared_ptr<Node> self = shared_from_this();
+    torch::Tensor input = savedInput.unpack(self);
+    std::vector<torch::Tensor> params;
+    std::vector<const void *> paramPointers;
+    std::vector<void *> gradPointers;
+    params.reserve(savedParams.size());
+    for (size_t i = 0; i < savedParams.size(); ++i) {
+      params.push_back(savedParams[i].unpack(self));
+      paramPointers.push_back(params.back().data_ptr());
+      result[1 + i] = torch::zeros_like(params.back());
+      gradPointers.push_back(result[1 + i].data_ptr());
+    }
+    torch::Tensor gradOutput = grads[0].to(input.scalar_type()).contiguous();
+    result[0] = torch::empty_like(input);
+
+    c10::OptionalDeviceGuard deviceGuard(input.device());
+    const int64_t batch = input.size(0), length = input.size(1);
+    AlignedBytes workspace = alignedBytes(
+        call.sizes(batch, length).backward_workspace_bytes, input.device());
+    fp_solver_stats stats{};
+    fp_backward_args args{};
+    args.struct_size = sizeof(fp_backward_args);
+    args.target = call.target;
+    args.dtype = call.dtype;
+    args.stream = streamFor(input.device());
+    args.batch = batch;
+    args.seq_len = length;
+    args.num_params = static_cast<int32_t>(params.size());
+    args.params = paramPointers.data();
+    args.input = input.data_ptr();
+    args.saved = saved.data;
+    args.grad_output = gradOutput.data_ptr();
+    args.grad_input = result[0].data_ptr();
+    args.grad_params = gradPointers.data();
+    args.workspace = workspace.data;
+    args.workspace_bytes = workspace.storage.defined()
+                               ? static_cast<size_t>(workspace.storage.numel())
+                               : 0;
+    args.stats = &stats;
+    call.check(call.entry.backward(&args), "backward");
+    backwardSteps->store(stats.backward_steps);
+    return result;
+  }
+
+  void release_variables() override {
+    savedInput.reset_data();
+    for (torch::autograd::SavedVariable &param : savedParams)
+      param.reset_data();
+    saved = {};
+  }
+
+private:
+  LayerCall call;
+  std::shared_ptr<std::atomic<int32_t>> backwardSteps;
+  torch::autograd::SavedVariable savedInput;
+  std::vector<torch::autograd::SavedVariable> savedParams;
+  AlignedBytes saved;
+};
 
 const LayerInfo &findLayer(const ModelLibrary &library,
                            const std::string &name) {
@@ -231,17 +371,18 @@ torch::Tensor CompiledLayer::forward(const torch::Tensor &input) {
     invalid(std::string("was not compiled for target ") + toString(target) +
             " (the input is on " + input.device().str() + ")");
 
+  bool differentiable = false;
   if (torch::GradMode::is_enabled()) {
-    bool needsGrad = input.requires_grad();
+    differentiable = input.requires_grad();
     for (const torch::Tensor &param : params)
-      needsGrad = needsGrad || param.requires_grad();
-    if (needsGrad)
-      throw std::runtime_error(
-          where +
-          ": the compiled backward is not available yet, so the forward "
-          "cannot be differentiated; run it under torch::NoGradGuard or "
-          "with parameters that do not require grad");
+      differentiable = differentiable || param.requires_grad();
   }
+  if (differentiable && !layerInfo->hasBackward(target))
+    throw std::runtime_error(
+        where + ": the library has no compiled backward for target " +
+        toString(target) +
+        ", so this forward cannot be differentiated; compile the model with "
+        "`fpc --backward`, or run it under torch::NoGradGuard");
 
   std::vector<torch::Tensor> contiguous;
   std::vector<const void *> pointers;
@@ -259,30 +400,13 @@ torch::Tensor CompiledLayer::forward(const torch::Tensor &input) {
 
   c10::OptionalDeviceGuard deviceGuard(input.device());
   const int64_t batch = input.size(0), length = input.size(1);
-  auto check = [&](fp_status status, const char *what) {
-    if (status == FP_OK)
-      return;
-    std::string message = lib->lastError();
-    throw std::runtime_error(where + ": " + what + " failed with " +
-                             statusName(status) +
-                             (message.empty() ? "" : ": " + message));
-  };
-
-  fp_buffer_sizes sizes{};
-  check(entry.bufferSizes(target, dtype, batch, length, &sizes),
-        "buffer_sizes");
-  // The ABI promises 256-byte alignment of the workspace.
-  constexpr size_t alignment = 256;
-  torch::Tensor workspace;
-  void *workspacePtr = nullptr;
-  if (sizes.forward_workspace_bytes) {
-    workspace = torch::empty(
-        {static_cast<int64_t>(sizes.forward_workspace_bytes + alignment - 1)},
-        torch::TensorOptions().dtype(torch::kUInt8).device(input.device()));
-    auto raw = reinterpret_cast<uintptr_t>(workspace.data_ptr());
-    workspacePtr = reinterpret_cast<void *>((raw + alignment - 1) &
-                                            ~uintptr_t(alignment - 1));
-  }
+  LayerCall call{lib, entry, where, target, dtype};
+  fp_buffer_sizes sizes = call.sizes(batch, length);
+  AlignedBytes workspace =
+      alignedBytes(sizes.forward_workspace_bytes, input.device());
+  AlignedBytes saved;
+  if (differentiable)
+    saved = alignedBytes(sizes.saved_bytes, input.device());
 
   torch::Tensor in = input.contiguous();
   torch::Tensor out = torch::empty_like(in);
@@ -308,12 +432,25 @@ torch::Tensor CompiledLayer::forward(const torch::Tensor &input) {
   args.params = pointers.data();
   args.input = in.data_ptr();
   args.output = out.data_ptr();
-  args.saved = nullptr;
-  args.workspace = workspacePtr;
+  args.saved = saved.data;
+  args.workspace = workspace.data;
   args.workspace_bytes = sizes.forward_workspace_bytes;
   args.solver = &overrides;
   args.stats = &stats;
-  check(entry.forward(&args), "forward");
+  call.check(entry.forward(&args), "forward");
+
+  if (differentiable) {
+    auto node = std::shared_ptr<CompiledLayerBackward>(
+        new CompiledLayerBackward(std::move(call), backwardSteps),
+        torch::autograd::deleteNode);
+    node->save(in, contiguous, std::move(saved));
+    torch::autograd::edge_list edges;
+    edges.push_back(torch::autograd::impl::gradient_edge(in));
+    for (const torch::Tensor &param : contiguous)
+      edges.push_back(torch::autograd::impl::gradient_edge(param));
+    node->set_next_edges(std::move(edges));
+    torch::autograd::set_history(out, node);
+  }
 
   lastIterations =
       torch::tensor(std::vector<int64_t>(iterations.begin(), iterations.end()),

@@ -9,6 +9,7 @@
 #include "fp/Runtime/ReferenceImport.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -230,9 +231,13 @@ fp::rt::solverDifferences(const SolverDefaults &compiled,
   return differences;
 }
 
+namespace {
+
+/// The tensor `pick` takes from each reference parameter, for every
+/// parameter of `layer` in its order, by the mapping of ReferenceImport.h.
 std::vector<torch::Tensor>
-fp::rt::referenceWeightsFor(const ref::BlockMixer &reference,
-                            const LayerInfo &layer) {
+mapReference(const ref::BlockMixer &reference, const LayerInfo &layer,
+             const std::function<torch::Tensor(const torch::Tensor &)> &pick) {
   struct Source {
     std::string referenceName;
     torch::Tensor value;
@@ -243,7 +248,7 @@ fp::rt::referenceWeightsFor(const ref::BlockMixer &reference,
       dynamic_cast<const ref::FPRNNLayer *>(&reference) != nullptr;
   for (const auto &item : reference.named_parameters(/*recurse=*/true)) {
     const std::string &name = item.key();
-    const torch::Tensor &value = item.value();
+    const torch::Tensor value = pick(item.value());
     if (splitConvolutions &&
         (name == "conv1d.weight" || name == "conv1d.bias")) {
       // FP-RNN stacks its four input convolutions as [4, d, K] / [4, d].
@@ -298,14 +303,29 @@ fp::rt::referenceWeightsFor(const ref::BlockMixer &reference,
   return weights;
 }
 
+} // namespace
+
+std::vector<torch::Tensor>
+fp::rt::referenceWeightsFor(const ref::BlockMixer &reference,
+                            const LayerInfo &layer) {
+  return mapReference(reference, layer,
+                      [](const torch::Tensor &weight) { return weight; });
+}
+
+std::vector<torch::Tensor>
+fp::rt::referenceGradientsFor(const ref::BlockMixer &reference,
+                              const LayerInfo &layer) {
+  return mapReference(reference, layer, [](const torch::Tensor &weight) {
+    return weight.grad().defined() ? weight.grad() : torch::zeros_like(weight);
+  });
+}
+
 void fp::rt::importReferenceWeights(const ref::BlockMixer &reference,
                                     CompiledLayer &layer) {
   std::vector<torch::Tensor> weights =
       referenceWeightsFor(reference, layer.info());
   torch::NoGradGuard noGrad;
   const std::vector<torch::Tensor> &params = layer.orderedParameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    torch::Tensor target = params[i];
-    target.copy_(weights[i]);
-  }
+  for (size_t i = 0; i < params.size(); ++i)
+    params[i].copy_(weights[i]);
 }

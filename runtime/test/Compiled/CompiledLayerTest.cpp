@@ -2,8 +2,9 @@
 //
 // CompiledLayer and CompiledModel on the hand-written fixture library
 // (runtime/test/fixtures/FixtureModel.c: one layer "scale", y = x ⊙ gain):
-// parameter registration under the manifest's names, forward in f32 and
-// f64 against the formula, statistics, and every refusal with its message.
+// parameter registration under the manifest's names, forward and backward
+// in f32 and f64 against the formula, statistics, and every refusal with its
+// message.
 //
 //===----------------------------------------------------------------------===//
 
@@ -131,18 +132,76 @@ TEST(CompiledLayer, RefusesWhatItCannotPass) {
       HasSubstr("has no layer 'lstm'; it has 'scale'"));
 }
 
-TEST(CompiledLayer, RefusesToBeDifferentiated) {
+TEST(CompiledLayer, BackpropagatesThroughTheLibrarysBackward) {
+  for (torch::Dtype dtype : {torch::kFloat32, torch::kFloat64}) {
+    CompiledLayer layer(fixture(), "scale", /*seed=*/0, dtype);
+    {
+      torch::NoGradGuard noGrad;
+      layer.parameter("gain").copy_(torch::randn({4}, dtype));
+    }
+    torch::Tensor x = torch::randn({2, 3, 4}, dtype).requires_grad_();
+    torch::Tensor w = torch::randn({2, 3, 4}, dtype);
+    torch::Tensor y = layer.forward(x);
+    ASSERT_TRUE(y.grad_fn()) << "the output has no gradient function";
+    EXPECT_EQ(y.grad_fn()->name(), "CompiledLayerBackward");
+    (y * w).sum().backward();
+    // y = x ⊙ gain: dx = w ⊙ gain, dgain = Σ_{b,t} w ⊙ x (the fixture reads
+    // x back from the saved buffer).
+    const torch::Tensor &gain = layer.parameter("gain");
+    EXPECT_TRUE(torch::allclose(x.grad(), w * gain.detach()));
+    torch::Tensor dgain = (w * x.detach()).sum(torch::IntArrayRef{0, 1});
+    EXPECT_TRUE(torch::allclose(gain.grad(), dgain));
+    // A second backward accumulates, as for any module.
+    (layer.forward(x) * w).sum().backward();
+    EXPECT_TRUE(torch::allclose(gain.grad(), 2 * dgain));
+    EXPECT_EQ(layer.lastBackwardSteps(), 0);
+  }
+}
+
+TEST(CompiledLayer, DifferentiatesOnlyWhatRequiresGrad) {
   CompiledLayer layer(fixture(), "scale");
+  torch::Tensor x = torch::randn({1, 2, 4});
+  // Parameters only: the input needs no gradient.
+  (layer.forward(x) * 3).sum().backward();
+  EXPECT_TRUE(torch::allclose(layer.parameter("gain").grad(),
+                              3 * x.sum(torch::IntArrayRef{0, 1})));
+  // The input only.
+  for (auto &param : layer.parameters())
+    param.set_requires_grad(false);
+  torch::Tensor xr = x.clone().requires_grad_();
+  layer.forward(xr).sum().backward();
+  EXPECT_TRUE(torch::allclose(xr.grad(), torch::ones_like(x)));
+  // Neither: an output without history.
+  EXPECT_FALSE(layer.forward(x).requires_grad());
+}
+
+TEST(CompiledLayer, RefusesABackwardAfterAnInPlaceChange) {
+  CompiledLayer layer(fixture(), "scale");
+  torch::Tensor y = layer.forward(torch::randn({1, 2, 4}));
+  {
+    torch::NoGradGuard noGrad;
+    layer.parameter("gain").mul_(2);
+  }
+  EXPECT_THAT(errorOf<c10::Error>([&] { y.sum().backward(); }),
+              HasSubstr("modified by an inplace operation"));
+}
+
+TEST(CompiledLayer, RefusesToDifferentiateAForwardOnlyLibrary) {
+  CompiledLayer layer(loadModelLibrary(FP_FIXTURE_FORWARD_ONLY), "scale");
   torch::Tensor x = torch::randn({1, 2, 4});
   // Parameters require grad by default, so grad mode needs a backward.
   EXPECT_THAT(errorOf<std::runtime_error>([&] { layer.forward(x); }),
-              HasSubstr("the compiled backward is not available yet"));
+              HasSubstr("the library has no compiled backward for target cpu, "
+                        "so this forward cannot be differentiated; compile "
+                        "the model with `fpc --backward`"));
   for (auto &param : layer.parameters())
     param.set_requires_grad(false);
   EXPECT_TRUE(torch::equal(layer.forward(x), x));
   EXPECT_THAT(errorOf<std::runtime_error>(
                   [&] { layer.forward(x.clone().requires_grad_()); }),
-              HasSubstr("run it under torch::NoGradGuard"));
+              HasSubstr("or run it under torch::NoGradGuard"));
+  torch::NoGradGuard noGrad;
+  EXPECT_TRUE(torch::equal(layer.forward(x.clone().requires_grad_()), x));
 }
 
 TEST(CompiledLayer, ReportsTheLibrarysError) {
@@ -224,6 +283,21 @@ TEST(CompiledModel, AssemblesTheManifestStack) {
   EXPECT_LT((logits - expected).abs().max().item<double>(), 1e-12);
   ASSERT_EQ(model.lastStats().iterations.size(), 2u);
   EXPECT_EQ(model.lastStats().maxIterations(), 1);
+}
+
+TEST(CompiledModel, BackpropagatesToEveryParameter) {
+  CompiledModelOptions options;
+  options.dtype = torch::kFloat64;
+  CompiledModel model(fixture(), options);
+  torch::Tensor tokens = torch::randint(0, 11, {2, 5});
+  torch::nn::functional::cross_entropy(
+      model.forward(tokens).reshape({-1, model.paddedVocab}),
+      tokens.reshape({-1}))
+      .backward();
+  for (const auto &item : model.named_parameters()) {
+    ASSERT_TRUE(item.value().grad().defined()) << item.key();
+    EXPECT_GT(item.value().grad().abs().max().item<double>(), 0) << item.key();
+  }
 }
 
 TEST(CompiledModel, VocabularyFromTheOptions) {

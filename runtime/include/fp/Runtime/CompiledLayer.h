@@ -7,13 +7,14 @@
 // model stack around such layers the way the reference LanguageModel does
 // (spec §6): embedding, pre-norm residual blocks, final norm, tied head.
 //
-// Forward only for now: libraries built with `fpc --backward` export a host
-// backward (docs/backward.md), but CompiledLayer does not call it yet, so a
-// forward that autograd would have to differentiate (grad mode on and the
-// input or a parameter requiring grad) is refused with an error rather
-// than silently returning an output without a gradient. Run compiled
-// layers under torch::NoGradGuard (or with parameters that do not require
-// grad) until then.
+// Compiled layers train: when autograd must differentiate a forward (grad
+// mode on and the input or a parameter requiring grad), the forward also
+// fills the ABI's saved buffer and the output's grad_fn is a node that calls
+// the library's derived backward (docs/backward.md) for the input's and
+// every parameter's gradient. That needs a library compiled with
+// `fpc --backward` for the input's target; a forward-only library refuses
+// such a forward with an error instead of returning an output without a
+// gradient.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,7 @@
 
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -65,6 +67,9 @@ public:
 
   /// Calls the library's forward on `input` [B, T, D]: on the CPU target, or
   /// on CUDA when the input lives there and the library was compiled for it.
+  /// Differentiable (see above) when grad mode is on and the input or a
+  /// parameter requires grad; the backward holds the input and parameters
+  /// and fails if they are modified in place before it runs.
   /// The call's dtype is the input's; every parameter must have the same
   /// dtype and device (convert the module with to()). Training mode
   /// (is_training()) selects the training quantile and cap. Fills
@@ -93,6 +98,9 @@ public:
   torch::Tensor lastResiduals;
   /// Solver steps the whole batch took in the last forward.
   int64_t lastSteps = 0;
+  /// Adjoint solver steps of the last backward that ran (implicit mode; 0
+  /// in the other modes).
+  int32_t lastBackwardSteps() const { return backwardSteps->load(); }
 
   /// Solver overrides passed to every call (keepCompiledSolver() by
   /// default). A training cap set with setTrainIterationCap() applies in
@@ -107,6 +115,9 @@ private:
   const LayerInfo *layerInfo = nullptr;
   LayerEntryPoints entry;
   std::vector<torch::Tensor> params;
+  /// Shared with the backward nodes, which may outlive the module.
+  std::shared_ptr<std::atomic<int32_t>> backwardSteps =
+      std::make_shared<std::atomic<int32_t>>(0);
 };
 
 /// Options of a CompiledModel.
@@ -124,7 +135,7 @@ struct CompiledModelOptions {
 /// `norm_eps`, the final norm, and a head tied to the embedding (or its own
 /// [V_pad, D] weight, U(±1/√D), when `tied_head` is false). As the reference
 /// wrapper does, every `out_proj.weight` is divided by √(number of blocks)
-/// after its own initialisation. Forward only, like CompiledLayer.
+/// after its own initialisation.
 class CompiledModel : public SequenceModel {
 public:
   /// Throws std::invalid_argument when the manifest has no model or neither

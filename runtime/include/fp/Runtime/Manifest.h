@@ -99,8 +99,13 @@ struct LayerInfo {
   int64_t dModel = 0; ///< Width D of the layer's input and output.
   EntryPointNames entryPoints;
   std::vector<ParamInfo> params;
+  /// The targets whose backward the library compiled (`fpc --backward`);
+  /// empty for a forward-only library.
+  std::vector<fp_target> backwardTargets;
   /// Absent for layers without a fixed-point solve.
   std::optional<SolverDefaults> solver;
+
+  bool hasBackward(fp_target target) const;
 };
 
 /// The final normalisation of a language model.

@@ -76,6 +76,13 @@ std::vector<std::string> solverDifferences(const SolverDefaults &compiled,
 std::vector<torch::Tensor> referenceWeightsFor(const ref::BlockMixer &reference,
                                                const LayerInfo &layer);
 
+/// The gradient the reference's parameters hold (their grad(), zeros where
+/// undefined) for every parameter of `layer`, in its order, by the mapping
+/// above: what the layer's parameter gradients are compared with after a
+/// backward through both. Throws WeightImportError as above.
+std::vector<torch::Tensor>
+referenceGradientsFor(const ref::BlockMixer &reference, const LayerInfo &layer);
+
 /// Copies every weight of `reference` into `layer` (converting to the
 /// layer's dtype and device). Throws WeightImportError as above; nothing is
 /// copied then.
