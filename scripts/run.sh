@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
 # The main job, on a small default. Installs missing dependencies, builds
 # everything, then takes the FP-Mamba model of
-# models/fp_mamba_householder1.fp (width FP_D_MODEL, default 128) through
-# the compiler: the .fp source to the fp dialect, the fixed-point map and its
-# mixer inlined, the iteration-invariant work hoisted out of fp.fixed_point,
-# host code generated and compiled into a model library; then fp-bench runs
-# one compiled layer against the eager reference on the same weights and
-# input (B = 16, T = 17). Every stage is written to $FP_OUT (default:
-# out/main).
-#
-# Compiled models have no backward yet; fp-train trains the eager reference
-# models (README, "Training"). This script grows into "compile the default
-# model and train it on a small task" once compiled models can train.
+# models/fp_mamba_kronecker.fp (width FP_D_MODEL, default 64) through the
+# compiler: the .fp source to the fp dialect, the fixed-point map and its
+# mixer inlined, the iteration-invariant work hoisted out of
+# fp.fixed_point, and `fpc --backward` builds the model library with its
+# derived backward. fp-bench runs one compiled layer against the eager
+# reference on the same weights and input (B = 16, T = 17); fp-train trains
+# the compiled model on the A5 word problem at training length 4 for
+# FP_STEPS steps (default 1500) on the CPU (the compiled backward runs on
+# the host), evaluates it up to length 12, and fp-plot draws accuracy,
+# fixed-point iterations and loss. Every stage is written to $FP_OUT
+# (default: out/main).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FP_BUILD_DIR:-$root/build}
 out=${FP_OUT:-$root/out/main}
-model=${1:-$root/models/fp_mamba_householder1.fp}
-d_model=${FP_D_MODEL:-128}
+model=${1:-$root/models/fp_mamba_kronecker.fp}
+d_model=${FP_D_MODEL:-64}
+steps=${FP_STEPS:-1500}
 
 bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/build.sh"
@@ -47,9 +48,18 @@ echo
 echo "fixed-point body: $before ops before hoisting, $after after" \
      "($((before - after)) now run once per call instead of once per iteration)"
 
-echo "== build the model library (fpc, host target)"
-"$fpc" "$model" --set d_model="$d_model" --dump-dir "$out" -o "$out/$name.so"
+echo "== build the model library with its backward (fpc --backward, host)"
+"$fpc" "$model" --backward --set d_model="$d_model" --dump-dir "$out" \
+  -o "$out/$name.so"
 echo "== compiled layer vs eager reference (fp-bench)"
 "$build/bin/fp-bench" --model "$out/$name.so" --batch 16 --seq-len 17 \
   --repeats 3
-echo "stages written to $out/"
+echo "== train the compiled model on A5, training length 4 (fp-train)"
+rm -rf "$out/train"
+"$build/bin/fp-train" --model "$out/$name.so" --task a5 --train-len 4 \
+  --eval-min-len 1 --eval-max-len 12 --eval-step 1 --lr 3e-3 \
+  --steps "$steps" --eval-every 500 --eval-count 256 --max-iter 4 \
+  --max-iter-eval 200 --seed 1 --progress lines --out "$out/train"
+"$build/bin/fp-plot" "$out/train" --names "$name (compiled)" \
+  --title "A5, train length 4" -o "$out/plots"
+echo "stages, run and plots written to $out/"

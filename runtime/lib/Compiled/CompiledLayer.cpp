@@ -417,8 +417,13 @@ torch::Tensor CompiledLayer::forward(const torch::Tensor &input) {
   stats.residuals = residuals.data();
 
   fp_solver_overrides overrides = solverOverrides;
-  if (is_training() && trainCap >= 0 && overrides.max_iter < 0)
-    overrides.max_iter = static_cast<int32_t>(trainCap);
+  if (overrides.max_iter < 0) {
+    int64_t cap = is_training() ? trainCap : evalCap;
+    if (cap >= 0)
+      overrides.max_iter = static_cast<int32_t>(cap);
+  }
+  if (is_training() && std::isnan(overrides.quantile))
+    overrides.quantile = trainQuantile;
 
   fp_forward_args args{};
   args.struct_size = sizeof(fp_forward_args);
@@ -563,4 +568,70 @@ torch::Tensor CompiledModel::forward(const torch::Tensor &tokens) {
 void CompiledModel::setTrainIterationCap(int64_t cap) {
   for (const auto &layer : layers)
     layer->setTrainIterationCap(cap);
+}
+
+//===----------------------------------------------------------------------===//
+// Training configurations
+//===----------------------------------------------------------------------===//
+
+ModelConfig fp::rt::compiledModelConfig(const Manifest &manifest,
+                                        ModelConfig base) {
+  if (!manifest.model)
+    throw std::invalid_argument(
+        "the library describes no model (its manifest has no 'model'), so "
+        "there is nothing to train; compile a file with a `model` block");
+  const ModelInfo &model = *manifest.model;
+  base.kind = "compiled";
+  base.dModel = model.dModel;
+  base.nLayers = static_cast<int64_t>(model.stack.size());
+  base.padVocabMultiple = model.padVocabMultiple;
+  base.normEps = model.normEps;
+  base.mixer = "";
+  const LayerInfo *layer = manifest.findLayer(model.stack.front());
+  if (layer && layer->solver) {
+    const SolverDefaults &solver = *layer->solver;
+    base.solver.tolerance = solver.tolerance;
+    base.solver.trainQuantile = solver.trainQuantile;
+    base.solver.maxIterTrain = solver.maxIterTrain;
+    base.solver.maxIterEval = solver.maxIterEval;
+    base.solver.relaxStart = solver.relaxStart;
+    base.solver.relaxDecay = solver.relaxDecay;
+    base.solver.relaxPatience = solver.relaxPatience;
+    base.solver.fixedIters = 0;
+  }
+  return base;
+}
+
+std::shared_ptr<CompiledModel>
+fp::rt::makeCompiledModel(const std::string &path, const ModelConfig &config,
+                          uint64_t seed) {
+  CompiledModelOptions options;
+  options.vocabSize = config.vocabSize;
+  options.seed = seed;
+  options.dtype = config.dtype;
+  auto model = std::make_shared<CompiledModel>(loadModelLibrary(path), options);
+  const SolverConfig &wanted = config.solver;
+  for (const auto &layer : model->layers) {
+    if (!layer->info().solver)
+      continue;
+    const SolverDefaults &compiled = *layer->info().solver;
+    if (wanted.relaxStart != compiled.relaxStart ||
+        wanted.relaxDecay != compiled.relaxDecay ||
+        wanted.relaxPatience != compiled.relaxPatience ||
+        wanted.fixedIters != 0)
+      throw std::invalid_argument(
+          "layer '" + layer->info().name + "' of '" + path +
+          "' was compiled with other relaxation settings than the "
+          "configuration's; a compiled model's relaxation is fixed by its "
+          "source");
+    if (wanted.maxIterTrain != compiled.maxIterTrain)
+      layer->setTrainIterationCap(wanted.maxIterTrain);
+    if (wanted.maxIterEval != compiled.maxIterEval)
+      layer->setEvalIterationCap(wanted.maxIterEval);
+    if (wanted.tolerance != compiled.tolerance)
+      layer->solverOverrides.tolerance = wanted.tolerance;
+    if (wanted.trainQuantile != compiled.trainQuantile)
+      layer->setTrainQuantile(wanted.trainQuantile);
+  }
+  return model;
 }

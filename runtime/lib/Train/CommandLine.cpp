@@ -9,6 +9,7 @@
 
 #include "fp/Runtime/Train/CommandLine.h"
 
+#include "fp/Runtime/CompiledLayer.h"
 #include "fp/Runtime/Reference/Layers.h"
 
 #include <fmt/format.h>
@@ -46,8 +47,9 @@ const std::vector<FlagInfo> &trainFlags() {
       // Model.
       {"model", "SOURCE", "reference:fp_mamba",
        "the model: reference:<kind>, kind one of fp_mamba, mamba, fp_rnn "
-       "(the eager reference), lstm, transformer (baselines); compiled "
-       "model.so files are not accepted yet",
+       "(the eager reference), lstm, transformer (baselines); or a model "
+       "library PATH.so built by `fpc --backward`, whose source fixes the "
+       "architecture",
        "Model"},
       {"d-model", "N", "64", "model width D", "Model"},
       {"layers", "N", "1", "number of layers (blocks)", "Model"},
@@ -387,13 +389,24 @@ std::string oneOf(const std::string &flag, const std::string &text,
   usage(fmt::format("--{}: unknown value '{}'; expected {}", flag, text, list));
 }
 
-/// The model kind of a --model value.
+/// Whether a --model value names a compiled model library.
+bool isLibraryPath(const std::string &source) {
+  return source.size() > 3 && source.compare(source.size() - 3, 3, ".so") == 0;
+}
+
+/// The flags that set the architecture of a reference model; a compiled
+/// model's comes from its source.
+constexpr const char *kArchitectureFlags[] = {
+    "d-model",        "layers",         "d-state",    "expand",
+    "dt-rank",        "d-conv",         "mixer",      "mixer-rank",
+    "short-conv",     "glu-in-loop",    "no-bc-norm", "symm-mixer",
+    "no-mixer-h-dep", "kronecker-norm", "norm-eps",   "heads",
+    "n-backwards"};
+
+/// The model kind of a --model value: "compiled" for a model library.
 std::string modelKind(const std::string &source) {
-  if (source.size() >= 3 && source.compare(source.size() - 3, 3, ".so") == 0)
-    usage(
-        fmt::format("--model {}: compiled models (model.so) arrive with "
-                    "fp-derive-backward; for now use --model reference:<kind>",
-                    source));
+  if (isLibraryPath(source))
+    return "compiled";
   std::string kind = source;
   if (kind.rfind("reference:", 0) == 0)
     kind = kind.substr(std::string("reference:").size());
@@ -401,7 +414,8 @@ std::string modelKind(const std::string &source) {
     if (kind == known)
       return kind;
   usage(fmt::format("--model {}: unknown model; expected reference:<kind> "
-                    "with kind fp_mamba, mamba, fp_rnn, lstm or transformer",
+                    "with kind fp_mamba, mamba, fp_rnn, lstm or transformer, "
+                    "or a model library PATH.so",
                     source));
 }
 
@@ -420,7 +434,9 @@ void applyFlag(TrainConfig &config, const std::string &name,
   // Model.
   if (name == "model") {
     model.kind = modelKind(value);
-    config.modelSource = "reference:" + model.kind;
+    config.modelSource = model.kind == "compiled"
+                             ? fs::absolute(value).lexically_normal().string()
+                             : "reference:" + model.kind;
   } else if (name == "d-model") {
     model.dModel = integer();
   } else if (name == "layers") {
@@ -617,10 +633,29 @@ TrainConfig makeTrainConfig(const CommandLine &commandLine,
   config.model.padVocabMultiple = defaults.padVocabMultiple;
   config.model.normEps = defaults.normEps;
 
-  // The model kind's solver constants (spec §3.4), before any solver flag.
+  // The model kind's solver constants (spec §3.4), or what a compiled
+  // model's manifest fixes, before any solver flag.
   if (auto model = commandLine.value("model"))
     applyFlag(config, "model", *model);
-  config.model.solver = ref::referenceSolverConfig(config.model.kind);
+  if (config.model.kind == "compiled") {
+    const std::string &path = config.modelSource;
+    for (const char *flag : kArchitectureFlags)
+      if (commandLine.has(flag))
+        usage(fmt::format("--{} does not apply to a compiled model: the "
+                          "architecture of {} is fixed by its source; change "
+                          "it there and recompile with fpc",
+                          flag, path));
+    try {
+      ModelLibrary library = ModelLibrary::open(path);
+      config.model = compiledModelConfig(library.manifest(), config.model);
+    } catch (const LoadError &error) {
+      usage(fmt::format("--model: {}", error.what()));
+    } catch (const std::invalid_argument &error) {
+      usage(fmt::format("--model {}: {}", path, error.what()));
+    }
+  } else {
+    config.model.solver = ref::referenceSolverConfig(config.model.kind);
+  }
 
   for (const auto &[name, value] : commandLine.flags())
     if (!isRunFlag(name))
@@ -731,7 +766,9 @@ void validateTrainConfig(const TrainConfig &config) {
   atLeast("expand", model.expand, 1);
   atLeast("dt-rank", model.dtRank, 0);
   atLeast("d-conv", model.dConv, 1);
-  oneOf("mixer", model.mixer, kMixers);
+  // A compiled model's mixer is part of its source.
+  if (model.kind != "compiled")
+    oneOf("mixer", model.mixer, kMixers);
   atLeast("mixer-rank", model.mixerRank, 1);
   if (!model.kroneckerNorm.empty() && model.kroneckerNorm != "row" &&
       model.kroneckerNorm != "spectral")

@@ -145,9 +145,8 @@ TEST(CommandLineTest, BadValuesNameTheFlag) {
       {{"--kronecker-norm", "col"}, "--kronecker-norm: unknown value 'col'"},
       {{"--device", "gpu"}, "--device: unknown value 'gpu'"},
       {{"--model", "reference:gru"}, "--model reference:gru: unknown model"},
-      {{"--model", "build/model.so"},
-       "--model build/model.so: compiled models (model.so) arrive with "
-       "fp-derive-backward"},
+      {{"--model", "build/missing.so"},
+       "--model: cannot load model library '"},
       {{"--epochs", "2"}, "--epochs and --steps-per-epoch go together"},
       {{"--epochs", "2", "--steps-per-epoch", "5", "--steps", "3"},
        "--epochs and --steps both set the length of the run"},

@@ -5,9 +5,11 @@
 # checked field by field, the refusal to reuse a run directory, a resume that
 # extends the run, a resume with a conflicting flag, command-line mistakes
 # (exit 2, one line on stderr), a run of the reference FP-Mamba with the
-# Gamma iteration cap, and SIGINT (exit 130, checkpoint written, resumable).
+# Gamma iteration cap, and SIGINT (exit 130, checkpoint written, resumable);
+# given a model library built with `fpc --backward`, also a short run of the
+# compiled model, its resume and the refusal of architecture flags.
 #
-# usage: fp_train_e2e.py FP_TRAIN WORK_DIR
+# usage: fp_train_e2e.py FP_TRAIN WORK_DIR [MODEL_LIBRARY]
 #
 #===------------------------------------------------------------------------===#
 
@@ -128,8 +130,9 @@ def main():
          "did you mean '--layers'"),
         (["--task", "nope", "--out", os.path.join(work, "x")],
          "unknown task"),
-        (["--task", "parity", "--model", "build/model.so",
-          "--out", os.path.join(work, "x")], "compiled models"),
+        (["--task", "parity", "--model", "build/missing.so",
+          "--out", os.path.join(work, "x")],
+         "--model: cannot load model library"),
         (["--task", "parity", "--model", "reference:transformer",
           "--heads", "3", "--out", os.path.join(work, "x")],
          "d_model 64 is not a multiple of 3 heads"),
@@ -167,6 +170,44 @@ def main():
             for entry in json.load(f)["lengths"]:
                 check(entry["fp_iters_mean"] >= 2,
                       f"FP-Mamba eval iterations: {entry}")
+
+    # A compiled model: trained through its derived backward, resumable;
+    # its architecture is its source's.
+    library = sys.argv[3] if len(sys.argv) > 3 else ""
+    if library and os.path.exists(library):
+        compiled_dir = os.path.join(work, "compiled")
+        compiled = ["--task", "parity", "--model", library, "--batch", "4",
+                    "--eval-count", "4", "--train-len", "6",
+                    "--eval-min-len", "6", "--eval-max-len", "6",
+                    "--max-iter", "3", "--max-iter-eval", "20",
+                    "--log-every", "1", "--eval-every", "0", "--threads", "1",
+                    "--progress", "none"]
+        r = run(binary, compiled + ["--steps", "2", "--out", compiled_dir],
+                timeout=300)
+        check(r.returncode == 0, "the compiled model trains")
+        if r.returncode == 0:
+            with open(os.path.join(compiled_dir, "config.json")) as f:
+                model = json.load(f)["model"]
+            check(model["kind"] == "compiled"
+                  and model["source"] == os.path.abspath(library),
+                  f"config.json: compiled model source {model}")
+            check(model["solver"]["max_iter_train"] == 3
+                  and model["solver"]["max_iter_eval"] == 20,
+                  f"config.json: solver caps from the flags {model}")
+            for record in read_metrics(compiled_dir):
+                check(record["grad_norm"] > 0 and record["fp_iters_max"] <= 4,
+                      f"compiled run: gradients and capped solves {record}")
+            r = run(binary, ["--resume", compiled_dir, "--steps", "3",
+                             "--progress", "none"], timeout=300)
+            check(r.returncode == 0, "the compiled run resumes")
+            check(steps_of(read_metrics(compiled_dir), "train")[-1] == 3,
+                  "the resumed compiled run reaches its new end")
+        r = run(binary, compiled + ["--mixer", "householder", "--steps", "2",
+                                    "--out", os.path.join(work, "x")])
+        check(r.returncode == 2 and "does not apply to a compiled model"
+              in r.stderr, "architecture flags are refused for a library")
+    else:
+        print(f"no model library at '{library}': compiled runs not checked")
 
     # SIGINT: a checkpoint is written, the exit status is 130, and the run
     # can be resumed.

@@ -3,7 +3,8 @@
 // The training driver: parses the command line (fp/Runtime/Train/
 // CommandLine.h), resolves a fresh run's configuration from the task's
 // defaults and the flags, or a resumed run's from DIR/config.json, builds the
-// task and the model, and hands them to the Trainer.
+// task and the model (an eager reference, a baseline, or a compiled model
+// library), and hands them to the Trainer.
 //
 // Exit status: 0 done; 1 an error while running; 2 a bad command line or an
 // impossible configuration (one line on stderr); 130 interrupted by SIGINT
@@ -11,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fp/Runtime/CompiledLayer.h"
 #include "fp/Runtime/Reference/SequenceModel.h"
 #include "fp/Runtime/Tasks/Task.h"
 #include "fp/Runtime/Train/CommandLine.h"
@@ -82,7 +84,10 @@ int run(const std::vector<std::string> &args) {
     config.model.vocabSize = task->vocabSize();
 
     torch::manual_seed(config.seed);
-    std::shared_ptr<SequenceModel> model = makeReferenceModel(config.model);
+    std::shared_ptr<SequenceModel> model =
+        config.model.kind == "compiled"
+            ? makeCompiledModel(config.modelSource, config.model, config.seed)
+            : makeReferenceModel(config.model);
     trainer =
         std::make_unique<Trainer>(config, model, task, directory, options);
     if (resuming)

@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,8 +105,16 @@ public:
 
   /// Solver overrides passed to every call (keepCompiledSolver() by
   /// default). A training cap set with setTrainIterationCap() applies in
-  /// training mode unless `max_iter` is set here.
+  /// training mode, and one set with setEvalIterationCap() in evaluation
+  /// mode, unless `max_iter` is set here.
   fp_solver_overrides solverOverrides = keepCompiledSolver();
+
+  /// The iteration cap in evaluation mode; < 0 keeps the compiled one.
+  void setEvalIterationCap(int64_t cap) { evalCap = cap; }
+  /// The quantile of the stop rule in training mode (evaluation always
+  /// uses 1), unless `quantile` is set in solverOverrides; NaN keeps the
+  /// compiled one.
+  void setTrainQuantile(double quantile) { trainQuantile = quantile; }
 
 private:
   void registerParameters(std::vector<torch::Tensor> values);
@@ -115,6 +124,8 @@ private:
   const LayerInfo *layerInfo = nullptr;
   LayerEntryPoints entry;
   std::vector<torch::Tensor> params;
+  int64_t evalCap = -1;
+  double trainQuantile = std::numeric_limits<double>::quiet_NaN();
   /// Shared with the backward nodes, which may outlive the module.
   std::shared_ptr<std::atomic<int32_t>> backwardSteps =
       std::make_shared<std::atomic<int32_t>>(0);
@@ -159,6 +170,26 @@ private:
   std::shared_ptr<const ModelLibrary> lib;
   std::function<torch::Tensor(const torch::Tensor &)> applyFinalNorm;
 };
+
+/// The training configuration of a library's model: `base` with kind
+/// "compiled" and what the manifest fixes (d_model, the number of layers,
+/// the vocabulary padding, the norms' epsilon, and the solver settings of
+/// the stack's first layer) in place of the reference's architecture fields.
+/// Throws std::invalid_argument when the manifest describes no model.
+ModelConfig compiledModelConfig(const Manifest &manifest, ModelConfig base);
+
+/// The model of the library at `path` for the training configuration
+/// `config` (as compiledModelConfig() made it, possibly with its solver
+/// changed): vocabulary config.vocabSize, config.dtype, parameters drawn
+/// with `seed`. Solver settings of config.solver that differ from a layer's
+/// compiled ones become its per-call overrides (max_iter_train a training
+/// cap, max_iter_eval an evaluation cap, tolerance, train_quantile). Throws
+/// LoadError for a library that cannot be opened and std::invalid_argument
+/// for a relaxation setting or a fixed step count that differs from the
+/// compiled solver, which calls cannot override.
+std::shared_ptr<CompiledModel> makeCompiledModel(const std::string &path,
+                                                 const ModelConfig &config,
+                                                 uint64_t seed);
 
 } // namespace fp::rt
 
