@@ -300,6 +300,13 @@ FP_KERNEL void broadcast(In<Real> in, const Shape &outShape, const int *dims,
   });
 }
 
+/// The type a sum accumulates in: double for float, so that the rounding of
+/// a long f32 sum does not grow with its length (PyTorch's CPU sums are
+/// pairwise for the same reason); a gradient such as a weight-norm gain's,
+/// a sum of many cancelling terms, needs it to stay within 1e-4.
+template <typename Real>
+using Accum = std::conditional_t<std::is_same_v<Real, float>, double, Real>;
+
 /// Reduces `in` of `inShape` over the dimensions flagged in `reduced`.
 template <typename Real>
 FP_KERNEL void reduce(In<Real> in, const Shape &inShape, const bool *reduced,
@@ -319,10 +326,10 @@ FP_KERNEL void reduce(In<Real> in, const Shape &inShape, const bool *reduced,
   // Sequential over the input in row-major order, so every output element
   // accumulates its terms in index order.
   int64_t outN = outShape.numElements();
-  Real init =
-      kind == Reduction::Sum ? Real(0) : -std::numeric_limits<Real>::infinity();
-  for (int64_t i = 0; i < outN; ++i)
-    out[i] = init;
+  std::vector<Accum<Real>> acc(
+      outN, kind == Reduction::Sum
+                ? Accum<Real>(0)
+                : -std::numeric_limits<Accum<Real>>::infinity());
   int64_t n = inShape.numElements();
   for (int64_t index = 0; index < n; ++index) {
     int64_t rest = index, offset = 0;
@@ -331,21 +338,25 @@ FP_KERNEL void reduce(In<Real> in, const Shape &inShape, const bool *reduced,
       rest /= inShape.extent[d];
     }
     if (kind == Reduction::Sum)
-      out[offset] += in[index];
+      acc[offset] += in[index];
     else
-      out[offset] = std::max(out[offset], in[index]);
+      acc[offset] = std::max(acc[offset], Accum<Real>(in[index]));
   }
+  for (int64_t i = 0; i < outN; ++i)
+    out[i] = Real(acc[i]);
 }
 
-/// Sums each row of `in` (rows × width): the common per-token reduction.
+/// Sums each row of `in` (rows × width), in Accum<Real>: the common
+/// per-token reduction.
 template <typename Real>
 FP_KERNEL void sumRows(In<Real> in, int64_t rows, int64_t width, Real *out) {
   parallelFor(rows, width, [&](int64_t r) {
     In<Real> row = in + r * width;
-    Real sum = 0;
+    Accum<Real> sum = 0;
+#pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < width; ++j)
       sum += row[j];
-    out[r] = sum;
+    out[r] = Real(sum);
   });
 }
 

@@ -60,16 +60,20 @@ inline void weightGrad(const double *grad, const double *in, int64_t rows,
 }
 
 /// out[j] = Σ_r in[r, j]: a reduction over every token (bias and norm
-/// weight gradients), in token order for each column.
+/// weight gradients), in token order for each column, accumulated in
+/// Accum<Real>.
 template <typename Real>
 FP_KERNEL void sumColumns(In<Real> in, int64_t rows, int64_t width, Real *out) {
-  std::fill(out, out + width, Real(0));
+  std::vector<Accum<Real>> sum(width, Accum<Real>(0));
+  Accum<Real> *acc = sum.data();
   for (int64_t r = 0; r < rows; ++r) {
     In<Real> row = in + r * width;
 #pragma omp simd
     for (int64_t j = 0; j < width; ++j)
-      out[j] += row[j];
+      acc[j] += row[j];
   }
+  for (int64_t j = 0; j < width; ++j)
+    out[j] = Real(acc[j]);
 }
 
 /// Packs the upper triangle of each m×m matrix into m(m+1)/2 entries,
