@@ -22,6 +22,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 /// Functions callable from host and CUDA device code.
 #ifdef __CUDACC__
@@ -36,6 +37,13 @@ namespace fp::host {
 /// pointer only, so inputs may be const or not and optional ones nullptr.
 template <typename Real> struct Identity { using Type = Real; };
 template <typename Real> using In = const typename Identity<Real>::Type *;
+
+/// The type a sum accumulates in: double for float, so that the rounding of
+/// a long f32 sum does not grow with its length (PyTorch's CPU sums are
+/// pairwise for the same reason); a gradient such as a weight-norm gain's,
+/// a sum of many cancelling terms, needs it to stay within 1e-4.
+template <typename Real>
+using Accum = std::conditional_t<std::is_same_v<Real, float>, double, Real>;
 
 //===----------------------------------------------------------------------===//
 // Scalar functions (as PyTorch computes them)

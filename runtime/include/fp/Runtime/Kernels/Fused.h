@@ -34,6 +34,14 @@ namespace fp::fused {
 
 using fp::host::In;
 
+/// The type a team's sums accumulate in: on the host Host.h's Accum
+/// (double for f32); on the device the element type.
+#ifdef __CUDA_ARCH__
+template <typename Real> using Wide = Real;
+#else
+template <typename Real> using Wide = fp::host::Accum<Real>;
+#endif
+
 /// The team of one host thread.
 struct SerialTeam {
   static constexpr int rank() { return 0; }
@@ -166,11 +174,11 @@ template <typename Team, typename Real>
 FP_HOST_DEVICE inline void sumRows(Team &team, In<Real> in, int64_t rows,
                                    int64_t width, Real *out) {
   for (int64_t r = 0; r < rows; ++r) {
-    Real sum = 0;
+    Wide<Real> sum = 0;
     FP_TEAM_ACCUMULATE(j, width) sum += in[r * width + j];
     sum = team.sum(sum);
     if (team.rank() == 0)
-      out[r] = sum;
+      out[r] = Real(sum);
   }
 }
 
@@ -212,10 +220,10 @@ FP_HOST_DEVICE inline void l2norm(Team &team, In<Real> in, int64_t rows,
                                   int64_t width, Real eps, Real *out) {
   for (int64_t r = 0; r < rows; ++r) {
     In<Real> x = in + r * width;
-    Real sum = 0;
-    FP_TEAM_ACCUMULATE(j, width) sum += x[j] * x[j];
+    Wide<Real> sum = 0;
+    FP_TEAM_ACCUMULATE(j, width) sum += Wide<Real>(x[j]) * x[j];
     sum = team.sum(sum);
-    Real norm = std::sqrt(sum);
+    Real norm = Real(std::sqrt(sum));
     norm = norm < eps ? eps : norm;
     FP_TEAM_FOR(j, width) out[r * width + j] = x[j] / norm;
   }
@@ -247,10 +255,10 @@ FP_HOST_DEVICE inline void rmsNorm(Team &team, In<Real> in, In<Real> weight,
                                    Real *out) {
   for (int64_t r = 0; r < rows; ++r) {
     In<Real> x = in + r * width;
-    Real sum = 0;
-    FP_TEAM_ACCUMULATE(j, width) sum += x[j] * x[j];
+    Wide<Real> sum = 0;
+    FP_TEAM_ACCUMULATE(j, width) sum += Wide<Real>(x[j]) * x[j];
     sum = team.sum(sum);
-    const Real inv = Real(1) / std::sqrt(sum / Real(width) + eps);
+    const Real inv = Real(1 / std::sqrt(sum / width + eps));
     FP_TEAM_FOR(j, width) out[r * width + j] = x[j] * inv * weight[j];
   }
 }
@@ -269,11 +277,11 @@ matmul(Team &team, In<Real> lhs, In<Real> rhs, int64_t batch, int64_t m,
     int64_t b = e / (m * n), i = (e / n) % m, j = e % n;
     In<Real> l = lhs + b * m * k;
     In<Real> r = rhs + b * k * n;
-    Real sum = 0;
+    Wide<Real> sum = 0;
     for (int64_t p = 0; p < k; ++p)
-      sum += (transposeLhs ? l[p * m + i] : l[i * k + p]) *
+      sum += Wide<Real>(transposeLhs ? l[p * m + i] : l[i * k + p]) *
              (transposeRhs ? r[j * k + p] : r[p * n + j]);
-    out[e] = sum;
+    out[e] = Real(sum);
   }
 }
 

@@ -300,13 +300,6 @@ FP_KERNEL void broadcast(In<Real> in, const Shape &outShape, const int *dims,
   });
 }
 
-/// The type a sum accumulates in: double for float, so that the rounding of
-/// a long f32 sum does not grow with its length (PyTorch's CPU sums are
-/// pairwise for the same reason); a gradient such as a weight-norm gain's,
-/// a sum of many cancelling terms, needs it to stay within 1e-4.
-template <typename Real>
-using Accum = std::conditional_t<std::is_same_v<Real, float>, double, Real>;
-
 /// Reduces `in` of `inShape` over the dimensions flagged in `reduced`.
 template <typename Real>
 FP_KERNEL void reduce(In<Real> in, const Shape &inShape, const bool *reduced,
@@ -353,7 +346,6 @@ FP_KERNEL void sumRows(In<Real> in, int64_t rows, int64_t width, Real *out) {
   parallelFor(rows, width, [&](int64_t r) {
     In<Real> row = in + r * width;
     Accum<Real> sum = 0;
-#pragma omp simd reduction(+ : sum)
     for (int64_t j = 0; j < width; ++j)
       sum += row[j];
     out[r] = Real(sum);
