@@ -736,7 +736,7 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
       emitBufferSpecs(w, "kBuffers", plan.slots);
       if (!plan.saved.empty())
         emitBufferSpecs(w, "kSaved", plan.saved);
-      const LayerPlan *backward = cpu ? plan.backward.get() : nullptr;
+      const LayerPlan *backward = plan.backward.get();
       if (backward)
         emitBufferSpecs(w, "kBackwardBuffers", backward->slots);
       if (cpu) {
@@ -749,12 +749,13 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
         if (failed(emitter.emitFunction(forwardSignature("forward"))))
           return failure();
         w.blank();
-      }
-      if (backward) {
-        LayerEmitter emitter(w, *backward);
-        if (failed(emitter.emitFunction(backwardSignature("backward"))))
-          return failure();
-        w.blank();
+        if (backward) {
+          LayerEmitter backwardEmitter(w, *backward);
+          if (failed(
+                  backwardEmitter.emitFunction(backwardSignature("backward"))))
+            return failure();
+          w.blank();
+        }
       }
       if (cuda) {
         // Compiled by nvcc in the library's CUDA unit.
@@ -763,17 +764,26 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
         w.line("{0};", forwardSignature("forward"));
         w.line("extern template {0};", forwardSignature("forward<float>"));
         w.line("extern template {0};", forwardSignature("forward<double>"));
+        if (backward) {
+          w.text("template <typename Real>");
+          w.line("{0};", backwardSignature("backward"));
+          w.line("extern template {0};", backwardSignature("backward<float>"));
+          w.line("extern template {0};", backwardSignature("backward<double>"));
+        }
       }
       if (cuda)
         w.blank();
       std::string extra;
       if (!plan.saved.empty() || backward)
         extra = llvm::formatv(
-            ", {0}, {1}, {2}, {3}, {4}",
+            ", {0}, {1}, {2}, {3}, {4}, {5}",
             plan.saved.empty() ? "nullptr" : "kSaved", plan.saved.size(),
             backward ? "kBackwardBuffers" : "nullptr",
             backward ? backward->slots.size() : 0,
-            backward ? "{&backward<float>, &backward<double>}" : "{}");
+            backward && cpu ? "{&backward<float>, &backward<double>}" : "{}",
+            backward && cuda
+                ? "{&cuda::backward<float>, &cuda::backward<double>}"
+                : "{}");
       w.line("const fp::host::LayerDescriptor kLayer = {{\"{0}\", {1}, "
              "kBuffers, {2}, {3}, {4}{5}};",
              plan.layer.getSymName(), plan.params.size(), plan.slots.size(),
@@ -806,7 +816,7 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
                         "*args)",
                         entryPointName(plan.layer.getSymName(), "backward"));
       w.line("return fp::host::{0}(args, layer_{1}::kLayer);",
-             cpu && plan.backward ? "backward" : "backwardNotCompiled", layer);
+             plan.backward ? "backward" : "backwardNotCompiled", layer);
     }
   }
 
@@ -842,10 +852,11 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
   llvm::raw_string_ostream buffer(text);
   CodeWriter w(buffer);
   emitBanner(w, info,
-             {"CUDA code of a model library: one forward per layer over the",
-              "kernels of fp/Runtime/Kernels/Device.cuh, called by the entry",
-              "points of the library's host unit for FP_TARGET_CUDA."});
-  w.text("#include \"fp/Runtime/Kernels/Device.cuh\"");
+             {"CUDA code of a model library: one forward (and backward) per",
+              "layer over the kernels of fp/Runtime/Kernels/Device.cuh and",
+              "DeviceGradients.cuh, called by the entry points of the",
+              "library's host unit for FP_TARGET_CUDA."});
+  w.text("#include \"fp/Runtime/Kernels/DeviceGradients.cuh\"");
   w.blank();
   w.text("#include <cmath>");
   w.text("#include <limits>");
@@ -869,6 +880,16 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
     w.line("template {0};", forwardSignature("forward<float>"));
     w.line("template {0};", forwardSignature("forward<double>"));
     w.blank();
+    if (const LayerPlan *backward = plan.backward.get()) {
+      emitSolverSettings(w, *backward);
+      LayerEmitter backwardEmitter(w, *backward);
+      if (failed(backwardEmitter.emitFunction(backwardSignature("backward"))))
+        return failure();
+      w.blank();
+      w.line("template {0};", backwardSignature("backward<float>"));
+      w.line("template {0};", backwardSignature("backward<double>"));
+      w.blank();
+    }
   }
   os << text;
   return success();

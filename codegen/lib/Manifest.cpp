@@ -106,10 +106,11 @@ static llvm::json::Object layerObject(const LayerPlan &plan,
            {"forward", entryPointName(name, "forward")},
            {"backward", entryPointName(name, "backward")}}},
       {"params", std::move(params)}};
-  // Backwards are derived for the host target only so far.
+  // A derived backward is compiled for every target of the library.
   llvm::json::Array backwardTargets;
-  if (plan.backward && llvm::is_contained(info.targets, "cpu"))
-    backwardTargets.push_back("cpu");
+  if (plan.backward)
+    for (const std::string &target : info.targets)
+      backwardTargets.push_back(target);
   layer["backward_targets"] = std::move(backwardTargets);
   if (plan.solver) {
     SolverAttr solver = plan.solver.getSolver();

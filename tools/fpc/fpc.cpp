@@ -125,8 +125,8 @@ cl::opt<bool> noFuse("no-fuse",
                      cl::cat(fpcCategory));
 cl::opt<bool> withBackward(
     "backward",
-    cl::desc("Derive and compile each layer's backward (fp-derive-backward; "
-             "host target)"),
+    cl::desc("Derive and compile each layer's backward (fp-derive-backward) "
+             "for every target"),
     cl::cat(fpcCategory));
 cl::opt<bool> noCache("no-cache", cl::desc("Always run the host compiler"),
                       cl::cat(fpcCategory));

@@ -462,6 +462,7 @@ torch::Tensor CompiledLayer::forward(const torch::Tensor &input) {
                     torch::TensorOptions().dtype(torch::kLong));
   lastResiduals = torch::tensor(residuals, torch::kFloat32);
   lastSteps = stats.steps;
+  lastHostWaits = stats.host_waits;
   return out;
 }
 

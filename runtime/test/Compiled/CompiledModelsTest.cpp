@@ -37,6 +37,10 @@
 // variable FP_TEST_MODELS_DIR names a directory of libraries compiled
 // elsewhere (<dir>/<model>.so).
 //
+// FP_TEST_DEVICE=cuda runs both sides on the first CUDA device (the
+// libraries compiled with --target=cuda or all, and --backward for the
+// gradient test) with the same bounds; tools/gpu-check.sh does so.
+//
 //===----------------------------------------------------------------------===//
 
 #include "fp/Runtime/ReferenceImport.h"
@@ -144,6 +148,7 @@ double sensitivity(const ModelConfig &config, ref::BlockMixer &reference,
     return t * (1 + u * signs);
   };
   std::shared_ptr<ref::BlockMixer> perturbed = ref::makeBlockMixer(config);
+  perturbed->to(x.device());
   torch::NoGradGuard noGrad;
   if (SolverConfig *solver = solverOf(*perturbed))
     solver->fixedIters = steps;
@@ -158,6 +163,21 @@ double sensitivity(const ModelConfig &config, ref::BlockMixer &reference,
         largest, relativeDifference(perturbed->forward(perturb(x)), output));
   }
   return largest;
+}
+
+/// Where both sides run: FP_TEST_DEVICE ("cpu", the default, or "cuda").
+torch::Device testDevice() {
+  const char *text = std::getenv("FP_TEST_DEVICE");
+  if (!text || std::string(text) == "cpu")
+    return torch::kCPU;
+  if (std::string(text) == "cuda")
+    return torch::Device(torch::kCUDA, 0);
+  throw std::invalid_argument("FP_TEST_DEVICE is 'cpu' or 'cuda', got '" +
+                              std::string(text) + "'");
+}
+
+fp_target targetOf(const torch::Device &device) {
+  return device.is_cuda() ? FP_TARGET_CUDA : FP_TARGET_CPU;
 }
 
 class CompiledModels : public ::testing::TestWithParam<std::string> {};
@@ -179,6 +199,13 @@ TEST_P(CompiledModels, ForwardMatchesTheReference) {
   ASSERT_TRUE(manifest.model.has_value()) << path << " describes no model";
   EXPECT_EQ(manifest.model->name, name);
   const LayerInfo &layer = referenceLayerOf(manifest);
+  const torch::Device device = testDevice();
+  if (device.is_cuda()) {
+    ASSERT_TRUE(torch::cuda::is_available())
+        << "FP_TEST_DEVICE=cuda, but LibTorch sees no CUDA device";
+    ASSERT_TRUE(manifest.hasTarget(FP_TARGET_CUDA))
+        << path << " was compiled without the cuda target";
+  }
 
   // The table states what the source compiles to.
   auto entry = std::find_if(
@@ -219,6 +246,10 @@ TEST_P(CompiledModels, ForwardMatchesTheReference) {
   }
   torch::Tensor input =
       torch::randn({batch, length, layer.dModel}).to(torch::kFloat64);
+  CompiledLayer probe(library, layer.name, seed, torch::kFloat64);
+  importReferenceWeights(*reference64, probe);
+  reference64->to(device);
+  reference32->to(device);
 
   for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
     const bool f64 = dtype == torch::kFloat64;
@@ -231,8 +262,13 @@ TEST_P(CompiledModels, ForwardMatchesTheReference) {
     const ModelConfig &config = f64 ? config64 : config32;
     ref::BlockMixer &reference = f64 ? *reference64 : *reference32;
     CompiledLayer compiled(library, layer.name, seed, dtype);
-    importReferenceWeights(*reference64, compiled);
-    torch::Tensor x = input.to(dtype);
+    {
+      torch::NoGradGuard noGrad;
+      for (size_t i = 0; i < probe.orderedParameters().size(); ++i)
+        compiled.orderedParameters()[i].copy_(probe.orderedParameters()[i]);
+    }
+    compiled.to(device);
+    torch::Tensor x = input.to(device, dtype);
 
     for (bool training : {true, false}) {
       const char *modeName = training ? "train" : "eval";
@@ -289,7 +325,7 @@ TEST_P(CompiledModels, ForwardMatchesTheReference) {
                                      ? reference.lastIterations
                                      : torch::full({batch}, 2, torch::kLong);
       const bool sameIterations =
-          torch::equal(compiled.lastIterations, iterations);
+          torch::equal(compiled.lastIterations.cpu(), iterations.cpu());
       difference = relativeDifference(actual, expected);
       std::cout << "[ compare  ] " << what << ", stop rule: relative "
                 << "difference " << difference << ", iterations "
@@ -362,8 +398,14 @@ TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
   std::shared_ptr<const ModelLibrary> library = loadModelLibrary(path);
   const Manifest &manifest = library->manifest();
   const LayerInfo &layer = referenceLayerOf(manifest);
-  ASSERT_TRUE(layer.hasBackward(FP_TARGET_CPU))
-      << path << " was compiled without its backward (fpc --backward)";
+  const torch::Device device = testDevice();
+  if (device.is_cuda()) {
+    ASSERT_TRUE(torch::cuda::is_available())
+        << "FP_TEST_DEVICE=cuda, but LibTorch sees no CUDA device";
+  }
+  ASSERT_TRUE(layer.hasBackward(targetOf(device)))
+      << path << " was compiled without its backward for " << device.str()
+      << " (fpc --backward, and --target=cuda or all)";
   const uint64_t seed = testSeed();
   std::cout << "[   seed   ] " << name << ": " << seed
             << " (FP_TEST_SEED=" << seed << " reproduces)" << std::endl;
@@ -382,11 +424,14 @@ TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
         ref::makeBlockMixer(referenceConfigFor(manifest, "", dtype));
     CompiledLayer compiled(library, layer.name, seed, dtype);
     importReferenceWeights(*reference, compiled);
+    reference->to(device);
+    compiled.to(device);
     setSolveMode(*reference, compiled, fewSteps);
     reference->train(true);
     compiled.train(true);
     torch::Tensor x =
-        torch::randn({batch, length, layer.dModel}, torch::dtype(dtype));
+        torch::randn({batch, length, layer.dModel}, torch::dtype(dtype))
+            .to(device);
     torch::Tensor w = torch::randn_like(x);
     std::vector<torch::Tensor> expected =
         referenceGradients(*reference, layer, x, w);
@@ -403,6 +448,7 @@ TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
     if (f32) {
       std::shared_ptr<ref::BlockMixer> exactReference = ref::makeBlockMixer(
           referenceConfigFor(manifest, "", torch::kFloat64));
+      exactReference->to(device);
       {
         torch::NoGradGuard noGrad;
         auto to = exactReference->named_parameters();

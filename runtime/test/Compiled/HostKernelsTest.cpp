@@ -426,7 +426,7 @@ TEST(HostKernels, SolverRelaxesEveryIterateWithOneStepSize) {
 
   std::vector<int32_t> iterations(batch);
   std::vector<float> residuals(batch);
-  fp_solver_stats stats = {iterations.data(), residuals.data(), 0, 0};
+  fp_solver_stats stats = {iterations.data(), residuals.data(), 0, 0, 0};
   solver.report(&stats);
   EXPECT_EQ(stats.steps, 1);
   for (int64_t b = 0; b < batch; ++b) {
@@ -462,7 +462,7 @@ TEST(HostKernels, SolverClearsTheResidualBetweenSteps) {
   solver.relax(y.data(), second.data(), length, features);
   solver.update();
   std::vector<float> residuals(batch);
-  fp_solver_stats stats = {nullptr, residuals.data(), 0, 0};
+  fp_solver_stats stats = {nullptr, residuals.data(), 0, 0, 0};
   solver.report(&stats);
   EXPECT_EQ(stats.steps, 2);
   for (int64_t b = 0; b < batch; ++b)

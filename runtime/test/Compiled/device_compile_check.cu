@@ -1,13 +1,13 @@
 //===- device_compile_check.cu - Instantiates every CUDA kernel -*- C++ -*-===//
 //
 // A translation unit that only has to compile: it calls every function of
-// Device.cuh and the Solver for float and double, through the same
-// `kernels::` alias generated code uses, so that nvcc instantiates all
+// Device.cuh, DeviceGradients.cuh and the Solver for float and double, through
+// the same `kernels::` alias generated code uses, so that nvcc instantiates all
 // templates. Nothing here is ever run.
 //
 //===----------------------------------------------------------------------===//
 
-#include "fp/Runtime/Kernels/Device.cuh"
+#include "fp/Runtime/Kernels/DeviceGradients.cuh"
 
 namespace kernels = fp::cuda;
 
@@ -121,6 +121,18 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   }
   solver.report(args.stats);
   (void)solver.numSteps();
+
+  // DeviceGradients.cuh
+  kernels::accumulate(in, 8, out);
+  kernels::transpose(in, 4, 8, out);
+  kernels::weightGrad(in, in, B * T, 32, 16, out);
+  kernels::sumColumns(in, B * T, 16, out);
+  kernels::triuPack(in, B * T, 4, out);
+  kernels::reduceMaxGrad(in, in, kernels::Shape{3, {B, T, 16}}, reduced, out);
+  kernels::l2normGrad(in, in, B * T, 16, Real(1e-12), out);
+  kernels::causalConvGrad(in, in, in, B, T, 16, 4, out, out + 512);
+  kernels::selectiveScanGrad(in, in, in, in, in, in, B, T, 16, 4, out, out + 64,
+                             out + 128, out + 192, out + 256);
 }
 
 } // namespace

@@ -99,6 +99,9 @@ public:
   torch::Tensor lastResiduals;
   /// Solver steps the whole batch took in the last forward.
   int64_t lastSteps = 0;
+  /// Times the last forward's solver loop waited for the device to publish
+  /// its progress (fp_solver_stats::host_waits; 0 on the CPU).
+  int64_t lastHostWaits = 0;
   /// Adjoint solver steps of the last backward that ran (implicit mode; 0
   /// in the other modes).
   int32_t lastBackwardSteps() const { return backwardSteps->load(); }

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /// The ABI version this header describes.
-#define FP_MODEL_ABI_VERSION 1u
+#define FP_MODEL_ABI_VERSION 2u
 
 /// Library-level symbols every model.so exports.
 #define FP_SYMBOL_ABI_VERSION "fp_model_abi_version"
@@ -70,6 +70,11 @@ typedef struct fp_solver_stats {
   float *residuals;       /* per sample: best relative residual reached */
   int32_t steps;          /* solver steps taken by the whole batch */
   int32_t backward_steps; /* steps of an iterative backward (implicit mode) */
+  int32_t host_waits;     /* set to 0 by the caller; the library adds the
+                             times the host loop of the forward's solves
+                             waited for the device to publish its progress
+                             (CUDA only), not counting CUDA synchronisation
+                             calls */
 } fp_solver_stats;
 
 /// Arguments of one layer forward. Buffers live on the call's target, are

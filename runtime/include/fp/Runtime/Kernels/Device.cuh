@@ -680,6 +680,24 @@ struct ReduceMap {
   int64_t reducedCount; // product of the reduced extents
 };
 
+/// The ReduceMap of `inShape` reduced over the dimensions flagged in
+/// `reduced` (a host array).
+inline ReduceMap reduceMapFor(const Shape &inShape, const bool *reduced) {
+  ReduceMap map = {};
+  map.rank = inShape.rank;
+  map.outCount = 1;
+  map.reducedCount = 1;
+  int64_t stride = 1;
+  for (int d = inShape.rank - 1; d >= 0; --d) {
+    map.extent[d] = inShape.extent[d];
+    map.inStride[d] = stride;
+    map.reduced[d] = reduced[d];
+    stride *= inShape.extent[d];
+    (reduced[d] ? map.reducedCount : map.outCount) *= inShape.extent[d];
+  }
+  return map;
+}
+
 /// Input offset of `index` counted row-major over the dimensions whose
 /// `reduced` flag is `which`.
 __device__ inline int64_t reduceOffset(const ReduceMap &map, int64_t index,
@@ -824,18 +842,7 @@ inline void broadcast(In<Real> in, const Shape &outShape, const int *dims,
 template <typename Real>
 inline void reduce(In<Real> in, const Shape &inShape, const bool *reduced,
                    Reduction kind, Real *out) {
-  detail::ReduceMap map = {};
-  map.rank = inShape.rank;
-  map.outCount = 1;
-  map.reducedCount = 1;
-  int64_t stride = 1;
-  for (int d = inShape.rank - 1; d >= 0; --d) {
-    map.extent[d] = inShape.extent[d];
-    map.inStride[d] = stride;
-    map.reduced[d] = reduced[d];
-    stride *= inShape.extent[d];
-    (reduced[d] ? map.reducedCount : map.outCount) *= inShape.extent[d];
-  }
+  const detail::ReduceMap map = detail::reduceMapFor(inShape, reduced);
   if (kind == Reduction::Sum)
     detail::launchReduce<Real>(in, map, Real(0), detail::SumOp(), out);
   else
@@ -1554,8 +1561,9 @@ public:
   }
 
   /// Writes the statistics of the finished solve: per sample steps + 1
-  /// (the differentiable step counts, spec §3.6) and ρ*. Waits for the
-  /// stream once; nothing without stats.
+  /// (the differentiable step counts, spec §3.6) and ρ*, and adds the
+  /// solve's waits to host_waits. Waits for the stream once; nothing
+  /// without stats.
   void report(fp_solver_stats *stats) const {
     if (!stats)
       return;
@@ -1571,6 +1579,7 @@ public:
                     "Solver::report");
     detail::check(cudaStreamSynchronize(stream), "Solver::report");
     stats->steps = control.steps;
+    stats->host_waits += waits;
     for (int64_t b = 0; b < samples; ++b) {
       if (stats->iterations)
         stats->iterations[b] = control.steps + 1;
@@ -1607,13 +1616,16 @@ private:
     return {int32_t(uint32_t(value) >> 1), (value & 1) != 0};
   }
 
-  /// Spins until `done(progress())`. Every so often it asks the stream,
-  /// without waiting, whether it failed or went idle without publishing.
+  /// Spins until `done(progress())`, counting a wait in `waits` unless it
+  /// holds at once. Every so often it asks the stream, without waiting,
+  /// whether it failed or went idle without publishing.
   template <typename Done> Progress waitFor(const Done &done) const {
     for (uint32_t spins = 1;; ++spins) {
       Progress p = progress();
       if (done(p))
         return p;
+      if (spins == 1)
+        ++waits;
       if (spins % 1024 == 0) {
         cudaError_t status = cudaStreamQuery(stream);
         if (status == cudaErrorNotReady) {
@@ -1664,6 +1676,8 @@ private:
   bool pooled = true;
   size_t sortSharedBytes = 0;
   int32_t limit = 1, launched = 0;
+  /// Times the host waited for the device's progress (fp_solver_stats).
+  mutable int32_t waits = 0;
 };
 
 } // namespace fp::cuda

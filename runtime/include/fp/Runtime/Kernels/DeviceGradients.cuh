@@ -1,0 +1,443 @@
+//===- DeviceGradients.cuh - CUDA kernels of the gradient ops --*- C++ -*-===//
+//
+// The CUDA counterpart of HostGradients.h: the adjoints fp-derive-backward
+// introduces (docs/backward.md), with HostGradients.h's names and argument
+// lists in namespace fp::cuda, so that a derived backward compiles against
+// either header. Same conventions as Device.cuh: device buffers, the
+// calling thread's current Scope's stream, DeviceError on failure.
+//
+// Every sum runs in a fixed order (a thread's own loop, or a fixed shuffle
+// tree), so results do not depend on scheduling; they are not Host.h's
+// order, so host and device gradients agree to rounding, not bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_KERNELS_DEVICEGRADIENTS_CUH
+#define FP_RUNTIME_KERNELS_DEVICEGRADIENTS_CUH
+
+#include "fp/Runtime/Kernels/Device.cuh"
+
+namespace fp::cuda {
+
+namespace detail {
+
+template <typename Real>
+__global__ void accumulateKernel(const Real *in, int64_t n, Real *out) {
+  for (int64_t i = firstThread(); i < n; i += allThreads())
+    out[i] += in[i];
+}
+
+template <typename Real>
+__global__ void transposeKernel(const Real *in, int64_t rows, int64_t cols,
+                                Real *out) {
+  for (int64_t index = firstThread(); index < rows * cols;
+       index += allThreads()) {
+    const int64_t i = index / cols, j = index % cols;
+    out[j * rows + i] = in[index];
+  }
+}
+
+/// Column-major C[m×n] = A[m×k] · B[n×k]ᵀ with leading dimensions m, n, m.
+inline cublasStatus_t gemmNT(int m, int n, int k, const float *a,
+                             const float *b, float *c) {
+  const float one = 1.0f, zero = 0.0f;
+  return cublasSgemm(blas(), CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &one, a, m, b,
+                     n, &zero, c, m);
+}
+inline cublasStatus_t gemmNT(int m, int n, int k, const double *a,
+                             const double *b, double *c) {
+  const double one = 1.0, zero = 0.0;
+  return cublasDgemm(blas(), CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &one, a, m, b,
+                     n, &zero, c, m);
+}
+
+/// Rows a thread of sumColumns sums before its partial goes to a second
+/// pass.
+inline constexpr int64_t kColumnChunk = 256;
+
+/// partial[c, j] = Σ of in[r, j] over the rows r of chunk c, in row order.
+template <typename Real>
+__global__ void sumColumnChunksKernel(const Real *in, int64_t rows,
+                                      int64_t width, int64_t chunk,
+                                      Real *partial) {
+  const int64_t chunks = (rows + chunk - 1) / chunk;
+  for (int64_t index = firstThread(); index < chunks * width;
+       index += allThreads()) {
+    const int64_t c = index / width, j = index % width;
+    const int64_t end = std::min(rows, (c + 1) * chunk);
+    Real sum = 0;
+    for (int64_t r = c * chunk; r < end; ++r)
+      sum += in[r * width + j];
+    partial[index] = sum;
+  }
+}
+
+template <typename Real>
+__global__ void triuPackKernel(const Real *in, int64_t rows, int64_t m,
+                               Real *out) {
+  const int64_t packed = m * (m + 1) / 2;
+  for (int64_t index = firstThread(); index < rows * m * m;
+       index += allThreads()) {
+    const int64_t r = index / (m * m), i = index / m % m, j = index % m;
+    if (j >= i)
+      out[r * packed + i * m - i * (i - 1) / 2 + (j - i)] = in[index];
+  }
+}
+
+/// Per output element: grad to the first input position (row-major) that
+/// attains the maximum, as HostGradients.h's strict comparison picks it.
+template <typename Real>
+__global__ void reduceMaxGradKernel(const Real *in, const Real *grad,
+                                    ReduceMap map, Real *out) {
+  for (int64_t o = firstThread(); o < map.outCount; o += allThreads()) {
+    const int64_t base = reduceOffset(map, o, false);
+    int64_t best = -1;
+    for (int64_t k = 0; k < map.reducedCount; ++k) {
+      const int64_t at = base + reduceOffset(map, k, true);
+      if (best < 0 || in[at] > in[best])
+        best = at;
+    }
+    if (best >= 0)
+      out[best] = grad[o];
+  }
+}
+
+template <typename Real>
+__global__ void l2normGradKernel(const Real *in, const Real *grad, int64_t rows,
+                                 int64_t width, Real eps, Real *out) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const Real *x = in + r * width;
+    const Real *g = grad + r * width;
+    Real sum = 0, dot = 0;
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+      sum += x[j] * x[j];
+      dot += x[j] * g[j];
+    }
+    sum = blockReduce(sum, SumOp());
+    dot = blockReduce(dot, SumOp());
+    const Real norm = std::sqrt(sum);
+    if (!(norm > eps)) {
+      for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+        out[r * width + j] = g[j] / eps;
+      continue;
+    }
+    const Real along = dot / (norm * norm);
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+      out[r * width + j] = (g[j] - x[j] * along) / norm;
+  }
+}
+
+template <typename Real>
+__global__ void causalConvInputGradKernel(const Real *weight, const Real *grad,
+                                          int64_t batch, int64_t length,
+                                          int64_t channels, int64_t width,
+                                          Real *dIn) {
+  const int64_t n = batch * length * channels;
+  for (int64_t index = firstThread(); index < n; index += allThreads()) {
+    const int64_t c = index % channels, bs = index / channels;
+    const int64_t s = bs % length, base = bs - s;
+    Real sum = 0;
+    for (int64_t k = 0; k < width; ++k) {
+      const int64_t t = s + width - 1 - k;
+      if (t < length)
+        sum += weight[c * width + k] * grad[(base + t) * channels + c];
+    }
+    dIn[index] = sum;
+  }
+}
+
+/// One thread per weight (c, k), summing over samples and tokens in order.
+template <typename Real>
+__global__ void causalConvWeightGradKernel(const Real *in, const Real *grad,
+                                           int64_t batch, int64_t length,
+                                           int64_t channels, int64_t width,
+                                           Real *dWeight) {
+  for (int64_t index = firstThread(); index < channels * width;
+       index += allThreads()) {
+    const int64_t c = index / width, k = index % width;
+    Real sum = 0;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t t = 0; t < length; ++t) {
+        const int64_t source = t - width + 1 + k;
+        if (source >= 0)
+          sum += grad[(b * length + t) * channels + c] *
+                 in[(b * length + source) * channels + c];
+      }
+    dWeight[index] = sum;
+  }
+}
+
+// The selective scan's adjoint runs in four passes over a scratch of
+// [B, T, N, d] values (d = channels, innermost so that the threads of a
+// warp, one channel each, touch consecutive addresses):
+//   1. each (sample, channel) thread recomputes S_t forward into the
+//      scratch;
+//   2. dC_t[n] = Σ_i g_t[i] S_t[i, n], one warp per (b, t, n);
+//   3. each thread runs Λ backward in time, writes du and dΔ, replaces S_t
+//      in the scratch by its term Λ_t[i, n] Δ_t[i] u_t[i] of dB once step t
+//      no longer needs it, and keeps its dA sums per sample;
+//   4. dB_t[n] = Σ_i of those terms, one warp per (b, t, n); dA sums the
+//      samples' partial sums (sumColumns).
+
+template <typename Real>
+__global__ void scanStatesKernel(const Real *u, const Real *delta,
+                                 const Real *a, const Real *bm, int64_t batch,
+                                 int64_t length, int64_t channels,
+                                 int64_t state, Real *states) {
+  for (int64_t task = firstThread(); task < batch * channels;
+       task += allThreads()) {
+    const int64_t b = task / channels, i = task % channels;
+    for (int64_t t = 0; t < length; ++t) {
+      const int64_t bt = b * length + t;
+      const Real dt = delta[bt * channels + i];
+      const Real dtu = dt * u[bt * channels + i];
+      Real *cur = states + bt * state * channels + i;
+      const Real *prev = cur - state * channels;
+      for (int64_t n = 0; n < state; ++n)
+        cur[n * channels] = std::exp(dt * a[i * state + n]) *
+                                (t > 0 ? prev[n * channels] : Real(0)) +
+                            dtu * bm[bt * state + n];
+    }
+  }
+}
+
+/// out[r, n] = Σ_i weight[r, i] · values[r, n, i] (weight null: 1) for
+/// rows r < rows: one warp per output, lanes striding over i, then a
+/// shuffle tree.
+template <typename Real>
+__global__ void channelSumKernel(const Real *weight, const Real *values,
+                                 int64_t rows, int64_t state, int64_t channels,
+                                 Real *out) {
+  const int64_t lane = threadIdx.x % 32;
+  const int64_t warps = allThreads() / 32;
+  for (int64_t o = firstThread() / 32; o < rows * state; o += warps) {
+    const int64_t r = o / state;
+    const Real *v = values + o * channels;
+    const Real *w = weight ? weight + r * channels : nullptr;
+    Real sum = 0;
+    for (int64_t i = lane; i < channels; i += 32)
+      sum += w ? w[i] * v[i] : v[i];
+    for (int offset = 16; offset > 0; offset /= 2)
+      sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    if (lane == 0)
+      out[o] = sum;
+  }
+}
+
+/// Pass 3. Per thread, Λ[n] (holding a_{t+1} ⊙ Λ_{t+1}) and its dA sums
+/// live in dynamic shared memory, element n at [n · blockDim.x].
+template <typename Real>
+__global__ void scanAdjointKernel(const Real *u, const Real *delta,
+                                  const Real *a, const Real *bm, const Real *cm,
+                                  const Real *grad, int64_t batch,
+                                  int64_t length, int64_t channels,
+                                  int64_t state, Real *states, Real *du,
+                                  Real *dDelta, Real *partialA) {
+  const int64_t stride = blockDim.x;
+  Real *lambda = reinterpret_cast<Real *>(sharedBytes()) + threadIdx.x;
+  Real *sumA = lambda + state * stride;
+  const int64_t blocksPerSample = (channels + stride - 1) / stride;
+  for (int64_t task = blockIdx.x; task < batch * blocksPerSample;
+       task += gridDim.x) {
+    const int64_t b = task / blocksPerSample;
+    const int64_t i = task % blocksPerSample * stride + threadIdx.x;
+    if (i >= channels)
+      continue;
+    for (int64_t n = 0; n < state; ++n) {
+      lambda[n * stride] = Real(0);
+      sumA[n * stride] = Real(0);
+    }
+    for (int64_t t = length - 1; t >= 0; --t) {
+      const int64_t bt = b * length + t;
+      const Real dt = delta[bt * channels + i];
+      const Real ut = u[bt * channels + i];
+      const Real g = grad[bt * channels + i];
+      Real *cur = states + bt * state * channels + i;
+      const Real *prev = cur - state * channels;
+      Real sumU = 0, sumDelta = 0;
+      for (int64_t n = 0; n < state; ++n) {
+        const int64_t k = i * state + n;
+        const Real l = g * cm[bt * state + n] + lambda[n * stride];
+        const Real at = std::exp(dt * a[k]);
+        const Real bn = bm[bt * state + n];
+        const Real sp = t > 0 ? prev[n * channels] : Real(0);
+        sumU += l * bn;
+        sumDelta += l * (a[k] * at * sp + bn * ut);
+        sumA[n * stride] += l * dt * at * sp;
+        cur[n * channels] = l * dt * ut; // S_t is not read again
+        lambda[n * stride] = at * l;
+      }
+      du[bt * channels + i] = dt * sumU;
+      dDelta[bt * channels + i] = sumDelta;
+    }
+    for (int64_t n = 0; n < state; ++n)
+      partialA[b * channels * state + i * state + n] = sumA[n * stride];
+  }
+}
+
+} // namespace detail
+
+/// out[i] += in[i]: a parameter gradient accumulated into the caller's. One
+/// thread per element.
+template <typename Real>
+inline void accumulate(In<Real> in, int64_t n, Real *out) {
+  detail::launch("accumulate", detail::accumulateKernel<Real>,
+                 detail::blocksFor(n), detail::kThreads, 0, detail::stream(),
+                 in, n, out);
+}
+
+/// out[j, i] = in[i, j] for a rows × cols matrix. One thread per element.
+template <typename Real>
+inline void transpose(In<Real> in, int64_t rows, int64_t cols, Real *out) {
+  detail::launch("transpose", detail::transposeKernel<Real>,
+                 detail::blocksFor(rows * cols), detail::kThreads, 0,
+                 detail::stream(), in, rows, cols, out);
+}
+
+/// out[o, i] = Σ_r grad[r, o] · in[r, i]: the weight gradient of a linear
+/// map (fp.weight_grad), one cuBLAS GEMM over the tokens.
+template <typename Real>
+inline void weightGrad(In<Real> grad, In<Real> in, int64_t rows,
+                       int64_t outFeatures, int64_t inFeatures, Real *out) {
+  if (outFeatures == 0 || inFeatures == 0)
+    return;
+  if (rows == 0) {
+    fill(out, outFeatures * inFeatures, Real(0));
+    return;
+  }
+  if (rows > INT_MAX || inFeatures > INT_MAX || outFeatures > INT_MAX)
+    throw DeviceError("fp::cuda::weightGrad: a dimension exceeds cuBLAS's "
+                      "32-bit sizes");
+  // Row-major out [O × I] is column-major I × O: inᵀ-as-stored times grad.
+  detail::checkBlas(detail::gemmNT(int(inFeatures), int(outFeatures), int(rows),
+                                   in, grad, out),
+                    sizeof(Real) == sizeof(float) ? "weightGrad (cublasSgemm)"
+                                                  : "weightGrad (cublasDgemm)");
+}
+
+/// out[j] = Σ_r in[r, j]: each column summed in row order by one thread per
+/// chunk of kColumnChunk rows, then the chunks in order.
+template <typename Real>
+inline void sumColumns(In<Real> in, int64_t rows, int64_t width, Real *out) {
+  if (width <= 0)
+    return;
+  if (rows <= detail::kColumnChunk) {
+    detail::launch("sumColumns", detail::sumColumnChunksKernel<Real>,
+                   detail::blocksFor(width), detail::kThreads, 0,
+                   detail::stream(), in, rows, width,
+                   std::max<int64_t>(rows, 1), out);
+    return;
+  }
+  const int64_t chunks =
+      (rows + detail::kColumnChunk - 1) / detail::kColumnChunk;
+  detail::LaunchBuffer partial(size_t(chunks * width) * sizeof(Real),
+                               detail::stream());
+  detail::launch("sumColumns", detail::sumColumnChunksKernel<Real>,
+                 detail::blocksFor(chunks * width), detail::kThreads, 0,
+                 detail::stream(), in, rows, width, detail::kColumnChunk,
+                 partial.as<Real>());
+  detail::launch("sumColumns", detail::sumColumnChunksKernel<Real>,
+                 detail::blocksFor(width), detail::kThreads, 0,
+                 detail::stream(),
+                 static_cast<const Real *>(partial.as<Real>()), chunks, width,
+                 chunks, out);
+}
+
+/// Packs the upper triangle of each m×m matrix into m(m+1)/2 entries,
+/// row-major over the triangle (the adjoint of triu). One thread per input
+/// element.
+template <typename Real>
+inline void triuPack(In<Real> in, int64_t rows, int64_t m, Real *out) {
+  detail::launch("triuPack", detail::triuPackKernel<Real>,
+                 detail::blocksFor(rows * m * m), detail::kThreads, 0,
+                 detail::stream(), in, rows, m, out);
+}
+
+/// The cotangent of fp.reduce_max: grad of each output element goes to the
+/// first input position (row-major) attaining its maximum; zero elsewhere.
+/// One thread per output element.
+template <typename Real>
+inline void reduceMaxGrad(In<Real> in, In<Real> grad, const Shape &inShape,
+                          const bool *reduced, Real *out) {
+  const detail::ReduceMap map = detail::reduceMapFor(inShape, reduced);
+  fill(out, inShape.numElements(), Real(0));
+  detail::launch("reduceMaxGrad", detail::reduceMaxGradKernel<Real>,
+                 detail::blocksFor(map.outCount), detail::kThreads, 0,
+                 detail::stream(), in, grad, map, out);
+}
+
+/// The cotangent of in / max(‖in‖₂, eps) per row: (g − y⟨y, g⟩) / ‖in‖
+/// where the norm exceeds eps, g / eps where the clamp holds. One block per
+/// row.
+template <typename Real>
+inline void l2normGrad(In<Real> in, In<Real> grad, int64_t rows, int64_t width,
+                       Real eps, Real *out) {
+  detail::launch("l2normGrad", detail::l2normGradKernel<Real>, rows,
+                 detail::rowThreads(width), 0, detail::stream(), in, grad, rows,
+                 width, eps, out);
+}
+
+/// The cotangents of fp.causal_conv without its bias (HostGradients.h):
+/// dIn by one thread per element, dWeight by one thread per weight.
+template <typename Real>
+inline void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
+                           int64_t batch, int64_t length, int64_t channels,
+                           int64_t width, Real *dIn, Real *dWeight) {
+  detail::launch(
+      "causalConvGrad (input)", detail::causalConvInputGradKernel<Real>,
+      detail::blocksFor(batch * length * channels), detail::kThreads, 0,
+      detail::stream(), weight, grad, batch, length, channels, width, dIn);
+  detail::launch(
+      "causalConvGrad (weight)", detail::causalConvWeightGradKernel<Real>,
+      detail::blocksFor(channels * width), detail::kThreads, 0,
+      detail::stream(), in, grad, batch, length, channels, width, dWeight);
+}
+
+/// The cotangents of the recurrence of fp.selective_scan (no skip term),
+/// HostGradients.h's formulas, in the four passes described above; the
+/// scratch holds B·T·N·d values.
+template <typename Real>
+inline void selectiveScanGrad(In<Real> u, In<Real> delta, In<Real> a,
+                              In<Real> bm, In<Real> cm, In<Real> grad,
+                              int64_t batch, int64_t length, int64_t channels,
+                              int64_t state, Real *du, Real *dDelta, Real *dA,
+                              Real *dB, Real *dC) {
+  if (batch <= 0 || length <= 0 || channels <= 0 || state <= 0)
+    return;
+  const size_t perThread = 2 * size_t(state) * sizeof(Real);
+  int threads = 128;
+  while (threads > 1 && perThread * threads > detail::kMaxSharedBytes)
+    threads /= 2;
+  if (perThread * threads > detail::kMaxSharedBytes)
+    throw DeviceError("fp::cuda::selectiveScanGrad: a state of " +
+                      std::to_string(state) + " does not fit in shared memory");
+  const int64_t rows = batch * length, cell = channels * state;
+  cudaStream_t stream = detail::stream();
+  detail::LaunchBuffer states(size_t(rows * cell) * sizeof(Real), stream);
+  detail::LaunchBuffer partialA(size_t(batch * cell) * sizeof(Real), stream);
+  Real *scratch = states.as<Real>();
+
+  detail::launch("selectiveScanGrad (states)", detail::scanStatesKernel<Real>,
+                 detail::blocksFor(batch * channels), detail::kThreads, 0,
+                 stream, u, delta, a, bm, batch, length, channels, state,
+                 scratch);
+  const int64_t sumBlocks =
+      (rows * state + detail::kThreads / 32 - 1) / (detail::kThreads / 32);
+  detail::launch("selectiveScanGrad (dC)", detail::channelSumKernel<Real>,
+                 sumBlocks, detail::kThreads, 0, stream, grad,
+                 static_cast<const Real *>(scratch), rows, state, channels, dC);
+  const int64_t blocksPerSample = (channels + threads - 1) / threads;
+  detail::launch("selectiveScanGrad (adjoint)", detail::scanAdjointKernel<Real>,
+                 batch * blocksPerSample, threads, perThread * threads, stream,
+                 u, delta, a, bm, cm, grad, batch, length, channels, state,
+                 scratch, du, dDelta, partialA.as<Real>());
+  detail::launch("selectiveScanGrad (dB)", detail::channelSumKernel<Real>,
+                 sumBlocks, detail::kThreads, 0, stream,
+                 static_cast<const Real *>(nullptr),
+                 static_cast<const Real *>(scratch), rows, state, channels, dB);
+  sumColumns(static_cast<const Real *>(partialA.as<Real>()), batch, cell, dA);
+}
+
+} // namespace fp::cuda
+
+#endif // FP_RUNTIME_KERNELS_DEVICEGRADIENTS_CUH
