@@ -4,8 +4,10 @@
 # Runs the fp-bench binary as a user would: command-line mistakes (exit 2, one
 # line on stderr), a missing library and a library without a reference
 # (exit 1, a message naming the problem), and, given a directory of compiled
-# models, a short run of fp_mamba_householder1 in f64 whose table is checked:
-# both implementations timed, the same iterations, outputs within 1e-8.
+# models, a short training-mode run of fp_mamba_householder1 in f64 whose
+# tables are checked: the forward and the training step of both
+# implementations timed, the same iterations, outputs and input gradients
+# within 1e-8, and on the CPU no kernel counts or peak memory claimed.
 #
 # usage: fp_bench_test.py FP_BENCH FIXTURE_LIBRARY [MODELS_DIR]
 #
@@ -78,6 +80,8 @@ def main():
                  "--threads needs a value")
     expect_error(binary, ["--model", "x.so", "extra"], 2,
                  "unexpected argument 'extra'")
+    expect_error(binary, ["--model", "x.so", "--device", "gpu"], 2,
+                 "--device is 'cpu' or 'cuda', got 'gpu'")
 
     missing = os.path.join(os.path.dirname(fixture), "no_such_model.so")
     expect_error(binary, ["--model", missing], 1,
@@ -87,35 +91,62 @@ def main():
                  "--reference NAME")
     expect_error(binary, ["--model", fixture, "--reference", "gru"], 1,
                  "no reference for model 'gru'")
+    # Without CUDA in LibTorch the device is refused first; with it, the
+    # fixture is (it names no model).
+    result = run(binary, ["--model", fixture, "--device", "cuda"])
+    check(result.returncode == 1 and (
+        "this LibTorch has no CUDA support" in result.stderr
+        or "names no model" in result.stderr),
+        "--device cuda is refused without CUDA, or the fixture is")
 
     library = os.path.join(models, "fp_mamba_householder1.so") if models else ""
     if library and os.path.exists(library):
         result = run(binary, ["--model", library, "--batch", "2",
-                              "--seq-len", "5", "--dtype", "f64",
+                              "--seq-len", "5", "--dtype", "f64", "--mode", "train",
                               "--repeats", "2", "--warmup", "1",
                               "--threads", "1", "--seed", "7"])
         check(result.returncode == 0, "a real run exits 0")
-        rows = {}
+        # Sections: "forward ..." and "training step ...", each a table with
+        # a compiled and an eager row.
+        sections, current = {}, None
         for line in result.stdout.splitlines():
+            if line.startswith("forward"):
+                current = sections.setdefault("forward", {})
+            elif line.startswith("training step"):
+                current = sections.setdefault("step", {})
             fields = line.split()
-            if fields and fields[0] in ("compiled", "eager"):
-                rows[fields[0]] = [float(x) for x in fields[1:]]
-        check(set(rows) == {"compiled", "eager"},
-              f"the table has a compiled and an eager row: {rows}")
-        if set(rows) == {"compiled", "eager"}:
-            for name, (median, minimum, iterations, per) in rows.items():
-                check(0 < minimum <= median, f"{name}: 0 < min <= median")
-                check(iterations >= 2, f"{name}: at least two iterations")
+            if current is not None and fields and fields[0] in ("compiled",
+                                                                 "eager"):
+                current[fields[0]] = fields[1:]
+        check(set(sections) == {"forward", "step"},
+              f"a forward and a training-step table: {sorted(sections)}")
+        for section, rows in sections.items():
+            check(set(rows) == {"compiled", "eager"},
+                  f"{section}: a compiled and an eager row: {rows}")
+            if set(rows) != {"compiled", "eager"}:
+                continue
+            for name, fields in rows.items():
+                median, minimum, iterations, per = map(float, fields[:4])
+                check(0 < minimum <= median,
+                      f"{section} {name}: 0 < min <= median")
+                check(iterations >= 2,
+                      f"{section} {name}: at least two iterations")
                 check(abs(per - median / iterations) <= 1e-3 * median,
-                      f"{name}: time per iteration is median / iterations")
+                      f"{section} {name}: time per iteration is median / "
+                      "iterations")
+                check(fields[4:] == ["-", "-", "-"],
+                      f"{section} {name}: no kernel, sync or memory figures "
+                      f"on the CPU: {fields[4:]}")
             check(rows["compiled"][2] == rows["eager"][2],
-                  "both take the same iterations")
-        difference = re.search(r"max relative difference\s+(\S+)",
-                               result.stdout)
-        check(difference is not None and float(difference.group(1)) <= 1e-8,
-              "the outputs agree in f64")
-        check(re.search(r"speedup\s+\d+\.\d+x", result.stdout) is not None,
-              "the speedup is printed")
+                  f"{section}: both take the same iterations")
+        for label in ("forward output", "training-step dL/dx"):
+            difference = re.search(label + r"\s+(\S+)", result.stdout)
+            check(difference is not None and float(difference.group(1)) <= 1e-8,
+                  f"{label}: compiled and eager agree in f64")
+        check(len(re.findall(r"speedup \d+\.\d+x", result.stdout)) == 2,
+              "a speedup per table")
+        check("not counted (counted on CUDA only)" in result.stdout,
+              "the CPU run says why nothing is counted")
         check("1 threads" in result.stdout, "--threads 1 is in effect")
     elif library:
         check(False, f"{library} is missing; build the target FpTestModels")

@@ -3,19 +3,31 @@
 // Benchmarks one layer of a model library against the eager reference layer
 // that computes the same function (fp/Runtime/ReferenceImport.h): both built
 // in one process on the same weights (the reference's, drawn from --seed and
-// imported into the compiled layer) and the same random input, forward only.
-// Prints per implementation the median and minimum time per call over the
-// repeats, the fixed-point iterations and the time per iteration, then the
-// largest relative difference of the outputs and the speedup.
+// imported into the compiled layer) and the same random input, on the CPU or
+// a CUDA device. Per implementation it times the forward without gradients
+// and, in training mode, the training step (the forward with gradients and
+// the backward of ⟨w, layer(x)⟩ for a fixed random w), and reports the
+// fixed-point iterations, the time per iteration and, where it can count
+// them, the kernels per iteration, the blocking host syncs per call and the
+// peak device memory of a call; then the largest relative differences of the
+// outputs and input gradients, and the speedups.
 //
 // Exit status: 0 done; 1 an error while loading or running; 2 a bad command
 // line (one line on stderr).
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceCounters.h"
+
 #include "fp/Runtime/ReferenceImport.h"
 
 #include <fmt/format.h>
+#include <torch/cuda.h>
+
+#if FP_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <cuda_runtime.h>
+#endif
 
 #include <dlfcn.h>
 
@@ -25,6 +37,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,18 +55,23 @@ constexpr const char *usage =
     R"(usage: fp-bench --model PATH [options]
 
 Runs one layer of a compiled model library and the eager reference layer that
-computes the same function on the same weights and input, forward only, and
-prints the time per call, the fixed-point iterations, the largest relative
-difference of the outputs and the speedup of the compiled layer.
+computes the same function on the same weights and input, and prints per
+implementation the time per forward call (no gradients) and, with --mode
+train, per training step (forward with gradients and backward), the
+fixed-point iterations and the time per iteration; on CUDA also the kernels
+per iteration, the blocking host syncs per call and the peak device memory of
+a call; then the largest relative differences and the speedups.
 
 options:
   --model PATH        the model library (.so) built by fpc (required)
+  --device cpu|cuda   where both run (default cpu); cuda needs a LibTorch with
+                      CUDA and a library compiled with --target=cuda or all
   --batch N           batch size B (default 64)
   --seq-len N         sequence length T (default 17)
   --dtype f32|f64     element type (default f32)
   --mode eval|train   solver rule: evaluation (every sample converges, cap
-                      max_iter_eval) or training (quantile, max_iter_train)
-                      (default eval)
+                      max_iter_eval) or training (quantile, max_iter_train,
+                      and the training step is timed too) (default eval)
   --repeats N         timed calls per implementation (default 5)
   --warmup N          untimed calls before them (default 1)
   --threads N         CPU threads for both (default: LibTorch's choice)
@@ -67,6 +85,7 @@ exit status: 0 done, 1 an error while loading or running, 2 a bad command line
 
 struct Options {
   std::string model;
+  bool cuda = false;
   int64_t batch = 64;
   int64_t seqLen = 17;
   torch::Dtype dtype = torch::kFloat32;
@@ -101,6 +120,13 @@ Options parseOptions(const std::vector<std::string> &args) {
   Options options;
   std::map<std::string, std::function<void(const std::string &)>> flags = {
       {"model", [&](const std::string &v) { options.model = v; }},
+      {"device",
+       [&](const std::string &v) {
+         if (v != "cpu" && v != "cuda")
+           throw UsageError(
+               fmt::format("--device is 'cpu' or 'cuda', got '{}'", v));
+         options.cuda = v == "cuda";
+       }},
       {"batch",
        [&](const std::string &v) {
          options.batch = parseInteger("batch", v, 1);
@@ -192,11 +218,15 @@ void setThreads(int64_t threads) {
     set(static_cast<int>(threads));
 }
 
-/// Times of one implementation's calls, in milliseconds.
+/// What one implementation's calls of one kind took.
 struct Timing {
-  std::vector<double> calls;
-  double meanIterations = 0;
-  torch::Tensor output;
+  std::vector<double> calls;  ///< milliseconds
+  double meanIterations = 0;  ///< per sample, of the last call
+  double batchIterations = 0; ///< the largest per-sample count
+  std::optional<fp::bench::DeviceCounts> counts; ///< of one extra call
+  int64_t solverWaits = 0;                       ///< of that call
+  std::optional<double> peakBytes;               ///< of that call
+  torch::Tensor output, inputGrad;
 
   double median() const {
     std::vector<double> sorted = calls;
@@ -207,30 +237,165 @@ struct Timing {
   double min() const { return *std::min_element(calls.begin(), calls.end()); }
 };
 
-Timing measure(const std::function<torch::Tensor()> &call,
-               const std::function<torch::Tensor()> &iterations,
-               const Options &options) {
+/// One call of an implementation: its output, its input's gradient (for a
+/// training step) and the per-sample iterations it reports.
+struct Call {
+  std::function<std::pair<torch::Tensor, torch::Tensor>()> run;
+  std::function<torch::Tensor()> iterations;
+  std::function<int64_t()> solverWaits;
+};
+
+/// Measures device memory of one call: the most allocated at once beyond
+/// what was allocated when it started, through LibTorch's CUDA allocator and
+/// the device's default stream-ordered pool (which model libraries use for
+/// short-lived scratch).
+class PeakMemory {
+public:
+  explicit PeakMemory(const torch::Device &device) : device(device) {}
+
+  bool available() const {
+#if FP_TORCH_CUDA
+    return device.is_cuda();
+#else
+    return false;
+#endif
+  }
+
+  void begin() {
+#if FP_TORCH_CUDA
+    const int index = device.index();
+    c10::cuda::CUDACachingAllocator::resetPeakStats(index);
+    start = c10::cuda::CUDACachingAllocator::getDeviceStats(index)
+                .allocated_bytes[0]
+                .current;
+    if (cudaDeviceGetDefaultMemPool(&pool, index) == cudaSuccess) {
+      cuuint64_t zero = 0;
+      (void)cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero);
+    } else {
+      (void)cudaGetLastError();
+      pool = nullptr;
+    }
+#endif
+  }
+
+  double end() {
+#if FP_TORCH_CUDA
+    torch::cuda::synchronize(device.index());
+    double peak =
+        double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
+                   .allocated_bytes[0]
+                   .peak -
+               start);
+    cuuint64_t high = 0;
+    if (pool && cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh,
+                                        &high) == cudaSuccess)
+      peak += double(high);
+    return peak;
+#else
+    return 0;
+#endif
+  }
+
+private:
+  torch::Device device;
+#if FP_TORCH_CUDA
+  int64_t start = 0;
+  cudaMemPool_t pool = nullptr;
+#endif
+};
+
+void synchronize(const torch::Device &device) {
+  if (device.is_cuda())
+    torch::cuda::synchronize(device.index());
+}
+
+/// Times `call` (after the warm-up calls), then runs it once more to count
+/// kernels and syncs and to measure memory where that is possible.
+Timing measure(const Call &call, const Options &options,
+               const torch::Device &device, fp::bench::DeviceCounter *counter) {
   Timing timing;
   for (int64_t i = 0; i < options.warmup; ++i)
-    call();
+    call.run();
+  synchronize(device);
   for (int64_t i = 0; i < options.repeats; ++i) {
     auto start = std::chrono::steady_clock::now();
-    torch::Tensor output = call();
+    auto [output, inputGrad] = call.run();
+    synchronize(device);
     auto stop = std::chrono::steady_clock::now();
     timing.calls.push_back(
         std::chrono::duration<double, std::milli>(stop - start).count());
-    if (i == 0)
+    if (i == 0) {
       timing.output = output;
+      timing.inputGrad = inputGrad;
+    }
   }
-  torch::Tensor counts = iterations();
-  timing.meanIterations =
-      counts.defined() ? counts.to(torch::kDouble).mean().item<double>() : 1;
+  torch::Tensor counts = call.iterations();
+  if (counts.defined()) {
+    counts = counts.to(torch::kCPU, torch::kDouble);
+    timing.meanIterations = counts.mean().item<double>();
+    timing.batchIterations = counts.max().item<double>();
+  } else {
+    timing.meanIterations = timing.batchIterations = 1;
+  }
+
+  PeakMemory memory(device);
+  if (counter || memory.available()) {
+    if (memory.available())
+      memory.begin();
+    if (counter)
+      counter->begin();
+    call.run();
+    if (counter)
+      timing.counts = counter->end();
+    if (memory.available())
+      timing.peakBytes = memory.end();
+    timing.solverWaits = call.solverWaits();
+  }
   return timing;
+}
+
+double relativeDifference(const torch::Tensor &actual,
+                          const torch::Tensor &expected) {
+  return ((actual - expected).abs().max() / expected.abs().max())
+      .item<double>();
+}
+
+void printTable(const char *title, const Timing &compiled,
+                const Timing &eager) {
+  fmt::print("{}\n", title);
+  fmt::print("{:<10} {:>11} {:>11} {:>11} {:>13} {:>15} {:>13} {:>10}\n", "",
+             "median ms", "min ms", "iterations", "ms/iteration",
+             "kernels/iter.", "host syncs", "peak MiB");
+  for (const auto &[name, timing] :
+       {std::pair<const char *, const Timing &>{"compiled", compiled},
+        std::pair<const char *, const Timing &>{"eager", eager}}) {
+    std::string kernels = "-", syncs = "-", peak = "-";
+    if (timing.counts) {
+      kernels = fmt::format("{:.1f}", double(timing.counts->kernels) /
+                                          timing.batchIterations);
+      syncs = fmt::format("{}", timing.counts->syncs + timing.solverWaits);
+    }
+    if (timing.peakBytes)
+      peak = fmt::format("{:.1f}", *timing.peakBytes / (1024.0 * 1024.0));
+    fmt::print("{:<10} {:>11.3f} {:>11.3f} {:>11.2f} {:>13.4f} {:>15} {:>13} "
+               "{:>10}\n",
+               name, timing.median(), timing.min(), timing.meanIterations,
+               timing.median() / timing.batchIterations, kernels, syncs, peak);
+  }
+  fmt::print("speedup {:.2f}x (median eager / median compiled)\n\n",
+             eager.median() / compiled.median());
 }
 
 int run(const Options &options) {
   if (options.threads > 0)
     setThreads(options.threads);
+  if (options.cuda && !torch::cuda::is_available())
+    throw std::runtime_error(
+        "--device cuda: this LibTorch has no CUDA support or sees no CUDA "
+        "device");
+  const torch::Device device = options.cuda ? torch::Device(torch::kCUDA, 0)
+                                            : torch::Device(torch::kCPU);
+  const fp_target target = options.cuda ? FP_TARGET_CUDA : FP_TARGET_CPU;
   std::shared_ptr<const ModelLibrary> library = loadModelLibrary(options.model);
   const Manifest &manifest = library->manifest();
   const LayerInfo &layer = referenceLayerOf(manifest);
@@ -254,46 +419,108 @@ int run(const Options &options) {
   auto compiled = std::make_shared<CompiledLayer>(library, layer.name,
                                                   options.seed, options.dtype);
   importReferenceWeights(*reference, *compiled);
+  reference->to(device);
+  compiled->to(device);
   reference->train(options.training);
   compiled->train(options.training);
+  const auto tensorOptions = torch::TensorOptions().dtype(options.dtype);
   torch::Tensor input =
-      torch::randn({options.batch, options.seqLen, layer.dModel},
-                   torch::TensorOptions().dtype(options.dtype));
+      torch::randn({options.batch, options.seqLen, layer.dModel}, tensorOptions)
+          .to(device);
+  torch::Tensor weights = torch::randn_like(input);
 
-  torch::NoGradGuard noGrad;
-  Timing compiledTiming =
-      measure([&] { return compiled->forward(input); },
-              [&] { return compiled->lastIterations; }, options);
-  Timing eagerTiming =
-      measure([&] { return reference->forward(input); },
-              [&] { return reference->lastIterations; }, options);
+  std::string countsUnavailable;
+  std::unique_ptr<fp::bench::DeviceCounter> counter;
+  if (options.cuda)
+    counter = fp::bench::DeviceCounter::create(countsUnavailable);
+  else
+    countsUnavailable = "counted on CUDA only";
 
-  torch::Tensor difference =
-      (compiledTiming.output - eagerTiming.output).abs().max() /
-      eagerTiming.output.abs().max();
+  auto forwardOf =
+      [&](torch::nn::Module &module,
+          const std::function<torch::Tensor(torch::Tensor)> &forward) {
+        (void)module;
+        return [forward, &input]() {
+          torch::NoGradGuard noGrad;
+          return std::make_pair(forward(input), torch::Tensor());
+        };
+      };
+  auto stepOf =
+      [&](torch::nn::Module &module,
+          const std::function<torch::Tensor(torch::Tensor)> &forward) {
+        return [&module, forward, &input, &weights]() {
+          module.zero_grad();
+          torch::Tensor x = input.detach().requires_grad_(true);
+          torch::Tensor output = forward(x);
+          (output * weights).sum().backward();
+          return std::make_pair(output.detach(), x.grad());
+        };
+      };
+  auto compiledForward = [&](torch::Tensor x) { return compiled->forward(x); };
+  auto eagerForward = [&](torch::Tensor x) { return reference->forward(x); };
+  auto compiledIterations = [&] { return compiled->lastIterations; };
+  auto eagerIterations = [&] { return reference->lastIterations; };
+  auto compiledWaits = [&] { return compiled->lastHostWaits; };
+  auto noWaits = [] { return int64_t(0); };
+
+  Timing compiledForwardTiming = measure({forwardOf(*compiled, compiledForward),
+                                          compiledIterations, compiledWaits},
+                                         options, device, counter.get());
+  Timing eagerForwardTiming =
+      measure({forwardOf(*reference, eagerForward), eagerIterations, noWaits},
+              options, device, counter.get());
+
+  const bool withStep = options.training && layer.hasBackward(target);
+  std::optional<Timing> compiledStep, eagerStep;
+  if (withStep) {
+    compiledStep = measure(
+        {stepOf(*compiled, compiledForward), compiledIterations, compiledWaits},
+        options, device, counter.get());
+    eagerStep =
+        measure({stepOf(*reference, eagerForward), eagerIterations, noWaits},
+                options, device, counter.get());
+  }
 
   fmt::print("fp-bench: model {} ({}), layer '{}', d_model {}\n", modelName,
              options.model, layer.name, layer.dModel);
-  fmt::print("          batch {}, seq-len {}, {}, {}, {} repeats after {} "
+  fmt::print("          {}, batch {}, seq-len {}, {}, {}, {} repeats after {} "
              "warmup, {} threads, seed {}\n\n",
-             options.batch, options.seqLen,
+             options.cuda ? "cuda" : "cpu", options.batch, options.seqLen,
              options.dtype == torch::kFloat64 ? "f64" : "f32",
              options.training ? "train" : "eval", options.repeats,
              options.warmup, torch::get_num_threads(), options.seed);
-  fmt::print("{:<10} {:>12} {:>12} {:>12} {:>16}\n", "", "median ms", "min ms",
-             "iterations", "ms / iteration");
-  for (const auto &[name, timing] :
-       {std::pair<const char *, const Timing &>{"compiled", compiledTiming},
-        std::pair<const char *, const Timing &>{"eager", eagerTiming}})
-    fmt::print("{:<10} {:>12.3f} {:>12.3f} {:>12.2f} {:>16.4f}\n", name,
-               timing.median(), timing.min(), timing.meanIterations,
-               timing.median() / timing.meanIterations);
-  fmt::print("\nmax relative difference  {:.3e}  (max|compiled - eager| / "
-             "max|eager|)\n",
-             difference.item<double>());
-  fmt::print("speedup                  {:.2f}x  (median eager / median "
-             "compiled)\n",
-             eagerTiming.median() / compiledTiming.median());
+  printTable("forward (no gradients)", compiledForwardTiming,
+             eagerForwardTiming);
+  if (withStep)
+    printTable("training step (forward with gradients + backward)",
+               *compiledStep, *eagerStep);
+  else if (options.training)
+    fmt::print("training step: not timed: '{}' has no backward for {} "
+               "(compile it with fpc --backward{})\n\n",
+               options.model, options.cuda ? "cuda" : "cpu",
+               options.cuda ? " --target=cuda or all" : "");
+
+  fmt::print("max relative difference, max|compiled - eager| / max|eager|:\n");
+  fmt::print("  forward output          {:.3e}\n",
+             relativeDifference(compiledForwardTiming.output,
+                                eagerForwardTiming.output));
+  if (withStep)
+    fmt::print(
+        "  training-step dL/dx     {:.3e}\n",
+        relativeDifference(compiledStep->inputGrad, eagerStep->inputGrad));
+  fmt::print("\niterations: per-sample mean of the last call; ms/iteration "
+             "and kernels/iter. divide by the largest per-sample count.\n");
+  if (counter)
+    fmt::print("host syncs: CUDA calls that blocked the host in one call, "
+               "plus the compiled solver's waits for its progress.\n");
+  else
+    fmt::print("kernels and host syncs: not counted ({}).\n",
+               countsUnavailable);
+  if (!PeakMemory(device).available())
+    fmt::print("peak MiB: measured on CUDA only.\n");
+  else
+    fmt::print("peak MiB: device memory of one call beyond what was "
+               "allocated before it.\n");
   return 0;
 }
 

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+#===- tools/gpu-check.sh - Build, test and benchmark on a GPU machine ------===#
+#
+# Two halves, because the GPU machine has no MLIR (so no fpc) and nothing to
+# install from:
+#
+#   tools/gpu-check.sh prepare      on a machine with a built fpc (build/):
+#                                   compiles every models/*.fp and the
+#                                   benchmark configurations for CUDA and the
+#                                   host with their backward, and packs them
+#                                   with what the GPU machine lacks into
+#                                   gpu-check/bundle.tar.xz (gpu-check/ is
+#                                   git-ignored; carry it there)
+#   tools/gpu-check.sh run [STAGE]  on the GPU machine, from the repository
+#                                   root: STAGE is build, test, bench or all
+#                                   (the default), logs under $OUT (else
+#                                   build-gpu/out)
+#
+# `run` builds the runtime (FP_BUILD_COMPILER=OFF) in build-gpu/ against the
+# LibTorch of the machine's python3, with GoogleTest built from the bundled
+# source and header-only fmt and nlohmann_json; runs every runtime test on
+# the CPU against the bundled libraries; runs the compiled-vs-eager model
+# tests on CUDA (FP_TEST_DEVICE=cuda); and runs fp-bench on the
+# configurations of docs/performance.md, on CUDA, compiled and eager side by
+# side. Each stage prints a one-line verdict; the exit status is that of the
+# first stage that failed.
+#
+# Environment: FP_GPU_ARCH (prepare; default 90, the H100) names the CUDA
+# architectures to compile for; FP_BENCH_REPEATS (run; default 3).
+#
+#===------------------------------------------------------------------------===#
+
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+carried="$root/gpu-check"
+# Where the bundle is assembled (prepare) or unpacked (run).
+bundle="$root/build/gpu-check"
+
+die() {
+  echo "gpu-check: $*" >&2
+  exit 1
+}
+
+# The benchmark configurations: name, model source, fpc --set overrides,
+# fp-bench arguments.
+bench_configs() {
+  cat <<'EOF'
+s_householder1|models/fp_mamba_householder1.fp|--set d_model=512|--batch 512 --seq-len 17
+s_kronecker|models/fp_mamba_kronecker.fp|--set d_model=512|--batch 512 --seq-len 17
+lm|models/fp_mamba_lm.fp|--set n_layers=1|--batch 16 --seq-len 2048
+EOF
+}
+
+prepare() {
+  local fpc="$root/build/bin/fpc"
+  [[ -x "$fpc" ]] || die "no fpc at $fpc; build it first (scripts/build.sh)"
+  local arch="${FP_GPU_ARCH:-90}"
+  rm -rf "$bundle"
+  mkdir -p "$bundle/models" "$bundle/bench" "$bundle/lib" \
+    "$bundle/deps/include" "$bundle/deps/share/cmake" "$bundle/deps/src"
+  local cache="$root/build/gpu-check-cache"
+  local flags=(--target=all --backward --cuda-arch="$arch" --cache-dir "$cache")
+
+  local model
+  for model in "$root"/models/*.fp; do
+    local name
+    name=$(basename "$model" .fp)
+    echo "gpu-check: compiling $name (cpu + cuda sm_$arch, with backward)"
+    "$fpc" "$model" "${flags[@]}" -o "$bundle/models/$name.so"
+  done
+  local name source set args
+  while IFS='|' read -r name source set args; do
+    echo "gpu-check: compiling benchmark $name ($source $set)"
+    # shellcheck disable=SC2086 # $set holds separate words
+    "$fpc" "$root/$source" $set "${flags[@]}" -o "$bundle/bench/$name.so"
+  done < <(bench_configs)
+  strip --strip-unneeded "$bundle"/models/*.so "$bundle"/bench/*.so
+
+  # Shared libraries the model libraries need beyond glibc, the C++
+  # runtime and CUDA's own (which the GPU machine has).
+  local lib
+  for lib in $(ldd "$bundle/models/fp_mamba_householder1.so" |
+    awk '$3 ~ /^\// {print $3}'); do
+    case "$(basename "$lib")" in
+    libc.so* | libm.so* | libdl.so* | librt.so* | libpthread.so* | \
+      libstdc++.so* | libgcc_s.so* | libcu*) ;;
+    *) cp -L "$lib" "$bundle/lib/" ;;
+    esac
+  done
+
+  # Build dependencies of the runtime: GoogleTest as source (built there
+  # with LibTorch's C++ ABI), fmt and nlohmann_json as headers.
+  cp -r /usr/src/googletest "$bundle/deps/src/googletest"
+  cp -r /usr/include/fmt /usr/include/nlohmann "$bundle/deps/include/"
+  cp -r /usr/share/cmake/nlohmann_json "$bundle/deps/share/cmake/"
+  mkdir -p "$bundle/deps/share/cmake/fmt"
+  cat >"$bundle/deps/share/cmake/fmt/fmt-config.cmake" <<'EOF'
+# fmt, header-only, as bundled by tools/gpu-check.sh.
+if(NOT TARGET fmt::fmt)
+  add_library(fmt::fmt INTERFACE IMPORTED)
+  set_target_properties(fmt::fmt PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${CMAKE_CURRENT_LIST_DIR}/../../../include"
+    INTERFACE_COMPILE_DEFINITIONS "FMT_HEADER_ONLY=1")
+endif()
+set(fmt_FOUND TRUE)
+EOF
+  rm -rf "$carried"
+  mkdir -p "$carried"
+  tar -C "$bundle" -cJf "$carried/bundle.tar.xz" .
+  du -sh "$carried/bundle.tar.xz"
+  echo "gpu-check: prepared $carried; on the GPU machine run" \
+    "'tools/gpu-check.sh run' with gpu-check carried"
+}
+
+# Prints "stage: ok" or "stage: FAILED (see log)" and remembers a failure.
+status=0
+verdict() {
+  local stage=$1 code=$2 log=$3
+  if [[ $code -eq 0 ]]; then
+    echo "gpu-check: $stage: ok ($log)"
+  else
+    echo "gpu-check: $stage: FAILED with exit $code (see $log)"
+    [[ $status -ne 0 ]] || status=$code
+  fi
+}
+
+# Builds the runtime in build-gpu/; returns at the first failing step.
+build_runtime() {
+  local deps="$bundle/deps" torch_prefix abi cupti
+  python3 -c 'import torch; print("torch", torch.__version__,
+    "cuda", torch.version.cuda, "device",
+    torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)' ||
+    return
+  nvidia-smi || true
+  torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)') ||
+    return
+  abi=$(python3 -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))') ||
+    return
+  cupti=$(python3 -c 'import os, nvidia.cuda_cupti as c;
+print(os.path.dirname(c.__file__))' 2>/dev/null) || cupti=
+  if [[ ! -f "$deps/lib/cmake/GTest/GTestConfig.cmake" ]]; then
+    cmake -G Ninja -S "$deps/src/googletest" -B "$deps/build-gtest" \
+      -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$deps" \
+      -DCMAKE_CXX_FLAGS="-D_GLIBCXX_USE_CXX11_ABI=$abi" -DBUILD_GMOCK=ON ||
+      return
+    cmake --build "$deps/build-gtest" --target install || return
+  fi
+  cmake -G Ninja -S "$root" -B "$root/build-gpu" -DCMAKE_BUILD_TYPE=Release \
+    -DFP_BUILD_COMPILER=OFF -DFP_ENABLE_CUDA=ON \
+    -DCMAKE_PREFIX_PATH="$deps;$torch_prefix" \
+    ${cupti:+-DFP_CUPTI_ROOT="$cupti"} || return
+  cmake --build "$root/build-gpu"
+}
+
+stage_build() {
+  local log="$out/build.log" code=0
+  build_runtime >"$log" 2>&1 || code=$?
+  verdict build $code "$log"
+  [[ $code -eq 0 ]] || tail -30 "$log"
+}
+
+stage_test() {
+  local log="$out/ctest.log" code=0
+  export FP_TEST_MODELS_DIR="$bundle/models"
+  # The runtime's tests on the CPU, the libraries included.
+  ctest --test-dir "$root/build-gpu" -j 8 --output-on-failure \
+    >"$log" 2>&1 || code=$?
+  verdict "runtime tests (cpu)" $code "$log"
+  tail -5 "$log"
+  # Compiled vs eager on CUDA: forward and one-step gradients of every model.
+  log="$out/gpu-models.log"
+  code=0
+  FP_TEST_DEVICE=cuda "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
+    >"$log" 2>&1 || code=$?
+  verdict "compiled vs eager models (cuda)" $code "$log"
+  grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
+}
+
+stage_bench() {
+  local log="$out/bench.log" code=0 repeats="${FP_BENCH_REPEATS:-3}"
+  : >"$log"
+  local name source set args mode
+  while IFS='|' read -r name source set args; do
+    for mode in eval train; do
+      echo "== $name, $mode: fp-bench --model $name.so $args" >>"$log"
+      # shellcheck disable=SC2086 # $args holds separate words
+      "$root/build-gpu/bin/fp-bench" --model "$bundle/bench/$name.so" \
+        --device cuda --mode "$mode" --repeats "$repeats" $args \
+        >>"$log" 2>&1 || code=$?
+      echo >>"$log"
+    done
+  done < <(bench_configs)
+  verdict "benchmarks (cuda)" $code "$log"
+  cat "$log"
+}
+
+run() {
+  local stage=${1:-all}
+  bundle="$root/build-gpu/bundle"
+  if [[ ! -d "$bundle/models" ]]; then
+    [[ -f "$carried/bundle.tar.xz" ]] ||
+      die "no $carried/bundle.tar.xz; run 'tools/gpu-check.sh prepare' on a" \
+        "machine with fpc and carry gpu-check"
+    mkdir -p "$bundle"
+    tar -C "$bundle" -xJf "$carried/bundle.tar.xz"
+  fi
+  out="${OUT:-$root/build-gpu/out}"
+  mkdir -p "$out"
+  export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  case "$stage" in
+  build) stage_build ;;
+  test) stage_test ;;
+  bench) stage_bench ;;
+  all)
+    stage_build
+    if [[ $status -eq 0 ]]; then
+      stage_test
+      stage_bench
+    fi
+    ;;
+  *) die "unknown stage '$stage'; one of build, test, bench, all" ;;
+  esac
+  return "$status"
+}
+
+case "${1:-}" in
+prepare) prepare ;;
+run)
+  shift
+  run "$@"
+  ;;
+*)
+  echo "usage: tools/gpu-check.sh prepare | run [build|test|bench|all]" >&2
+  exit 2
+  ;;
+esac
