@@ -438,7 +438,7 @@ int run(const Options &options) {
 
   auto forwardOf =
       [&](torch::nn::Module &module,
-          const std::function<torch::Tensor(torch::Tensor)> &forward) {
+          const std::function<torch::Tensor(const torch::Tensor &)> &forward) {
         (void)module;
         return [forward, &input]() {
           torch::NoGradGuard noGrad;
@@ -447,7 +447,7 @@ int run(const Options &options) {
       };
   auto stepOf =
       [&](torch::nn::Module &module,
-          const std::function<torch::Tensor(torch::Tensor)> &forward) {
+          const std::function<torch::Tensor(const torch::Tensor &)> &forward) {
         return [&module, forward, &input, &weights]() {
           module.zero_grad();
           torch::Tensor x = input.detach().requires_grad_(true);
@@ -456,8 +456,12 @@ int run(const Options &options) {
           return std::make_pair(output.detach(), x.grad());
         };
       };
-  auto compiledForward = [&](torch::Tensor x) { return compiled->forward(x); };
-  auto eagerForward = [&](torch::Tensor x) { return reference->forward(x); };
+  auto compiledForward = [&](const torch::Tensor &x) {
+    return compiled->forward(x);
+  };
+  auto eagerForward = [&](const torch::Tensor &x) {
+    return reference->forward(x);
+  };
   auto compiledIterations = [&] { return compiled->lastIterations; };
   auto eagerIterations = [&] { return reference->lastIterations; };
   auto compiledWaits = [&] { return compiled->lastHostWaits; };
