@@ -38,6 +38,7 @@ void mlir::fp::addBackwardDerivation(OpPassManager &pm) {
 
 void mlir::fp::addFusion(OpPassManager &pm) {
   OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(createFpMergeLinears());
   func.addPass(createFpFuseMixScan());
   func.addPass(createCSEPass());
 }

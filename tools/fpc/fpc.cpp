@@ -120,8 +120,9 @@ cl::opt<std::string> cacheDir(
              "else $XDG_CACHE_HOME/fpc, else ~/.cache/fpc)"),
     cl::value_desc("dir"), cl::cat(fpcCategory));
 cl::opt<bool> noFuse("no-fuse",
-                     cl::desc("Run every per-token op and scan as a kernel of "
-                              "its own (skip fp-fuse-mix-scan)"),
+                     cl::desc("Run every linear map, per-token op and scan as "
+                              "a kernel of its own (skip fp-merge-linears and "
+                              "fp-fuse-mix-scan)"),
                      cl::cat(fpcCategory));
 cl::opt<bool> withBackward(
     "backward",
@@ -359,8 +360,10 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
       "fp/Runtime/Kernels/Common.h",        "fp/Runtime/Kernels/Fused.h",
       "fp/Runtime/Kernels/Host.h",          "fp/Runtime/Kernels/HostEntry.h",
       "fp/Runtime/Kernels/HostGradients.h", "fp/Runtime/ModelABI.h"};
-  if (nvccProgram)
+  if (nvccProgram) {
     headers.push_back("fp/Runtime/Kernels/Device.cuh");
+    headers.push_back("fp/Runtime/Kernels/DeviceGradients.cuh");
+  }
   for (StringRef header : headers) {
     SmallString<256> path(runtimeIncludeDir());
     llvm::sys::path::append(path, header);
@@ -436,7 +439,9 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
-  cl::HideUnrelatedOptions({&fpcCategory, &cl::getGeneralCategory()});
+  // LLVM and MLIR options still parse (--mlir-print-ir-after-all and the
+  // like) but are not listed: --help shows what a user of fpc sets.
+  cl::HideUnrelatedOptions(fpcCategory);
   cl::ParseCommandLineOptions(argc, argv, "fpc: the fp compiler\n");
   if (hostArch.empty() || !llvm::all_of(hostArch.getValue(), [](char c) {
         return llvm::isAlnum(c) || llvm::is_contained("._+-", c);

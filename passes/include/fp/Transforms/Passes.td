@@ -94,6 +94,40 @@ def FpDeriveBackward : Pass<"fp-derive-backward", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def FpMergeLinears : Pass<"fp-merge-linears", "func::FuncOp"> {
+  let summary = "one GEMM for the linear maps of one input in a fixed-point "
+                "body";
+  let description = [{
+    Inside a fixed-point body, plain linear maps (no gain) of the same input
+    whose weights (and biases) are defined outside the loop become one
+    linear map with the weights stacked by rows, followed by one
+    `fp.slice` per original result. The stacked weight is built once,
+    before the loop, by flattening each `[out_i, in]` weight, concatenating
+    and reshaping to `[Σ out_i, in]`; when some members have a bias, the
+    biases (zeros for the others) are concatenated the same way. Members
+    are the linear maps of one block, so nested bodies merge separately.
+
+    ```mlir
+    // before: three GEMMs per step, each reading %ybar
+    %u = fp.linear %ybar, %w0 : (...) -> tensor<?x?x64xf32>
+    %g = fp.linear %ybar, %w1 : (...) -> tensor<?x?x1xf32>
+    %bc = fp.linear %ybar, %w2 : (...) -> tensor<?x?x32xf32>
+    // after: %w = [%w0; %w1; %w2] before the loop, one GEMM per step
+    %all = fp.linear %ybar, %w : (...) -> tensor<?x?x97xf32>
+    %u = fp.slice %all[0 : 64] : ...
+    %g = fp.slice %all[64 : 65] : ...
+    %bc = fp.slice %all[65 : 97] : ...
+    ```
+
+    The slices are per-token ops, so `fp-fuse-mix-scan` folds them into the
+    kernels that read them. Each output element is the same dot product as
+    before; only the library's blocking of the larger product may change
+    the order of its summation.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::fp::FPDialect"];
+}
+
 def FpFuseMixScan : Pass<"fp-fuse-mix-scan", "func::FuncOp"> {
   let summary = "group per-token chains, mixers and scans into fp.kernel ops";
   let description = [{

@@ -21,7 +21,8 @@ struct FpPipelineOptions : public PassPipelineOptions<FpPipelineOptions> {
       llvm::cl::init(true)};
   PassOptions::Option<bool> fuse{
       *this, "fuse",
-      llvm::cl::desc("group per-token work and scans into fp.kernel ops"),
+      llvm::cl::desc("merge the GEMMs of one input in fixed-point bodies and "
+                     "group per-token work and scans into fp.kernel ops"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> backward{
       *this, "backward",
@@ -39,7 +40,8 @@ void addHoisting(OpPassManager &pm);
 /// Derives every layer's backward function.
 void addBackwardDerivation(OpPassManager &pm);
 
-/// Groups per-token chains, mixers and scans into kernels.
+/// Merges the linear maps of one input in fixed-point bodies into one GEMM,
+/// then groups per-token chains, mixers and scans into kernels.
 void addFusion(OpPassManager &pm);
 
 /// Lowers fixed-point loops to scf.while with explicit solver steps.
