@@ -20,9 +20,10 @@
 # LibTorch of the machine's python3, with GoogleTest built from the bundled
 # source and header-only fmt and nlohmann_json; runs every runtime test on
 # the CPU against the bundled libraries; runs the compiled-vs-eager model
-# tests on CUDA (FP_TEST_DEVICE=cuda); and runs fp-bench on the
-# configurations of docs/performance.md, on CUDA, compiled and eager side by
-# side. Each stage prints a one-line verdict; the exit status is that of the
+# tests on CUDA (FP_TEST_DEVICE=cuda), with the solver's loop as a CUDA
+# graph and again queued from the host (FP_CUDA_GRAPHS=0); and runs fp-bench
+# on the configurations of docs/performance.md, on CUDA, compiled and eager
+# side by side (the forward also with FP_CUDA_GRAPHS=0). Each stage prints a one-line verdict; the exit status is that of the
 # first stage that failed.
 #
 # Environment: FP_GPU_ARCH (prepare; default 90, the H100) names the CUDA
@@ -175,6 +176,14 @@ stage_test() {
     >"$log" 2>&1 || code=$?
   verdict "compiled vs eager models (cuda)" $code "$log"
   grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
+  # The same with the solver's loop queued from the host instead of a graph.
+  log="$out/gpu-models-no-graphs.log"
+  code=0
+  FP_TEST_DEVICE=cuda FP_CUDA_GRAPHS=0 \
+    "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
+    >"$log" 2>&1 || code=$?
+  verdict "compiled vs eager models (cuda, FP_CUDA_GRAPHS=0)" $code "$log"
+  grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
 }
 
 stage_bench() {
@@ -190,6 +199,13 @@ stage_bench() {
         >>"$log" 2>&1 || code=$?
       echo >>"$log"
     done
+    # The forward again with the loop queued from the host, for comparison.
+    echo "== $name, eval, FP_CUDA_GRAPHS=0: fp-bench --model $name.so $args" >>"$log"
+    # shellcheck disable=SC2086 # $args holds separate words
+    FP_CUDA_GRAPHS=0 "$root/build-gpu/bin/fp-bench" \
+      --model "$bundle/bench/$name.so" --device cuda --mode eval \
+      --repeats "$repeats" $args >>"$log" 2>&1 || code=$?
+    echo >>"$log"
   done < <(bench_configs)
   verdict "benchmarks (cuda)" $code "$log"
   cat "$log"

@@ -589,7 +589,9 @@ LogicalResult LayerEmitter::emitLoop(scf::WhileOp loop) {
     if (name(init) != name(iterate))
       w.line("kernels::copy({0}, {1}, {2});", name(init),
              shape(init).numElements(), name(iterate));
-  auto body = w.block("while ({0}.shouldContinue())", solverName);
+  // LayerPlan accepts one loop per layer, so the step holds no other loop:
+  // on CUDA it can run as a graph (Device.cuh, Solver::loop).
+  auto body = w.blockWithTrailer(");", "{0}.loop([&]", solverName);
   for (Operation &op : loop.getAfter().front().without_terminator())
     if (failed(emitOp(&op)))
       return failure();

@@ -42,13 +42,13 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK:     kernels::fill([[Y0:s[0-9]+]], B * T * 4, Real(0.0));
 //       CHECK:     kernels::Solver<Real> [[SOLVER:solver[0-9]+]](B, kSolver, args.training != 0, args.solver);
 //       CHECK:     kernels::copy([[Y0]], B * T * 4, [[Y:s[0-9]+]]);
-//       CHECK:     while ([[SOLVER]].shouldContinue()) {
+//       CHECK:     [[SOLVER]].loop([&] {
 //       CHECK:       kernels::shift([[Y]], B, T, 4, 1, [[S:s[0-9]+]]);
 //       CHECK:       kernels::unary(kernels::Sigmoid(), B * T * 4, [[S]], [[C:s[0-9]+]]);
 //       CHECK:       kernels::scan([[C]], [[XA]], B, T, 4, false, [[H:s[0-9]+]]);
 //       CHECK:       [[SOLVER]].relax([[Y]], [[H]], T, 4);
 //       CHECK:       [[SOLVER]].update();
-//       CHECK:     }
+//       CHECK:     });
 //       CHECK:     [[SOLVER]].report(args.stats);
 //       CHECK:     kernels::unary(kernels::Silu(), B * T * 4, [[Y]], [[G:s[0-9]+]]);
 //       CHECK:     kernels::copy([[G]], B * T * 4, static_cast<Real *>(args.output));
@@ -76,7 +76,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //  CUDA:   namespace kernels = fp::cuda;
 //  CUDA:   void forward(const fp_forward_args &args, char *workspace, const size_t *offsets) {
 //  CUDA:     kernels::Scope scope(args.stream);
-//  CUDA:     while ([[SOLVER:solver[0-9]+]].shouldContinue()) {
+//  CUDA:     [[SOLVER:solver[0-9]+]].loop([&] {
 //  CUDA:       kernels::scan(
 //  CUDA:       [[SOLVER]].relax(
 //  CUDA:       [[SOLVER]].update();

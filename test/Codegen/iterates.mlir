@@ -6,13 +6,13 @@
 //       CHECK:   kernels::Solver<Real> [[SOLVER:solver[0-9]+]](B, kSolver, args.training != 0, args.solver);
 //       CHECK:   kernels::copy(in, B * T * 4, [[Y:s[0-9]+]]);
 //       CHECK:   kernels::copy([[Z0:s[0-9]+]], B * T * 2, [[Z:s[0-9]+]]);
-//       CHECK:   while ([[SOLVER]].shouldContinue()) {
+//       CHECK:   [[SOLVER]].loop([&] {
 //       CHECK:     kernels::shift([[Y]], B, T, 4, 1, [[FY:s[0-9]+]]);
 //       CHECK:     kernels::unary(kernels::Silu(), B * T * 2, [[Z]], [[FZ:s[0-9]+]]);
 //       CHECK:     [[SOLVER]].relax([[Y]], [[FY]], T, 4);
 //       CHECK:     [[SOLVER]].relax([[Z]], [[FZ]], T, 2);
 //       CHECK:     [[SOLVER]].update();
-//       CHECK:   }
+//       CHECK:   });
 //       CHECK:   [[SOLVER]].report(args.stats);
 module attributes {fp.models = [{d_model = 4 : i64, layer = @pair, n_layers = 1 : i64, name = "pair", norm = "rms_norm", norm_eps = 1.000000e-05 : f64, pad_vocab_multiple = 8 : i64, tie_embeddings = true, vocab = 11 : i64}]} {
   func.func @pair(%u: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?xi32>) attributes {fp.layer} {

@@ -38,6 +38,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
@@ -316,12 +317,68 @@ namespace detail {
 /// Scratch of a fused kernel above this size lives in global memory.
 inline constexpr size_t kMaxFusedSharedBytes = 48 * 1024;
 
-/// Device memory for one launch, allocated and freed in stream order.
+/// While a solver captures its step into a graph (Solver::loop), the
+/// launch buffers of the step cannot be graph nodes: a loop body admits
+/// only kernels, copies and memsets. They are allocated instead on the
+/// stream the graph will run on, ahead of it, and freed there after it.
+class CaptureArena {
+public:
+  explicit CaptureArena(cudaStream_t stream) : stream(stream) {}
+  CaptureArena(const CaptureArena &) = delete;
+  CaptureArena &operator=(const CaptureArena &) = delete;
+  ~CaptureArena() { release(); }
+
+  /// `bytes` of device memory that stays valid until release().
+  void *allocate(size_t bytes) {
+    void *memory = nullptr;
+    cudaError_t status = cudaMallocAsync(&memory, bytes, stream);
+    bool isPooled = true;
+    if (status == cudaErrorNotSupported) {
+      (void)cudaGetLastError();
+      isPooled = false;
+      status = cudaMalloc(&memory, bytes);
+    }
+    check(status, "fused kernel (allocating scratch for a captured step)");
+    blocks.push_back({memory, isPooled});
+    return memory;
+  }
+
+  /// Frees every block in stream order after the work queued so far.
+  void release() noexcept {
+    for (const Block &block : blocks)
+      if ((block.pooled ? cudaFreeAsync(block.memory, stream)
+                        : cudaFree(block.memory)) != cudaSuccess)
+        (void)cudaGetLastError();
+    blocks.clear();
+  }
+
+  /// The arena of the capture in progress on this thread, if any.
+  static CaptureArena *&active() {
+    static thread_local CaptureArena *arena = nullptr;
+    return arena;
+  }
+
+private:
+  struct Block {
+    void *memory;
+    bool pooled;
+  };
+  cudaStream_t stream;
+  std::vector<Block> blocks;
+};
+
+/// Device memory for one launch, allocated and freed in stream order (or
+/// taken from the capture's arena while a step is captured).
 class LaunchBuffer {
 public:
   LaunchBuffer(size_t bytes, cudaStream_t stream) : stream(stream) {
     if (bytes == 0)
       return;
+    if (CaptureArena *arena = CaptureArena::active()) {
+      memory = arena->allocate(bytes);
+      owned = false;
+      return;
+    }
     cudaError_t status = cudaMallocAsync(&memory, bytes, stream);
     if (status == cudaErrorNotSupported) {
       (void)cudaGetLastError();
@@ -333,7 +390,7 @@ public:
   LaunchBuffer(const LaunchBuffer &) = delete;
   LaunchBuffer &operator=(const LaunchBuffer &) = delete;
   ~LaunchBuffer() {
-    if (!memory)
+    if (!memory || !owned)
       return;
     if ((pooled ? cudaFreeAsync(memory, stream) : cudaFree(memory)) !=
         cudaSuccess)
@@ -347,6 +404,7 @@ private:
   cudaStream_t stream;
   void *memory = nullptr;
   bool pooled = true;
+  bool owned = true;
 };
 
 /// Block `blockIdx.x` computes rows blockIdx.x, + gridDim.x, ... with its
@@ -363,16 +421,21 @@ __global__ void tokenKernel(Kernel kernel, int64_t rows, int64_t scratch,
   }
 }
 
-/// Block b computes sample b's tokens in time order.
+/// Block b computes sample b's tokens in time order, its scan state zeroed
+/// first.
 template <typename Real, typename Kernel>
 __global__ void sampleKernel(Kernel kernel, int64_t length, int64_t scratch,
                              Real *global, int64_t state, Real *states) {
   const int64_t b = blockIdx.x;
   Real *buffer =
       global ? global + b * scratch : reinterpret_cast<Real *>(sharedBytes());
+  Real *own = states + b * state;
+  for (int64_t i = threadIdx.x; i < state; i += blockDim.x)
+    own[i] = Real(0);
   BlockTeam team;
+  team.sync();
   for (int64_t t = 0; t < length; ++t) {
-    kernel(team, b * length + t, t, buffer, states + b * state);
+    kernel(team, b * length + t, t, buffer, own);
     team.sync();
   }
 }
@@ -414,10 +477,6 @@ inline void forEachSample(int64_t batch, int64_t length, int64_t scratch,
                               detail::stream());
   const size_t stateBytes = size_t(state) * sizeof(Real) * size_t(batch);
   detail::LaunchBuffer states(stateBytes, detail::stream());
-  if (stateBytes)
-    detail::check(
-        cudaMemsetAsync(states.as<Real>(), 0, stateBytes, detail::stream()),
-        "forEachSample (zeroing the scan state)");
   detail::launch("forEachSample", &detail::sampleKernel<Real, Kernel>, batch,
                  detail::kThreads, shared ? bytes : 0, detail::stream(), kernel,
                  length, scratch, global.as<Real>(), state, states.as<Real>());
@@ -1142,6 +1201,10 @@ template <typename Real> struct SolverState {
   uint32_t generation;
   int64_t batch;
   int64_t sortSize; // batch rounded up to a power of two
+  // While the steps run as a graph's while node: its condition, which the
+  // bookkeeping kernel sets to the continue rule.
+  cudaGraphConditionalHandle loopCondition;
+  int32_t inGraph;
 };
 
 /// The word through which the device publishes a solve's progress: the
@@ -1255,8 +1318,11 @@ template <typename Real>
 __global__ void solverDecideKernel(SolverRule<Real> rule,
                                    SolverState<Real> state) {
   SolverControl *control = state.control;
-  if (!control->running)
+  if (!control->running) {
+    if (state.inGraph && threadIdx.x == 0)
+      cudaGraphSetConditional(state.loopCondition, 0);
     return;
+  }
   const int32_t steps = control->steps + 1;
   Real *sorted = state.sortScratch ? state.sortScratch
                                    : reinterpret_cast<Real *>(sharedBytes());
@@ -1303,6 +1369,8 @@ __global__ void solverDecideKernel(SolverRule<Real> rule,
     volatile unsigned long long *word = state.published;
     *word = packProgress(state.generation, steps, running);
     __threadfence_system();
+    if (state.inGraph)
+      cudaGraphSetConditional(state.loopCondition, running ? 1u : 0u);
   }
 }
 
@@ -1414,6 +1482,34 @@ inline constexpr int kDecideThreads = 512;
 /// Elements a block of the relax kernel takes per chunk, about.
 inline constexpr int64_t kRelaxChunk = 8192;
 
+/// The stream this thread captures solver steps on, one per device. A
+/// capture needs a stream of its own: the caller's may be the legacy
+/// default stream, which cannot capture. Kept for the thread's lifetime.
+inline cudaStream_t captureStream(int device) {
+  static thread_local std::vector<std::pair<int, cudaStream_t>> streams;
+  for (const auto &entry : streams)
+    if (entry.first == device)
+      return entry.second;
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+        "Solver (creating its capture stream)");
+  streams.emplace_back(device, stream);
+  return stream;
+}
+
+/// The cuBLAS workspace of a captured step (NVIDIA's recommendation for
+/// Hopper).
+inline constexpr size_t kCaptureBlasWorkspace = size_t(32) << 20;
+
+/// Whether solver loops may run as CUDA graphs: unless FP_CUDA_GRAPHS=0.
+inline bool graphLoopsEnabled() {
+  static const bool enabled = [] {
+    const char *value = std::getenv("FP_CUDA_GRAPHS");
+    return !value || std::string(value) != "0";
+  }();
+  return enabled;
+}
+
 } // namespace detail
 
 /// The fixed-point solver of spec §3 with Host.h's Solver API and results,
@@ -1427,6 +1523,13 @@ inline constexpr int64_t kRelaxChunk = 8192;
 /// running is cleared, so steps queued after the device decided to stop are
 /// no-ops and the result is that of Host.h's sequential rule.
 ///
+/// loop(step) runs the steps. It captures one step into the body of a CUDA
+/// graph's while node, whose condition the bookkeeping kernel sets, and
+/// launches the graph once: the device runs every step and the host does
+/// not wait (the launch buffers of the step come from a CaptureArena; the
+/// step holds no other solver, as codegen emits one loop per layer). Where
+/// the graph cannot be built (a driver without conditional nodes, an
+/// uncapturable step, FP_CUDA_GRAPHS=0) it queues steps from the host:
 /// shouldContinue() never waits for the stream: it answers false once the
 /// device published a stop or the cap (or fixed_iters) steps are queued, and
 /// true while fewer than kLookahead queued steps are unobserved; otherwise
@@ -1519,6 +1622,16 @@ public:
   Solver &operator=(const Solver &) = delete;
   ~Solver() { release(); }
 
+  /// Runs `step` (the loop body, ending with relax() and update()) until the
+  /// continue rule stops: as a graph where possible, else step by step from
+  /// the host.
+  template <typename Step> void loop(Step &&step) {
+    if (detail::graphLoopsEnabled() && launched == 0 && runAsGraph(step))
+      return;
+    while (shouldContinue())
+      step();
+  }
+
   /// Checked before every step: the first step always runs; then some
   /// quantile of ρ* is at least the tolerance, some η ≥ 1e-3, and the cap
   /// is not reached (as the device last decided).
@@ -1547,16 +1660,16 @@ public:
         std::min(length, std::max<int64_t>(1, detail::kRelaxChunk / tokenSize));
     const int64_t chunks = (length + tokensPerChunk - 1) / tokensPerChunk;
     detail::launch("Solver::relax", detail::solverRelaxKernel<Real>,
-                   samples * chunks, detail::kThreads, 0, stream, y, fy, length,
-                   tokenSize, tokensPerChunk, chunks, group, state);
+                   samples * chunks, detail::kThreads, 0, detail::stream(), y,
+                   fy, length, tokenSize, tokensPerChunk, chunks, group, state);
   }
 
   /// Ends a step (Host.h's Solver::update): one block of bookkeeping that
   /// also evaluates the continue rule for the next step and publishes it.
   void update() {
     detail::launch("Solver::update", detail::solverDecideKernel<Real>, 1,
-                   detail::kDecideThreads, sortSharedBytes, stream, rule,
-                   state);
+                   detail::kDecideThreads, sortSharedBytes, detail::stream(),
+                   rule, state);
     ++launched;
   }
 
@@ -1642,6 +1755,96 @@ private:
       }
       std::this_thread::yield();
     }
+  }
+
+  /// Captures one step into the body of a while node on a stream of its
+  /// own and launches the graph on the solver's stream. False, with nothing
+  /// run and the step's host state undone, where any part fails.
+  template <typename Step> bool runAsGraph(Step &step) {
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    detail::CaptureArena arena(stream);
+    auto giveUp = [&] {
+      (void)cudaGetLastError();
+      arena.release();
+      if (exec)
+        (void)cudaGraphExecDestroy(exec);
+      if (graph)
+        (void)cudaGraphDestroy(graph);
+      (void)cudaGetLastError();
+      state.inGraph = 0;
+      launched = 0;
+      return false;
+    };
+    if (cudaGraphCreate(&graph, 0) != cudaSuccess)
+      return giveUp();
+    cudaGraphConditionalHandle condition = 0;
+    if (cudaGraphConditionalHandleCreate(
+            &condition, graph, 1, cudaGraphCondAssignDefault) != cudaSuccess)
+      return giveUp();
+    cudaGraphNodeParams params = {};
+    params.type = cudaGraphNodeTypeConditional;
+    params.conditional.handle = condition;
+    params.conditional.type = cudaGraphCondTypeWhile;
+    params.conditional.size = 1;
+    cudaGraphNode_t node = nullptr;
+    if (cudaGraphAddNode(&node, graph, nullptr, nullptr, 0, &params) !=
+        cudaSuccess)
+      return giveUp();
+    cudaGraph_t body = params.conditional.phGraph_out[0];
+
+    cudaStream_t capture = nullptr;
+    try {
+      capture = detail::captureStream(device);
+    } catch (const DeviceError &) {
+      return giveUp();
+    }
+    if (cudaStreamBeginCaptureToGraph(capture, body, nullptr, nullptr, 0,
+                                      cudaStreamCaptureModeRelaxed) !=
+        cudaSuccess)
+      return giveUp();
+    state.loopCondition = condition;
+    state.inGraph = 1;
+    bool captured = true;
+    {
+      detail::CaptureArena *&active = detail::CaptureArena::active();
+      detail::CaptureArena *outer = active;
+      active = &arena;
+      try {
+        Scope scope(capture);
+        // cuBLAS must not allocate its workspace inside the body; the
+        // Scope's end binds the handle back to its stream and default
+        // workspace.
+        if (cublasSetWorkspace(
+                detail::blas(), arena.allocate(detail::kCaptureBlasWorkspace),
+                detail::kCaptureBlasWorkspace) != CUBLAS_STATUS_SUCCESS)
+          throw DeviceError("cublasSetWorkspace");
+        step();
+      } catch (...) {
+        // Replayed by the host loop, which reports a real error again.
+        captured = false;
+      }
+      active = outer;
+    }
+    cudaGraph_t ended = nullptr;
+    if (cudaStreamEndCapture(capture, &ended) != cudaSuccess || !captured)
+      return giveUp();
+    if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
+      return giveUp();
+    if (cudaGraphLaunch(exec, stream) != cudaSuccess)
+      return giveUp();
+    // Both are released once the launched work completes.
+    (void)cudaGraphExecDestroy(exec);
+    (void)cudaGraphDestroy(graph);
+    arena.release();
+    state.inGraph = 0;
+    launched = limit;
+    return true;
   }
 
   int64_t clampIndex(Real position) const {

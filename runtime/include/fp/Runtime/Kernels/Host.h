@@ -561,6 +561,13 @@ public:
     }
   }
 
+  /// Runs `step` (the loop body, ending with relax() and update()) while
+  /// shouldContinue().
+  template <typename Step> void loop(Step &&step) {
+    while (shouldContinue())
+      step();
+  }
+
   /// Checked before every step: the first step always runs; then some
   /// quantile of ρ* is at least the tolerance, some η ≥ 1e-3, and the cap
   /// is not reached.
