@@ -318,6 +318,7 @@ LogicalResult LayerPlan::collectParams() {
                                 "fixed-point loop"),
                WalkResult::interrupt();
       solver = parts->solver;
+      this->loop = loop;
     }
     if (isa<func::CallOp>(op))
       return op->emitOpError("cannot emit a call; run the inliner first "

@@ -8,6 +8,8 @@
 
 #include "fp/Codegen/Manifest.h"
 
+#include "fp/Codegen/IterationCost.h"
+
 #include "fp/Dialect/FpAttrs.h"
 #include "fp/Runtime/ModelABI.h"
 
@@ -83,6 +85,23 @@ static llvm::json::Value backwardValue(BackwardAttr backward) {
   llvm_unreachable("unknown backward mode");
 }
 
+static llvm::json::Object termsObject(const CostTerms &terms) {
+  return llvm::json::Object{{"per_token", terms.perToken},
+                            {"per_sample", terms.perSample},
+                            {"fixed", terms.fixed}};
+}
+
+/// The optional `iteration_cost` of a layer: its solver step's launches.
+static llvm::json::Object iterationCostObject(ArrayRef<LaunchCost> cost) {
+  llvm::json::Array launches;
+  for (const LaunchCost &launch : cost)
+    launches.push_back(
+        llvm::json::Object{{"op", launch.op},
+                           {"flops", termsObject(launch.flops)},
+                           {"elements", termsObject(launch.elements)}});
+  return llvm::json::Object{{"launches", std::move(launches)}};
+}
+
 static llvm::json::Object layerObject(const LayerPlan &plan,
                                       const LibraryInfo &info) {
   StringRef name = plan.layer.getSymName();
@@ -124,6 +143,9 @@ static llvm::json::Object layerObject(const LayerPlan &plan,
         {"relax_patience", solver.getRelaxPatience()},
         {"backward", backwardValue(plan.solver.getBackward())}};
   }
+  if (FailureOr<SmallVector<LaunchCost>> cost = iterationCost(plan);
+      succeeded(cost))
+    layer["iteration_cost"] = iterationCostObject(*cost);
   return layer;
 }
 

@@ -347,6 +347,31 @@ SolverDefaults parseSolver(const Node &node) {
   return solver;
 }
 
+CostTerms parseCostTerms(const Node &node) {
+  node.object();
+  auto count = [&](const char *key) {
+    Node field = node.get(key);
+    double value = field.number();
+    if (value < 0)
+      field.fail("must be a non-negative number, got " +
+                 describe(field.json()));
+    return value;
+  };
+  return {count("per_token"), count("per_sample"), count("fixed")};
+}
+
+std::vector<LaunchCost> parseIterationCost(const Node &node) {
+  node.object();
+  std::vector<LaunchCost> launches;
+  for (const Node &launchNode : node.get("launches").nonEmptyArray()) {
+    launchNode.object();
+    launches.push_back({launchNode.get("op").nonEmptyString(),
+                        parseCostTerms(launchNode.get("flops")),
+                        parseCostTerms(launchNode.get("elements"))});
+  }
+  return launches;
+}
+
 LayerInfo parseLayer(const Node &node) {
   node.object();
   LayerInfo layer;
@@ -398,6 +423,8 @@ LayerInfo parseLayer(const Node &node) {
     }
   if (std::optional<Node> solver = node.find("solver"))
     layer.solver = parseSolver(*solver);
+  if (std::optional<Node> cost = node.find("iteration_cost"))
+    layer.iterationCost = parseIterationCost(*cost);
   return layer;
 }
 

@@ -133,6 +133,27 @@ TEST(ManifestTest, OptionalPartsMayBeOmitted) {
   EXPECT_TRUE(manifest.layers[0].params.empty());
 }
 
+TEST(ManifestTest, ParsesTheIterationCost) {
+  EXPECT_TRUE(parseManifest(goodManifest).layers[0].iterationCost.empty());
+  Manifest manifest = parseManifest(edited([](Json &m) {
+    m["layers"][0]["iteration_cost"] = Json::parse(R"json({"launches": [
+        {"op": "fp.linear",
+         "flops": {"per_token": 2048, "per_sample": 0, "fixed": 0},
+         "elements": {"per_token": 1536, "per_sample": 0, "fixed": 524288}},
+        {"op": "fp.solver_update",
+         "flops": {"per_token": 0, "per_sample": 3, "fixed": 1},
+         "elements": {"per_token": 0, "per_sample": 0, "fixed": 0}}]})json");
+  }));
+  const std::vector<LaunchCost> &cost = manifest.layers[0].iterationCost;
+  ASSERT_EQ(cost.size(), 2u);
+  EXPECT_EQ(cost[0].op, "fp.linear");
+  EXPECT_DOUBLE_EQ(cost[0].flops.at(4, 10), 2048.0 * 40);
+  EXPECT_DOUBLE_EQ(cost[0].elements.at(4, 10), 1536.0 * 40 + 524288);
+  EXPECT_EQ(cost[1].op, "fp.solver_update");
+  EXPECT_DOUBLE_EQ(cost[1].flops.at(4, 10), 3.0 * 4 + 1);
+  EXPECT_DOUBLE_EQ(cost[1].elements.at(4, 10), 0.0);
+}
+
 TEST(ManifestTest, IgnoresUnknownKeys) {
   Manifest manifest = parseManifest(edited([](Json &m) {
     m["build_id"] = "abc";
@@ -391,6 +412,35 @@ const InvalidCase invalidCases[] = {
        solver0(m)["backward"] = {{"mode", "neumann"}};
      },
      "missing required field 'layers[0].solver.backward.steps'"},
+    // Iteration cost.
+    {"CostWithoutLaunches",
+     [](Json &m) { layer0(m)["iteration_cost"] = Json::object(); },
+     "missing required field 'layers[0].iteration_cost.launches'"},
+    {"CostWithNoLaunch",
+     [](Json &m) {
+       layer0(m)["iteration_cost"] = {{"launches", Json::array()}};
+     },
+     "field 'layers[0].iteration_cost.launches' must not be empty"},
+    {"NegativeCost",
+     [](Json &m) {
+       layer0(m)["iteration_cost"] = {
+           {"launches",
+            {{{"op", "fp.shift"},
+              {"flops", {{"per_token", 0}, {"per_sample", 0}, {"fixed", 0}}},
+              {"elements",
+               {{"per_token", -2}, {"per_sample", 0}, {"fixed", 0}}}}}}};
+     },
+     "field 'layers[0].iteration_cost.launches[0].elements.per_token' must "
+     "be a non-negative number, got -2"},
+    {"CostWithoutOp",
+     [](Json &m) {
+       layer0(m)["iteration_cost"] = {
+           {"launches",
+            {{{"flops", {{"per_token", 0}, {"per_sample", 0}, {"fixed", 0}}},
+              {"elements",
+               {{"per_token", 0}, {"per_sample", 0}, {"fixed", 0}}}}}}};
+     },
+     "missing required field 'layers[0].iteration_cost.launches[0].op'"},
     // Model.
     {"UnknownStackLayer",
      [](Json &m) {

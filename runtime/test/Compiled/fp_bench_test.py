@@ -7,7 +7,10 @@
 # models, a short training-mode run of fp_mamba_householder1 in f64 whose
 # tables are checked: the forward and the training step of both
 # implementations timed, the same iterations, outputs and input gradients
-# within 1e-8, and on the CPU no kernel counts or peak memory claimed.
+# within 1e-8, and on the CPU no kernel counts or peak memory claimed; its
+# roofline section (one line per launch that adds up to the step, measured
+# ceilings, a measured step time) and --cost-only's figures, which follow
+# from the manifest's counts.
 #
 # usage: fp_bench_test.py FP_BENCH FIXTURE_LIBRARY [MODELS_DIR]
 #
@@ -47,6 +50,32 @@ def expect_error(binary, args, code, fragment):
     check(fragment in result.stderr,
           f"{args}: stderr lacks '{fragment}': {result.stderr!r}")
     check(result.stdout == "", f"{args}: unexpected stdout {result.stdout!r}")
+
+
+def parse_launches(text):
+    """The launch lines of a step table: (name, [MFLOP, MB, intensity,
+    bound ms]) with '-' read as 0."""
+    launches = []
+    for line in text.splitlines():
+        match = re.match(r"  (fp\.\w+|arith\.\w+|step \(\d+ launches\))"
+                         r"\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)$", line)
+        if match:
+            name = "step" if match.group(1).startswith("step") else match.group(1)
+            values = [0.0 if v == "-" else float(v) for v in match.groups()[1:]]
+            launches.append((name, values))
+        elif launches:
+            break
+    return launches
+
+
+def check_step_sums(launches):
+    """The step line is the sum of the launch lines (to print rounding)."""
+    *parts, (_, step) = launches
+    for column, label, tolerance in ((0, "MFLOP", 3e-3), (1, "MB", 3e-3),
+                                     (3, "bound ms", 3e-4)):
+        total = sum(values[column] for _, values in parts)
+        check(abs(total - step[column]) <= tolerance * len(parts),
+              f"the step's {label} {step[column]} is the launches' sum {total}")
 
 
 def main():
@@ -99,8 +128,31 @@ def main():
         or "names no model" in result.stderr),
         "--device cuda is refused without CUDA, or the fixture is")
 
+    result = run(binary, ["--model", fixture, "--cost-only"])
+    check(result.returncode == 0 and "gives no solver step cost" in result.stdout,
+          "--cost-only says when a library gives no step cost")
+
     library = os.path.join(models, "fp_mamba_householder1.so") if models else ""
     if library and os.path.exists(library):
+        # Householder r = 1, D = 512: the merged GEMM maps 1024 features to
+        # 1024 + 1 + 32 (2 · 1024 FLOPs each) and reads 2081 elements per
+        # token and its 1057 × 1024 weights; B · T = 10, 8-byte elements.
+        result = run(binary, ["--model", library, "--cost-only", "--batch",
+                              "2", "--seq-len", "5", "--dtype", "f64"])
+        check(result.returncode == 0, "--cost-only exits 0")
+        launches = parse_launches(result.stdout)
+        check([name for name, _ in launches] ==
+              ["fp.shift", "fp.linear", "fp.kernel", "fp.solver_relax",
+               "fp.solver_update", "step"],
+              f"--cost-only lists the five launches and the step: {launches}")
+        if len(launches) == 6:
+            linear = launches[1][1]
+            check(abs(linear[0] - 2 * 1024 * 1057 * 10 / 1e6) < 2e-3,
+                  f"the GEMM's MFLOP: {linear[0]}")
+            check(abs(linear[1] - (2081 * 10 + 1057 * 1024) * 8 / 1e6) < 2e-3,
+                  f"the GEMM's MB: {linear[1]}")
+            check_step_sums(launches)
+
         result = run(binary, ["--model", library, "--batch", "2",
                               "--seq-len", "5", "--dtype", "f64", "--mode", "train",
                               "--repeats", "2", "--warmup", "1",
@@ -148,6 +200,21 @@ def main():
         check("not counted (counted on CUDA only)" in result.stdout,
               "the CPU run says why nothing is counted")
         check("1 threads" in result.stdout, "--threads 1 is in effect")
+        roofline = result.stdout[result.stdout.find("roofline of one"):]
+        launches = parse_launches(roofline)
+        check(len(launches) == 6 and launches[-1][0] == "step",
+              f"the roofline lists five launches and the step: {launches}")
+        if launches:
+            check_step_sums(launches)
+            check(launches[-1][1][3] > 0, "the step's bound is positive")
+        check(re.search(r"ceilings measured on this CPU: copy \d+\.\d GB/s "
+                        r"\(256 MiB buffer\), f64 matrix product "
+                        r"\d+\.\d GFLOP/s \(1024³\)", roofline) is not None,
+              "the roofline gives the measured ceilings")
+        fraction = re.search(r"([\d.]+)% of the roofline", roofline)
+        check(fraction is not None and float(fraction.group(1)) > 0
+              or "step time: not measurable" in roofline,
+              "the roofline gives the measured step against its bound")
     elif library:
         check(False, f"{library} is missing; build the target FpTestModels")
     else:

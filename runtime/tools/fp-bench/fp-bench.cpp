@@ -10,7 +10,10 @@
 // fixed-point iterations, the time per iteration and, where it can count
 // them, the kernels per iteration, the blocking host syncs per call and the
 // peak device memory of a call; then the largest relative differences of the
-// outputs and input gradients, and the speedups.
+// outputs and input gradients, and the speedups. Last, the roofline of one
+// compiled solver step (Roofline.h): its FLOPs and bytes as the compiler
+// counted them, the machine's measured ceilings, and the step's measured
+// time against the bound they give.
 //
 // Exit status: 0 done; 1 an error while loading or running; 2 a bad command
 // line (one line on stderr).
@@ -18,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceCounters.h"
+#include "Roofline.h"
 
 #include "fp/Runtime/ReferenceImport.h"
 
@@ -60,7 +64,10 @@ implementation the time per forward call (no gradients) and, with --mode
 train, per training step (forward with gradients and backward), the
 fixed-point iterations and the time per iteration; on CUDA also the kernels
 per iteration, the blocking host syncs per call and the peak device memory of
-a call; then the largest relative differences and the speedups.
+a call; then the largest relative differences and the speedups; last, the
+roofline of one compiled solver step: its FLOPs and bytes (from the library's
+manifest), the copy bandwidth and matrix-product throughput measured on the
+device, the bound they give, and the step's measured time.
 
 options:
   --model PATH        the model library (.so) built by fpc (required)
@@ -78,6 +85,9 @@ options:
   --seed S            seed of the weights and the input (default 0)
   --reference NAME    the models/*.fp model whose reference to use (default:
                       the library's model name)
+  --cost-only         print the FLOPs and bytes of one compiled solver step
+                      for --batch, --seq-len and --dtype, and exit (runs
+                      nothing)
   -h, --help          this text
 
 exit status: 0 done, 1 an error while loading or running, 2 a bad command line
@@ -95,6 +105,7 @@ struct Options {
   int64_t threads = 0;
   uint64_t seed = 0;
   std::string reference;
+  bool costOnly = false;
   bool help = false;
 };
 
@@ -175,6 +186,10 @@ Options parseOptions(const std::vector<std::string> &args) {
     const std::string &arg = args[i];
     if (arg == "-h" || arg == "--help") {
       options.help = true;
+      continue;
+    }
+    if (arg == "--cost-only") {
+      options.costOnly = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0)
@@ -386,7 +401,92 @@ void printTable(const char *title, const Timing &compiled,
              eager.median() / compiled.median());
 }
 
+/// The time of one solver step of the compiled forward (no gradients):
+/// calls that run exactly `many` and `few` steps, the difference of their
+/// median times over `many - few`. Negative when noise swamps it.
+double measureStepSeconds(CompiledLayer &layer, const torch::Tensor &input,
+                          const Options &options, const torch::Device &device) {
+  constexpr int32_t few = 2, many = 10;
+  torch::NoGradGuard noGrad;
+  const fp_solver_overrides compiled = layer.solverOverrides;
+  auto median = [&](int32_t steps) {
+    layer.solverOverrides.fixed_iters = steps;
+    Timing timing;
+    layer.forward(input);
+    synchronize(device);
+    for (int64_t i = 0; i < options.repeats; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      layer.forward(input);
+      synchronize(device);
+      auto stop = std::chrono::steady_clock::now();
+      timing.calls.push_back(
+          std::chrono::duration<double>(stop - start).count());
+    }
+    return timing.median();
+  };
+  const double slow = median(many), fast = median(few);
+  layer.solverOverrides = compiled;
+  return (slow - fast) / (many - few);
+}
+
+/// The roofline section: the step's cost, the ceilings, the measured step.
+void printRoofline(const LayerInfo &layer, CompiledLayer &compiled,
+                   const torch::Tensor &input, const Options &options,
+                   const torch::Device &device) {
+  const int64_t elementBytes = int64_t(torch::elementSize(options.dtype));
+  fp::bench::Ceilings ceilings =
+      fp::bench::measureCeilings(device, options.dtype);
+  const double stepSeconds =
+      measureStepSeconds(compiled, input, options, device);
+  const char *dtypeName = options.dtype == torch::kFloat64 ? "f64" : "f32";
+  fmt::print("roofline of one compiled solver step ({}, B·T = {} tokens):\n",
+             dtypeName, options.batch * options.seqLen);
+  fp::bench::StepCost cost =
+      fp::bench::printStepCost(layer.iterationCost, options.batch,
+                               options.seqLen, elementBytes, &ceilings);
+  fmt::print("ceilings measured on this {}: copy {:.1f} GB/s ({} MiB "
+             "buffer), {} matrix product {:.1f} GFLOP/s ({}³)\n",
+             options.cuda ? "device" : "CPU", ceilings.bytesPerSecond / 1e9,
+             ceilings.copyBytes >> 20, dtypeName, ceilings.flopsPerSecond / 1e9,
+             ceilings.gemmSize);
+  if (stepSeconds <= 0) {
+    fmt::print("step time: not measurable (calls of 10 steps were not slower "
+               "than calls of 2); the bound is {:.4f} ms\n\n",
+               cost.boundSeconds * 1e3);
+    return;
+  }
+  fmt::print("step time {:.4f} ms (median of {} calls of 10 steps minus "
+             "that of 2 steps, over 8); the bound is {:.4f} ms: {:.1f}% of "
+             "the roofline\n",
+             stepSeconds * 1e3, options.repeats, cost.boundSeconds * 1e3,
+             100.0 * cost.boundSeconds / stepSeconds);
+  fmt::print("achieved {:.1f} GFLOP/s and {:.1f} GB/s over the step\n\n",
+             cost.flops / stepSeconds / 1e9, cost.bytes / stepSeconds / 1e9);
+}
+
+/// --cost-only: the step's FLOPs and bytes for the shape, without running.
+int printCostOnly(const Options &options) {
+  std::shared_ptr<const ModelLibrary> library = loadModelLibrary(options.model);
+  for (const LayerInfo &layer : library->manifest().layers) {
+    if (layer.iterationCost.empty()) {
+      fmt::print("layer '{}': the manifest gives no solver step cost "
+                 "(recompile it with this fpc)\n",
+                 layer.name);
+      continue;
+    }
+    fmt::print("layer '{}', one compiled solver step ({}, B = {}, T = {}):\n",
+               layer.name, options.dtype == torch::kFloat64 ? "f64" : "f32",
+               options.batch, options.seqLen);
+    fp::bench::printStepCost(layer.iterationCost, options.batch, options.seqLen,
+                             int64_t(torch::elementSize(options.dtype)),
+                             nullptr);
+  }
+  return 0;
+}
+
 int run(const Options &options) {
+  if (options.costOnly)
+    return printCostOnly(options);
   if (options.threads > 0)
     setThreads(options.threads);
   if (options.cuda && !torch::cuda::is_available())
@@ -503,6 +603,13 @@ int run(const Options &options) {
                "(compile it with fpc --backward{})\n\n",
                options.model, options.cuda ? "cuda" : "cpu",
                options.cuda ? " --target=cuda or all" : "");
+
+  if (!layer.iterationCost.empty())
+    printRoofline(layer, *compiled, input, options, device);
+  else
+    fmt::print("roofline: '{}' gives no solver step cost (recompile it with "
+               "this fpc)\n\n",
+               options.model);
 
   fmt::print("max relative difference, max|compiled - eager| / max|eager|:\n");
   fmt::print("  forward output          {:.3e}\n",

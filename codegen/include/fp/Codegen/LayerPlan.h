@@ -16,6 +16,7 @@
 #include "fp/Dialect/FpOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
@@ -106,6 +107,8 @@ public:
   /// The solver of the layer's fixed-point loop (lowered by
   /// fp-lower-fixed-point), if it has one.
   mutable SolverInitOp solver;
+  /// That loop.
+  mutable scf::WhileOp loop;
   /// The values the forward saves for the backward (its results marked
   /// fp.saved), in order, with their buffers in the `saved` area.
   llvm::SmallVector<BufferSlot> saved;

@@ -86,6 +86,27 @@ struct SolverDefaults {
   BackwardSpec backward;
 };
 
+/// `perToken · B · T + perSample · B + fixed`: a count of a call of batch B
+/// and length T.
+struct CostTerms {
+  double perToken = 0;
+  double perSample = 0;
+  double fixed = 0;
+
+  double at(int64_t batch, int64_t seqLen) const {
+    return perToken * double(batch) * double(seqLen) +
+           perSample * double(batch) + fixed;
+  }
+};
+
+/// One launch of a step of a layer's solver loop: the FLOPs it performs and
+/// the elements it reads and writes (times the dtype's size for bytes).
+struct LaunchCost {
+  std::string op; ///< The IR op that launches, e.g. "fp.kernel".
+  CostTerms flops;
+  CostTerms elements;
+};
+
 /// The symbol names of a layer's entry points.
 struct EntryPointNames {
   std::string bufferSizes;
@@ -104,6 +125,9 @@ struct LayerInfo {
   std::vector<fp_target> backwardTargets;
   /// Absent for layers without a fixed-point solve.
   std::optional<SolverDefaults> solver;
+  /// The launches of one solver step as compiled (the optional
+  /// `iteration_cost`); empty when the manifest gives none.
+  std::vector<LaunchCost> iterationCost;
 
   bool hasBackward(fp_target target) const;
 };
