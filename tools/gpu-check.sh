@@ -23,8 +23,10 @@
 # tests on CUDA (FP_TEST_DEVICE=cuda), with the solver's loop as a CUDA
 # graph and again queued from the host (FP_CUDA_GRAPHS=0); and runs fp-bench
 # on the configurations of docs/performance.md, on CUDA, compiled and eager
-# side by side (the forward also with FP_CUDA_GRAPHS=0). Each stage prints a one-line verdict; the exit status is that of the
-# first stage that failed.
+# side by side (the forward also with FP_CUDA_GRAPHS=0), summarised into
+# one table (tools/bench-summary.py, $OUT/bench-summary.md). Each stage
+# prints a one-line verdict; the exit status is that of the first stage that
+# failed.
 #
 # Environment: FP_GPU_ARCH (prepare; default 90, the H100) names the CUDA
 # architectures to compile for; FP_BENCH_REPEATS (run; default 3).
@@ -209,6 +211,9 @@ stage_bench() {
   done < <(bench_configs)
   verdict "benchmarks (cuda)" $code "$log"
   cat "$log"
+  python3 "$root/tools/bench-summary.py" "$log" >"$out/bench-summary.md" &&
+    cat "$out/bench-summary.md" ||
+    echo "gpu-check: the benchmark summary failed; $log is complete"
 }
 
 run() {

@@ -10,12 +10,13 @@
 # within 1e-8, and on the CPU no kernel counts or peak memory claimed; its
 # roofline section (one line per launch that adds up to the step, measured
 # ceilings, a measured step time) and --cost-only's figures, which follow
-# from the manifest's counts.
+# from the manifest's counts; and tools/bench-summary.py's table of that run.
 #
 # usage: fp_bench_test.py FP_BENCH FIXTURE_LIBRARY [MODELS_DIR]
 #
 #===------------------------------------------------------------------------===#
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -76,6 +77,37 @@ def check_step_sums(launches):
         total = sum(values[column] for _, values in parts)
         check(abs(total - step[column]) <= tolerance * len(parts),
               f"the step's {label} {step[column]} is the launches' sum {total}")
+
+
+def check_summary(log, sections, fraction):
+    """tools/bench-summary.py turns the run into one row per table with the
+    run's own figures."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                        "..", "tools", "bench-summary.py")
+    spec = importlib.util.spec_from_file_location("bench_summary", path)
+    summary = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summary)
+    rows = [line.split(" | ") for line in summary.summarize(log).splitlines()
+            if line.startswith("| householder1, train |")]
+    check([row[1] for row in rows] == ["forward", "training step"],
+          f"the summary has a row per table: {rows}")
+    names = {"forward": "forward", "training step": "step"}
+    for row in rows:
+        table = sections.get(names[row[1]], {})
+        if set(table) != {"compiled", "eager"}:
+            continue
+        compiled, eager = table["compiled"][0], table["eager"][0]
+        check(row[2:4] == [compiled, eager],
+              f"{row[1]}: the summary's times are the run's: {row}")
+        check(row[4] == f"{float(eager) / float(compiled):.2f}×",
+              f"{row[1]}: the summary's speedup is eager / compiled: {row}")
+        check(row[5] == f"{table['compiled'][2]} / {table['eager'][2]}",
+              f"{row[1]}: the summary's iterations are the run's: {row}")
+        check(re.fullmatch(r"\d\.\d{3}e[-+]\d\d", row[9]) is not None,
+              f"{row[1]}: the summary has the difference: {row}")
+    if rows and fraction is not None:
+        check(rows[0][10].startswith(fraction.group(1) + "% of "),
+              f"the forward row has the roofline share: {rows[0]}")
 
 
 def main():
@@ -215,6 +247,8 @@ def main():
         check(fraction is not None and float(fraction.group(1)) > 0
               or "step time: not measurable" in roofline,
               "the roofline gives the measured step against its bound")
+        check_summary("== householder1, train: fp-bench ...\n" + result.stdout,
+                      sections, fraction)
     elif library:
         check(False, f"{library} is missing; build the target FpTestModels")
     else:
