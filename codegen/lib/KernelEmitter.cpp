@@ -166,6 +166,11 @@ std::string KernelEmitter::allocateScratch(ArrayRef<Operation *> ops) {
     for (Value operand : op->getOperands())
       lastUse[root(operand)] =
           std::max(lastUse.lookup(root(operand)), index[op]);
+  // A yielded value that is not computed into its result (a reshape of an
+  // intermediate value) is copied there after the last op: its storage
+  // lives to the end.
+  for (Value value : kernel.getYield().getValues())
+    lastUse[root(value)] = static_cast<int64_t>(ops.size());
 
   struct Slot {
     int64_t offset, size, freeAfter;

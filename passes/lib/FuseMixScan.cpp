@@ -312,10 +312,6 @@ struct FpFuseMixScanPass
   using FpFuseMixScanBase::FpFuseMixScanBase;
 
   void runOnOperation() override {
-    // Derived backward functions stay unfused for now: their fused kernels
-    // do not yet reproduce the unfused gradients of every model.
-    if (getOperation()->hasAttr("fp.backward_of"))
-      return markAllAnalysesPreserved();
     // Blocks first (inner ones before the blocks that hold them), so that
     // outlining never invalidates the walk.
     SmallVector<Block *> blocks;

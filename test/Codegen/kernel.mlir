@@ -22,7 +22,16 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
       %back = fp.reshape %r : tensor<?x?x2x2xf32> -> tensor<?x?x4xf32>
       fp.yield %back : tensor<?x?x4xf32>
     }
-    return %h : tensor<?x?x4xf32>
+    %j:2 = fp.kernel (%a = %h) : (tensor<?x?x4xf32>) -> (tensor<?x?x2x2xf32>, tensor<?x?x4xf32>) {
+      %e = math.exp %a : tensor<?x?x4xf32>
+      %r = fp.reshape %e : tensor<?x?x4xf32> -> tensor<?x?x2x2xf32>
+      %n = arith.negf %a : tensor<?x?x4xf32>
+      %t = math.tanh %n : tensor<?x?x4xf32>
+      fp.yield %r, %t : tensor<?x?x2x2xf32>, tensor<?x?x4xf32>
+    }
+    %flat = fp.reshape %j#0 : tensor<?x?x2x2xf32> -> tensor<?x?x4xf32>
+    %sum = arith.addf %flat, %j#1 : tensor<?x?x4xf32>
+    return %sum : tensor<?x?x4xf32>
   }
 }
 
@@ -51,6 +60,16 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CHECK:       fp::fused::unary(team, kernels::Sigmoid(), 4, x0, [[SIG:v[0-9]+]]);
 //       CHECK:       fp::fused::scanStep(team, state + 0, [[SIG]], x1, 4, [[H:v[0-9]+]]);
 //       CHECK:       fp::fused::copy(team, 4, [[H]], y0);
+// A yielded reshape of an intermediate value is copied to its result after
+// the last op, so no later value may take its slot.
+//       CHECK:   // fp.kernel at kernel.mlir:25:12: 4 ops
+//       CHECK:   struct Kernel2 {
+//       CHECK:       Real *const [[E:v[0-9]+]] = scratch + 0;
+//  CHECK-NEXT:       Real *const [[N:v[0-9]+]] = scratch + 4;
+//       CHECK:       fp::fused::unary(team, kernels::Exp(), 4, x0, [[E]]);
+//       CHECK:       fp::fused::unary(team, kernels::Neg(), 4, x0, [[N]]);
+//       CHECK:       fp::fused::unary(team, kernels::Tanh(), 4, [[N]], y1);
+//       CHECK:       fp::fused::copy(team, 4, [[E]], y0);
 //       CHECK:   void forward(
 //       CHECK:     kernels::forEachToken<Real>(B * T, 8, 16, Kernel0<Real>{in, p0, [[K:s[0-9]+]]});
 //       CHECK:     kernels::forEachSample<Real>(B, T, 8, 4, 16, Kernel1<Real>{[[K]], in, [[OUT:s[0-9]+]]});

@@ -147,8 +147,8 @@ def FpFuseMixScan : Pass<"fp-fuse-mix-scan", "func::FuncOp"> {
     with every other group treated as one node, so that the kernels can be
     ordered. Operations that depend on a kernel's results but sat between
     its members move after it. Groups of a single operation are left alone.
-    Every block is grouped separately, fixed-point bodies included.
-    Derived backward functions (`fp.backward_of`) are left unfused for now.
+    Every block is grouped separately, fixed-point bodies included, and
+    derived backward functions (`fp.backward_of`) like any other.
 
     ```mlir
     // before: four kernels, three intermediate buffers
