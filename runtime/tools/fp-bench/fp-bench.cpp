@@ -23,6 +23,7 @@
 #include "DeviceCounters.h"
 #include "Roofline.h"
 
+#include "fp/Runtime/HostMemory.h"
 #include "fp/Runtime/ReferenceImport.h"
 
 #include <fmt/format.h>
@@ -67,7 +68,10 @@ per iteration, the blocking host syncs per call and the peak device memory of
 a call; then the largest relative differences and the speedups; last, the
 roofline of one compiled solver step: its FLOPs and bytes (from the library's
 manifest), the copy bandwidth and matrix-product throughput measured on the
-device, the bound they give, and the step's measured time.
+device, the bound they give, and the step's measured time. On the host, freed
+memory is kept for later allocations (glibc: no allocation gets its own
+mapping, the heap is not trimmed), as a caching allocator does on CUDA, so
+that neither side's time is spent faulting in fresh pages.
 
 options:
   --model PATH        the model library (.so) built by fpc (required)
@@ -107,6 +111,8 @@ struct Options {
   std::string reference;
   bool costOnly = false;
   bool help = false;
+  /// Whether the host allocator keeps freed memory (HostMemory.h); not a flag.
+  bool keptFreedMemory = false;
 };
 
 int64_t parseInteger(const std::string &flag, const std::string &text,
@@ -588,11 +594,19 @@ int run(const Options &options) {
   fmt::print("fp-bench: model {} ({}), layer '{}', d_model {}\n", modelName,
              options.model, layer.name, layer.dModel);
   fmt::print("          {}, batch {}, seq-len {}, {}, {}, {} repeats after {} "
-             "warmup, {} threads, seed {}\n\n",
+             "warmup, {} threads, seed {}\n",
              options.cuda ? "cuda" : "cpu", options.batch, options.seqLen,
              options.dtype == torch::kFloat64 ? "f64" : "f32",
              options.training ? "train" : "eval", options.repeats,
              options.warmup, torch::get_num_threads(), options.seed);
+  if (!options.cuda)
+    fmt::print("          host allocator: {}\n",
+               options.keptFreedMemory
+                   ? "keeps freed memory (no fresh pages per call, as a "
+                     "caching allocator)"
+                   : "the C library's defaults (freed memory may return to "
+                     "the kernel)");
+  fmt::print("\n");
   printTable("forward (no gradients)", compiledForwardTiming,
              eagerForwardTiming);
   if (withStep)
@@ -650,6 +664,9 @@ int main(int argc, char **argv) {
     fmt::print("{}", usage);
     return 0;
   }
+  // Both implementations allocate their temporaries per call; without this
+  // the CPU columns time the kernel's page faults as much as the layers.
+  options.keptFreedMemory = fp::rt::keepFreedHostMemory();
   try {
     return run(options);
   } catch (const std::exception &error) {

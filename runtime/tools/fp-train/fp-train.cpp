@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fp/Runtime/CompiledLayer.h"
+#include "fp/Runtime/HostMemory.h"
 #include "fp/Runtime/Reference/SequenceModel.h"
 #include "fp/Runtime/Tasks/Task.h"
 #include "fp/Runtime/Train/CommandLine.h"
@@ -105,6 +106,9 @@ int run(const std::vector<std::string> &args) {
 
 int main(int argc, char **argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  // Every step allocates the same temporaries again: keep freed host memory
+  // for them rather than fault fresh pages in (fp/Runtime/HostMemory.h).
+  fp::rt::keepFreedHostMemory();
   try {
     return run(args);
   } catch (const UsageError &error) {
