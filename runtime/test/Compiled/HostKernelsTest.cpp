@@ -330,6 +330,35 @@ TEST(HostKernels, FusedRowFunctionsEqualTheUnfusedKernels) {
   }
 }
 
+// The per-token matrix products in f32 too, in every transpose: they sum in
+// the element type in the unfused kernel's order, so a fused Kronecker or
+// Monarch mixer computes what the unfused one does.
+TEST(HostKernels, FusedMatmulEqualsTheUnfusedKernelInF32) {
+  std::mt19937_64 rng(freshSeed());
+  const int64_t tokens = 5, pairs = 3, m = 4, n = 16, k = 16;
+  std::vector<double> values = randomValues(rng, tokens * pairs * 2 * 16 * 16);
+  std::vector<float> lhs(values.begin(),
+                         values.begin() + tokens * pairs * m * k);
+  std::vector<float> rhs(values.begin() + tokens * pairs * m * k,
+                         values.begin() + tokens * pairs * (m * k + k * n));
+  fp::fused::SerialTeam team;
+  for (bool transposeLhs : {false, true}) {
+    for (bool transposeRhs : {false, true}) {
+      std::vector<float> whole(tokens * pairs * m * n),
+          fused(tokens * pairs * m * n);
+      fp::host::matmul(lhs.data(), rhs.data(), tokens * pairs, m, n, k,
+                       transposeLhs, transposeRhs, whole.data());
+      for (int64_t t = 0; t < tokens; ++t)
+        fp::fused::matmul(team, lhs.data() + t * pairs * m * k,
+                          rhs.data() + t * pairs * k * n, pairs, m, n, k,
+                          transposeLhs, transposeRhs,
+                          fused.data() + t * pairs * m * n);
+      EXPECT_EQ(whole, fused)
+          << "transpose lhs " << transposeLhs << ", rhs " << transposeRhs;
+    }
+  }
+}
+
 TEST(HostKernels, FusedScanStepsEqualTheUnfusedScans) {
   std::mt19937_64 rng(freshSeed());
   const int64_t batch = 3, length = 5, channels = 70, state = 4;

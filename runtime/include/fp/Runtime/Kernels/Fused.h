@@ -34,8 +34,8 @@ namespace fp::fused {
 
 using fp::host::In;
 
-/// The type a team's sums accumulate in: on the host Host.h's Accum
-/// (double for f32); on the device the element type.
+/// The type a team's row sums and norms accumulate in: on the host Host.h's
+/// Accum (double for f32); on the device the element type.
 #ifdef __CUDA_ARCH__
 template <typename Real> using Wide = Real;
 #else
@@ -268,21 +268,60 @@ FP_HOST_DEVICE inline void rmsNorm(Team &team, In<Real> in, In<Real> weight,
 //===----------------------------------------------------------------------===//
 
 /// out[b] = op(lhs[b]) · op(rhs[b]) for the token's `batch` matrix pairs,
-/// op(L) m×k and op(R) k×n; every output sums over p in order.
+/// op(L) m×k and op(R) k×n; every output sums over p in order, in the
+/// element type, as Host.h's matmul does. The device team splits the
+/// outputs; the host runs Host.h's loops (i, p, j), whose innermost loop
+/// over a row of the output vectorises.
 template <typename Team, typename Real>
 FP_HOST_DEVICE inline void
 matmul(Team &team, In<Real> lhs, In<Real> rhs, int64_t batch, int64_t m,
        int64_t n, int64_t k, bool transposeLhs, bool transposeRhs, Real *out) {
+#ifdef __CUDA_ARCH__
   FP_TEAM_FOR(e, batch * m * n) {
     int64_t b = e / (m * n), i = (e / n) % m, j = e % n;
     In<Real> l = lhs + b * m * k;
     In<Real> r = rhs + b * k * n;
-    Wide<Real> sum = 0;
+    Real sum = 0;
     for (int64_t p = 0; p < k; ++p)
-      sum += Wide<Real>(transposeLhs ? l[p * m + i] : l[i * k + p]) *
+      sum += (transposeLhs ? l[p * m + i] : l[i * k + p]) *
              (transposeRhs ? r[j * k + p] : r[p * n + j]);
-    out[e] = Real(sum);
+    out[e] = sum;
   }
+#else
+  (void)team;
+  // A transposed rhs small enough for the stack is copied to k×n first, as
+  // Host.h does, so that the innermost loop reads it contiguously.
+  constexpr int64_t kStackElements = 64 * 64;
+  Real copied[kStackElements];
+  const bool copy = transposeRhs && k * n <= kStackElements;
+  for (int64_t b = 0; b < batch; ++b) {
+    In<Real> l = lhs + b * m * k;
+    In<Real> r = rhs + b * k * n;
+    if (copy) {
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t p = 0; p < k; ++p)
+          copied[p * n + j] = r[j * k + p];
+      r = copied;
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      Real *oi = out + (b * m + i) * n;
+      for (int64_t j = 0; j < n; ++j)
+        oi[j] = Real(0);
+      for (int64_t p = 0; p < k; ++p) {
+        const Real lip = transposeLhs ? l[p * m + i] : l[i * k + p];
+        if (transposeRhs && !copy) {
+#pragma omp simd
+          for (int64_t j = 0; j < n; ++j)
+            oi[j] += lip * r[j * k + p];
+        } else {
+#pragma omp simd
+          for (int64_t j = 0; j < n; ++j)
+            oi[j] += lip * r[p * n + j];
+        }
+      }
+    }
+  }
+#endif
 }
 
 //===----------------------------------------------------------------------===//
