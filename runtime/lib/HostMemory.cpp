@@ -1,4 +1,4 @@
-//===- HostMemory.cpp - How the process's host allocator behaves -*- C++ -*-===//
+//===- HostMemory.cpp - How the host allocator behaves ----------*- C++ -*-===//
 //
 // keepFreedHostMemory() through glibc's mallopt.
 //

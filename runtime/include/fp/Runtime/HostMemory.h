@@ -1,4 +1,4 @@
-//===- HostMemory.h - How the process's host allocator behaves ---*- C++ -*-===//
+//===- HostMemory.h - How the host allocator behaves ------------*- C++ -*-===//
 //
 // LibTorch allocates CPU tensors with the C library's malloc. glibc serves a
 // large allocation with a fresh mmap and returns it to the kernel when freed,
