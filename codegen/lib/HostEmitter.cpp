@@ -1,10 +1,12 @@
 //===- HostEmitter.cpp - Host C++ for compiled model libraries --*- C++ -*-===//
 //
 // One C++ translation unit per library: for every layer a forward templated
-// on the scalar type that calls the kernels of fp/Runtime/Kernels/Host.h op
-// by op, with the lowered fixed-point loop as a host loop whose solver steps
-// (continue rule, relaxation, bookkeeping) run where the data is; then the C
-// entry points and the manifest.
+// on the element type `Real` that calls the kernels of fp/Runtime/Kernels/
+// Host.h op by op, with the lowered fixed-point loop as a host loop whose
+// solver steps (continue rule, relaxation, bookkeeping) run where the data
+// is; then the C entry points and the manifest. Literals are of the
+// arithmetic type `Scalar` (fp::Compute<Real>: float for bf16). The forward
+// and backward are instantiated for every element type the library lists.
 //
 //===----------------------------------------------------------------------===//
 
@@ -135,6 +137,7 @@ LogicalResult LayerEmitter::emitFunction(StringRef signature) {
 
   w.text("template <typename Real>");
   auto fn = w.block("{0}", signature);
+  w.text("using Scalar = fp::Compute<Real>;");
   w.text("kernels::Scope scope(args.stream);");
   w.text("const int64_t B = args.batch, T = args.seq_len;");
   w.text("(void)B;");
@@ -558,7 +561,7 @@ LogicalResult LayerEmitter::emitConstant(arith::ConstantOp op) {
   SmallVector<std::string> literals;
   for (APFloat value : dense.getValues<APFloat>())
     literals.push_back(realLiteral(value.convertToDouble()));
-  w.line("static const Real {0}[] = {{{1}};", values,
+  w.line("static const Scalar {0}[] = {{{1}};", values,
          llvm::join(literals, ", "));
   w.line("kernels::upload({0}, {1}, {2});", values, literals.size(), name(op));
   return success();
@@ -687,6 +690,39 @@ static void emitBufferSpecs(CodeWriter &w, StringRef name,
          llvm::join(specs, ", "));
 }
 
+ArrayRef<StringRef> mlir::fp::codegen::knownDTypes() {
+  static const StringRef dtypes[] = {"f32", "f64", "bf16"};
+  return dtypes;
+}
+
+/// The element types `info` lists, in knownDTypes() order, with their C++
+/// types.
+static SmallVector<std::pair<StringRef, StringRef>>
+elementTypes(const LibraryInfo &info) {
+  SmallVector<std::pair<StringRef, StringRef>> types;
+  for (StringRef dtype : knownDTypes())
+    if (llvm::is_contained(info.dtypes, dtype))
+      types.emplace_back(dtype, dtype == "f32"   ? "float"
+                                : dtype == "f64" ? "double"
+                                                 : "fp::bf16");
+  return types;
+}
+
+/// A fp::host::TargetFunctions initialiser: `fn` instantiated for each
+/// element type `info` lists, nullptr for the others.
+static std::string functionTable(StringRef fn, const LibraryInfo &info) {
+  auto types = elementTypes(info);
+  SmallVector<std::string> entries;
+  for (StringRef dtype : knownDTypes()) {
+    const auto *it = llvm::find_if(
+        types, [&](const auto &type) { return type.first == dtype; });
+    entries.push_back(it == types.end()
+                          ? std::string("nullptr")
+                          : llvm::formatv("&{0}<{1}>", fn, it->second).str());
+  }
+  return "{" + llvm::join(entries, ", ") + "}";
+}
+
 /// The signature of a layer backward named `name`.
 static std::string backwardSignature(StringRef name) {
   return ("void " + name +
@@ -764,13 +800,15 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
         auto inner = w.blockWithTrailer(" // namespace cuda", "namespace cuda");
         w.text("template <typename Real>");
         w.line("{0};", forwardSignature("forward"));
-        w.line("extern template {0};", forwardSignature("forward<float>"));
-        w.line("extern template {0};", forwardSignature("forward<double>"));
+        for (auto [dtype, type] : elementTypes(info))
+          w.line("extern template {0};",
+                 forwardSignature(("forward<" + type + ">").str()));
         if (backward) {
           w.text("template <typename Real>");
           w.line("{0};", backwardSignature("backward"));
-          w.line("extern template {0};", backwardSignature("backward<float>"));
-          w.line("extern template {0};", backwardSignature("backward<double>"));
+          for (auto [dtype, type] : elementTypes(info))
+            w.line("extern template {0};",
+                   backwardSignature(("backward<" + type + ">").str()));
         }
       }
       if (cuda)
@@ -782,16 +820,13 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
             plan.saved.empty() ? "nullptr" : "kSaved", plan.saved.size(),
             backward ? "kBackwardBuffers" : "nullptr",
             backward ? backward->slots.size() : 0,
-            backward && cpu ? "{&backward<float>, &backward<double>}" : "{}",
-            backward && cuda
-                ? "{&cuda::backward<float>, &cuda::backward<double>}"
-                : "{}");
+            backward && cpu ? functionTable("backward", info) : "{}",
+            backward && cuda ? functionTable("cuda::backward", info) : "{}");
       w.line("const fp::host::LayerDescriptor kLayer = {{\"{0}\", {1}, "
              "kBuffers, {2}, {3}, {4}{5}};",
              plan.layer.getSymName(), plan.params.size(), plan.slots.size(),
-             cpu ? "{&forward<float>, &forward<double>}" : "{}",
-             cuda ? "{&cuda::forward<float>, &cuda::forward<double>}" : "{}",
-             extra);
+             cpu ? functionTable("forward", info) : "{}",
+             cuda ? functionTable("cuda::forward", info) : "{}", extra);
       w.blank();
     }
     w.blank();
@@ -879,8 +914,9 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
     if (failed(emitter.emitFunction(forwardSignature("forward"))))
       return failure();
     w.blank();
-    w.line("template {0};", forwardSignature("forward<float>"));
-    w.line("template {0};", forwardSignature("forward<double>"));
+    for (auto [dtype, type] : elementTypes(info))
+      w.line("template {0};",
+             forwardSignature(("forward<" + type + ">").str()));
     w.blank();
     if (const LayerPlan *backward = plan.backward.get()) {
       emitSolverSettings(w, *backward);
@@ -888,8 +924,9 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
       if (failed(backwardEmitter.emitFunction(backwardSignature("backward"))))
         return failure();
       w.blank();
-      w.line("template {0};", backwardSignature("backward<float>"));
-      w.line("template {0};", backwardSignature("backward<double>"));
+      for (auto [dtype, type] : elementTypes(info))
+        w.line("template {0};",
+               backwardSignature(("backward<" + type + ">").str()));
       w.blank();
     }
   }

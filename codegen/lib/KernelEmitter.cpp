@@ -3,18 +3,21 @@
 // An fp.kernel becomes
 //
 //   template <typename Real> struct Kernel0 {
+//     using Scalar = fp::Compute<Real>;
 //     const Real *in0; ...  // the inputs, in operand order
 //     Real *out0; ...       // the results
 //     template <typename Team>
 //     FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step,
-//                                    Real *scratch, Real *state) const;
+//                                    Scalar *scratch, Scalar *state) const;
 //   };
 //
 // whose call computes token `row` (the `step`-th of its sample when the
 // kernel runs in time order): per-token inputs and results are offset
 // to the token's row, uniform inputs are not, intermediate values get slots
 // in `scratch` (reused once a value is dead) and scans their state in
-// `state`. Every op is one call of a Fused.h function followed by a team
+// `state`. Inputs and results hold the call's element type `Real`;
+// scratch, state and literals the arithmetic type `Scalar` (float for
+// bf16). Every op is one call of a Fused.h function followed by a team
 // synchronisation.
 //
 //===----------------------------------------------------------------------===//
@@ -40,15 +43,15 @@ using namespace mlir::fp::codegen;
 
 std::string mlir::fp::codegen::realLiteral(double value) {
   if (std::isnan(value))
-    return "std::numeric_limits<Real>::quiet_NaN()";
+    return "std::numeric_limits<Scalar>::quiet_NaN()";
   if (std::isinf(value))
-    return value > 0 ? "std::numeric_limits<Real>::infinity()"
-                     : "-std::numeric_limits<Real>::infinity()";
+    return value > 0 ? "std::numeric_limits<Scalar>::infinity()"
+                     : "-std::numeric_limits<Scalar>::infinity()";
   std::string text;
   llvm::raw_string_ostream(text) << llvm::format("%.17g", value);
   if (text.find_first_of(".en") == std::string::npos)
     text += ".0";
-  return "Real(" + text + ")";
+  return "Scalar(" + text + ")";
 }
 
 std::string mlir::fp::codegen::locationComment(Location loc) {
@@ -199,8 +202,8 @@ std::string KernelEmitter::allocateScratch(ArrayRef<Operation *> ops) {
         chosen->freeAfter = here; // a dead result still occupies its slot
       std::string name = "v" + std::to_string(nextValue++);
       pointers[result] = name;
-      declarations += llvm::formatv("Real *const {0} = scratch + {1};\n", name,
-                                    chosen->offset)
+      declarations += llvm::formatv("Scalar *const {0} = scratch + {1};\n",
+                                    name, chosen->offset)
                           .str();
     }
   }
@@ -273,6 +276,7 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
          ops.size(), launch.sequential ? ", in time order" : "");
   w.text("template <typename Real>");
   auto type = w.blockWithTrailer(";", "struct {0}", name);
+  w.text("using Scalar = fp::Compute<Real>;");
   for (auto [i, arg] : llvm::enumerate(body->getArguments()))
     w.line("const Real *in{0};", i);
   for (size_t j = 0; j < yield.getValues().size(); ++j)
@@ -280,7 +284,7 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   w.blank();
   w.text("template <typename Team>");
   auto call = w.block("FP_HOST_DEVICE void operator()(Team &team, int64_t row, "
-                      "int64_t step, Real *scratch, Real *state) const");
+                      "int64_t step, Scalar *scratch, Scalar *state) const");
   for (const std::string &line : prologue)
     w.text(line);
   StringRef rest = scratch;

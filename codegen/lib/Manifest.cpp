@@ -186,15 +186,18 @@ static FailureOr<llvm::json::Object> modelObject(ModuleOp module,
 FailureOr<std::string>
 mlir::fp::codegen::buildManifest(ModuleOp module, ArrayRef<LayerPlan> layers,
                                  const LibraryInfo &info) {
-  llvm::json::Array layerArray, targets;
+  llvm::json::Array layerArray, targets, dtypes;
   for (const LayerPlan &plan : layers)
     layerArray.push_back(layerObject(plan, info));
   for (const std::string &target : info.targets)
     targets.push_back(target);
+  for (StringRef dtype : knownDTypes())
+    if (llvm::is_contained(info.dtypes, dtype))
+      dtypes.push_back(dtype);
   llvm::json::Object manifest{{"abi_version", FP_MODEL_ABI_VERSION},
                               {"generator", info.generator},
                               {"targets", std::move(targets)},
-                              {"dtypes", llvm::json::Array{"f32", "f64"}},
+                              {"dtypes", std::move(dtypes)},
                               {"layers", std::move(layerArray)}};
   if (!info.source.empty())
     manifest["source"] = info.source;

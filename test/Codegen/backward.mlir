@@ -24,7 +24,7 @@
 // CHECK:   kernels::copy({{.*}}, static_cast<Real *>(args.grad_input));
 // CHECK:   kernels::accumulate({{.*}}, 32, static_cast<Real *>(args.grad_params[0])); // v
 // CHECK:   kernels::accumulate({{.*}}, 12, static_cast<Real *>(args.grad_params[10])); // wt
-// CHECK: const fp::host::LayerDescriptor kLayer = {"head", 11, kBuffers, {{[0-9]+}}, {&forward<float>, &forward<double>}, {}, nullptr, 0, kBackwardBuffers, {{[0-9]+}}, {&backward<float>, &backward<double>}, {}};
+// CHECK: const fp::host::LayerDescriptor kLayer = {"head", 11, kBuffers, {{[0-9]+}}, {&forward<float>, &forward<double>, &forward<fp::bf16>}, {}, nullptr, 0, kBackwardBuffers, {{[0-9]+}}, {&backward<float>, &backward<double>, &backward<fp::bf16>}, {}};
 // CHECK: FP_MODEL_EXPORT fp_status fp_head_backward(const fp_backward_args *args) {
 // CHECK-NEXT:   return fp::host::backward(args, layer_head::kLayer);
 

@@ -39,7 +39,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK:     const Real *p0 = static_cast<const Real *>(args.params[0]); // in_proj.weight
 //       CHECK:     kernels::linear(in, B * T, 4, p0, 8, nullptr, [[X:s[0-9]+]]);
 //       CHECK:     kernels::sliceColumns([[X]], B * T, 8, 0, 4, [[XA:s[0-9]+]]);
-//       CHECK:     kernels::fill([[Y0:s[0-9]+]], B * T * 4, Real(0.0));
+//       CHECK:     kernels::fill([[Y0:s[0-9]+]], B * T * 4, Scalar(0.0));
 //       CHECK:     kernels::Solver<Real> [[SOLVER:solver[0-9]+]](B, kSolver, args.training != 0, args.solver);
 //       CHECK:     kernels::copy([[Y0]], B * T * 4, [[Y:s[0-9]+]]);
 //       CHECK:     [[SOLVER]].loop([&] {
@@ -53,7 +53,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK:     kernels::unary(kernels::Silu(), B * T * 4, [[Y]], [[G:s[0-9]+]]);
 //       CHECK:     kernels::copy([[G]], B * T * 4, static_cast<Real *>(args.output));
 //   CHECK-NOT: namespace cuda
-//       CHECK:   const fp::host::LayerDescriptor kLayer = {"tiny", 1, kBuffers, {{[0-9]+}}, {&forward<float>, &forward<double>}, {}};
+//       CHECK:   const fp::host::LayerDescriptor kLayer = {"tiny", 1, kBuffers, {{[0-9]+}}, {&forward<float>, &forward<double>, &forward<fp::bf16>}, {}};
 //       CHECK: } // namespace layer_tiny
 //       CHECK: FP_MODEL_EXPORT fp_status fp_tiny_buffer_sizes(
 //       CHECK: FP_MODEL_EXPORT fp_status fp_tiny_forward(const fp_forward_args *args) {
@@ -84,5 +84,6 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //  CUDA:       [[SOLVER]].update();
 //  CUDA:   template void forward<float>(const fp_forward_args &args, char *workspace, const size_t *offsets);
 //  CUDA:   template void forward<double>(const fp_forward_args &args, char *workspace, const size_t *offsets);
+//  CUDA:   template void forward<fp::bf16>(const fp_forward_args &args, char *workspace, const size_t *offsets);
 //  CUDA: } // namespace layer_tiny::cuda
 //  CUDA-NOT: FP_MODEL_EXPORT

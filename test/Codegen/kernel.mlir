@@ -40,21 +40,22 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CHECK:   // fp.kernel at kernel.mlir:11:10: 4 ops
 //  CHECK-NEXT:   template <typename Real>
 //  CHECK-NEXT:   struct Kernel0 {
+//  CHECK-NEXT:     using Scalar = fp::Compute<Real>;
 //  CHECK-NEXT:     const Real *in0;
 //  CHECK-NEXT:     const Real *in1;
 //  CHECK-NEXT:     Real *out0;
-//       CHECK:     FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step, Real *scratch, Real *state) const {
+//       CHECK:     FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step, Scalar *scratch, Scalar *state) const {
 //  CHECK-NEXT:       const Real *const x0 = in0 + row * 4;
 //  CHECK-NEXT:       const Real *const x1 = in1;
 //  CHECK-NEXT:       Real *const y0 = out0 + row * 4;
-//  CHECK-NEXT:       Real *const v0 = scratch + 0;
-//  CHECK-NEXT:       Real *const v1 = scratch + 4;
-//  CHECK-NEXT:       Real *const v2 = scratch + 0;
+//  CHECK-NEXT:       Scalar *const v0 = scratch + 0;
+//  CHECK-NEXT:       Scalar *const v1 = scratch + 4;
+//  CHECK-NEXT:       Scalar *const v2 = scratch + 0;
 //       CHECK:       fp::fused::unary(team, kernels::Silu(), 4, x0, v0);
 //  CHECK-NEXT:       team.sync();
 //       CHECK:       fp::fused::unary(team, kernels::Exp(), 4, v0, v1);
 //       CHECK:       fp::fused::binary(team, kernels::Mul(), 4, v1, x0, v2);
-//       CHECK:       fp::fused::rmsNorm(team, v2, x1, 1, 4, Real(1.0000000000000001e-05), y0);
+//       CHECK:       fp::fused::rmsNorm(team, v2, x1, 1, 4, Scalar(1.0000000000000001e-05), y0);
 //       CHECK:   // fp.kernel at kernel.mlir:18:10: 4 ops, in time order
 //       CHECK:   struct Kernel1 {
 //       CHECK:       fp::fused::unary(team, kernels::Sigmoid(), 4, x0, [[SIG:v[0-9]+]]);
@@ -64,8 +65,8 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 // the last op, so no later value may take its slot.
 //       CHECK:   // fp.kernel at kernel.mlir:25:12: 4 ops
 //       CHECK:   struct Kernel2 {
-//       CHECK:       Real *const [[E:v[0-9]+]] = scratch + 0;
-//  CHECK-NEXT:       Real *const [[N:v[0-9]+]] = scratch + 4;
+//       CHECK:       Scalar *const [[E:v[0-9]+]] = scratch + 0;
+//  CHECK-NEXT:       Scalar *const [[N:v[0-9]+]] = scratch + 4;
 //       CHECK:       fp::fused::unary(team, kernels::Exp(), 4, x0, [[E]]);
 //       CHECK:       fp::fused::unary(team, kernels::Neg(), 4, x0, [[N]]);
 //       CHECK:       fp::fused::unary(team, kernels::Tanh(), 4, [[N]], y1);
@@ -79,6 +80,6 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 // CUDA-LABEL: namespace layer_fused::cuda {
 //       CUDA:   namespace kernels = fp::cuda;
 //       CUDA:   struct Kernel0 {
-//       CUDA:       fp::fused::rmsNorm(team, v2, x1, 1, 4, Real(1.0000000000000001e-05), y0);
+//       CUDA:       fp::fused::rmsNorm(team, v2, x1, 1, 4, Scalar(1.0000000000000001e-05), y0);
 //       CUDA:     kernels::forEachToken<Real>(B * T, 8, 16, Kernel0<Real>{in, p0, {{s[0-9]+}}});
 //       CUDA:     kernels::forEachSample<Real>(B, T, 8, 4, 16, Kernel1<Real>{

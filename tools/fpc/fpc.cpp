@@ -87,6 +87,12 @@ cl::list<std::string> cudaArchs(
     cl::desc("CUDA architectures the CUDA unit is compiled for (default: "
              "80,90)"),
     cl::value_desc("sm"), cl::CommaSeparated, cl::cat(fpcCategory));
+cl::list<std::string> dtypeList(
+    "dtypes",
+    cl::desc("Element types a call of the library may use (default: "
+             "f32,f64,bf16; bf16 keeps every buffer in bfloat16 and computes "
+             "in f32)"),
+    cl::value_desc("list"), cl::CommaSeparated, cl::cat(fpcCategory));
 cl::list<std::string> includeDirs("I",
                                   cl::desc("Directory searched by imports"),
                                   cl::value_desc("dir"), cl::Prefix,
@@ -357,9 +363,10 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
       hash.update(feature);
   }
   SmallVector<StringRef> headers = {
-      "fp/Runtime/Kernels/Common.h",        "fp/Runtime/Kernels/Fused.h",
-      "fp/Runtime/Kernels/Host.h",          "fp/Runtime/Kernels/HostEntry.h",
-      "fp/Runtime/Kernels/HostGradients.h", "fp/Runtime/ModelABI.h"};
+      "fp/Runtime/Kernels/BFloat16.h",  "fp/Runtime/Kernels/Common.h",
+      "fp/Runtime/Kernels/Fused.h",     "fp/Runtime/Kernels/Host.h",
+      "fp/Runtime/Kernels/HostEntry.h", "fp/Runtime/Kernels/HostGradients.h",
+      "fp/Runtime/ModelABI.h"};
   if (nvccProgram) {
     headers.push_back("fp/Runtime/Kernels/Device.cuh");
     headers.push_back("fp/Runtime/Kernels/DeviceGradients.cuh");
@@ -457,6 +464,11 @@ int main(int argc, char **argv) {
       return fail("--cuda-arch expects compute capabilities such as 80,90, "
                   "got '" +
                   arch + "'");
+  for (const std::string &dtype : dtypeList)
+    if (!llvm::is_contained(fp::codegen::knownDTypes(), dtype))
+      return fail("--dtypes expects element types among f32, f64 and bf16, "
+                  "got '" +
+                  dtype + "'");
 
   DialectRegistry registry;
   fp::registerAllFpDialects(registry);
@@ -542,6 +554,8 @@ int main(int argc, char **argv) {
 
   fp::codegen::LibraryInfo info;
   info.source = inputFile;
+  if (!dtypeList.empty())
+    info.dtypes.assign(dtypeList.begin(), dtypeList.end());
   const bool withCuda = target != Target::CPU || emit == EmitStage::Cuda;
   if (target == Target::CUDA)
     info.targets = {"cuda"};

@@ -1,9 +1,9 @@
 //===- device_compile_check.cu - Instantiates every CUDA kernel -*- C++ -*-===//
 //
 // A translation unit that only has to compile: it calls every function of
-// Device.cuh, DeviceGradients.cuh and the Solver for float and double, through
-// the same `kernels::` alias generated code uses, so that nvcc instantiates all
-// templates. Nothing here is ever run.
+// Device.cuh, DeviceGradients.cuh and the Solver for float, double and bf16,
+// through the same `kernels::` alias generated code uses, so that nvcc
+// instantiates all templates. Nothing here is ever run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,40 +13,58 @@ namespace kernels = fp::cuda;
 
 namespace {
 
+/// Calls every Fused.h building block from `x` (and the uniform operand
+/// `uniform`) into `y`: fused kernels read their inputs (of the call's
+/// element type) and scratch values (of the arithmetic type) and write
+/// either.
+template <typename Team, typename From, typename To, typename State>
+FP_HOST_DEVICE void everyBlock(Team &team, bool first, const From *x,
+                               const From *uniform, To *y, State *state) {
+  using Scalar = fp::Compute<To>;
+  fp::fused::unary(team, kernels::Silu(), 16, x, y);
+  fp::fused::binary(team, kernels::Mul(), 16, x, uniform, y);
+  fp::fused::copy(team, 16, x, y);
+  fp::fused::fill(team, 16, x[0], y);
+  fp::fused::fill(team, 16, Scalar(0.5), y);
+  fp::fused::slice(team, x, 2, 8, 2, 4, y);
+  fp::fused::insert(team, x, 2, 4, 2, 8, y);
+  const int64_t extents[] = {4, 4};
+  const int dims[] = {1};
+  fp::fused::broadcast(team, x, 2, extents, dims, 1, y);
+  fp::fused::triu(team, x, 1, 4, y);
+  fp::fused::sumRows(team, x, 2, 8, y);
+  const bool reduced[] = {true, false};
+  fp::fused::reduce(team, x, 2, extents, reduced, true, y);
+  fp::fused::reduce(team, x, 2, extents, reduced, false, y);
+  fp::fused::l2norm(team, x, 2, 8, Scalar(1e-12), y);
+  fp::fused::layerNorm(team, x, uniform, uniform, 2, 8, Scalar(1e-5), y);
+  fp::fused::rmsNorm(team, x, uniform, 2, 8, Scalar(1e-5), y);
+  fp::fused::matmul(team, x, x, 1, 4, 4, 4, false, true, y);
+  fp::fused::matmul(team, x, uniform, 1, 4, 4, 4, true, false, y);
+  fp::fused::scanStep(team, state, x, x, 16, y);
+  fp::fused::selectiveScanStep(team, first, state, x, x, uniform, x, x, uniform,
+                               16, 4, y);
+  fp::fused::selectiveScanStep(team, first, state, x, x, uniform, x, x, nullptr,
+                               16, 4, y);
+}
+
 /// A kernel function object that calls every Fused.h building block, as
-/// fpc's fp.kernel functors do.
+/// fpc's fp.kernel functors do: from the inputs into scratch, and from
+/// scratch into the results.
 template <typename Real> struct AllFused {
+  using Scalar = fp::Compute<Real>;
   const Real *in;
   Real *out;
 
   template <typename Team>
   FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step,
-                                 Real *scratch, Real *state) const {
+                                 Scalar *scratch, Scalar *state) const {
     const Real *x = in + row * 16;
     Real *y = out + row * 16;
-    fp::fused::unary(team, kernels::Silu(), 16, x, scratch);
-    fp::fused::binary(team, kernels::Mul(), 16, x, scratch, y);
-    fp::fused::copy(team, 16, x, y);
-    fp::fused::fill(team, 16, x[0], y);
-    fp::fused::slice(team, x, 2, 8, 2, 4, y);
-    fp::fused::insert(team, x, 2, 4, 2, 8, y);
-    const int64_t extents[] = {4, 4};
-    const int dims[] = {1};
-    fp::fused::broadcast(team, x, 2, extents, dims, 1, y);
-    fp::fused::triu(team, x, 1, 4, y);
-    fp::fused::sumRows(team, x, 2, 8, y);
-    const bool reduced[] = {true, false};
-    fp::fused::reduce(team, x, 2, extents, reduced, true, y);
-    fp::fused::reduce(team, x, 2, extents, reduced, false, y);
-    fp::fused::l2norm(team, x, 2, 8, Real(1e-12), y);
-    fp::fused::layerNorm(team, x, in, in, 2, 8, Real(1e-5), y);
-    fp::fused::rmsNorm(team, x, in, 2, 8, Real(1e-5), y);
-    fp::fused::matmul(team, x, x, 1, 4, 4, 4, false, true, y);
-    fp::fused::scanStep(team, state, x, x, 16, y);
-    fp::fused::selectiveScanStep(team, step == 0, state, x, x, in, x, x, in, 16,
-                                 4, y);
-    fp::fused::selectiveScanStep(team, step == 0, state, x, x, in, x, x,
-                                 static_cast<const Real *>(nullptr), 16, 4, y);
+    everyBlock(team, step == 0, x, in, scratch, state);
+    team.sync();
+    everyBlock(team, step == 0, static_cast<const Scalar *>(scratch),
+               static_cast<const Scalar *>(scratch + 16), y, state);
     team.sync();
   }
 };
@@ -74,9 +92,10 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   kernels::binary(kernels::Max(), 8, in, in, out);
   kernels::binary(kernels::Min(), 8, in, in, out);
 
-  kernels::fill(out, 8, Real(0.5));
+  using Scalar = fp::Compute<Real>;
+  kernels::fill(out, 8, Scalar(0.5));
   kernels::fillFrom(out, 8, in);
-  static const Real constants[] = {Real(1), Real(2), Real(3)};
+  static const Scalar constants[] = {Scalar(1), Scalar(2), Scalar(3)};
   kernels::upload(constants, 3, out);
   kernels::copy(in, 8, out);
 
@@ -107,18 +126,18 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   kernels::forEachToken<Real>(B * T, 16, 16, AllFused<Real>{in, out});
   kernels::forEachSample<Real>(B, T, 16, 128, 16, AllFused<Real>{in, out});
 
-  kernels::l2norm(in, B * T, 16, Real(1e-12), out);
-  kernels::layerNorm(in, in, in, B * T, 16, Real(1e-5), out);
-  kernels::rmsNorm(in, in, B * T, 16, Real(1e-5), out);
+  kernels::l2norm(in, B * T, 16, Scalar(1e-12), out);
+  kernels::layerNorm(in, in, in, B * T, 16, Scalar(1e-5), out);
+  kernels::rmsNorm(in, in, B * T, 16, Scalar(1e-5), out);
 
   const fp::host::SolverSettings kSolver = {0.1,  0.75, 100, 1000,
                                             0.99, 0.9,  15};
   kernels::Solver<Real> solver(B, kSolver, args.training != 0, args.solver);
   kernels::copy(in, B * T * 16, out);
-  while (solver.shouldContinue()) {
+  solver.loop([&] {
     solver.relax(out, in, T, 16);
     solver.update();
-  }
+  });
   solver.report(args.stats);
   (void)solver.numSteps();
 
@@ -129,7 +148,7 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   kernels::sumColumns(in, B * T, 16, out);
   kernels::triuPack(in, B * T, 4, out);
   kernels::reduceMaxGrad(in, in, kernels::Shape{3, {B, T, 16}}, reduced, out);
-  kernels::l2normGrad(in, in, B * T, 16, Real(1e-12), out);
+  kernels::l2normGrad(in, in, B * T, 16, Scalar(1e-12), out);
   kernels::causalConvGrad(in, in, in, B, T, 16, 4, out, out + 512);
   kernels::selectiveScanGrad(in, in, in, in, in, in, B, T, 16, 4, out, out + 64,
                              out + 128, out + 192, out + 256);
@@ -138,8 +157,9 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
 } // namespace
 
 /// Never called; it only makes the templates above instantiate.
-void fpDeviceCompileCheck(float *f32, double *f64,
+void fpDeviceCompileCheck(float *f32, double *f64, fp::bf16 *bf16,
                           const fp_forward_args &args) {
   instantiateAll(f32, args);
   instantiateAll(f64, args);
+  instantiateAll(bf16, args);
 }

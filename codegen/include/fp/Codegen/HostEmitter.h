@@ -24,7 +24,13 @@ struct LibraryInfo {
   std::string source;
   /// Targets compiled into the library ("cpu", "cuda").
   SmallVector<std::string> targets = {"cpu"};
+  /// Element types every forward and backward is instantiated for ("f32",
+  /// "f64", "bf16"), in this order.
+  SmallVector<std::string> dtypes = {"f32", "f64", "bf16"};
 };
+
+/// The element types a library can be compiled for, in manifest spelling.
+ArrayRef<StringRef> knownDTypes();
 
 /// Writes the host translation unit of `module` to `os`: the forward of
 /// every layer when `info.targets` has "cpu", and always the ABI entry

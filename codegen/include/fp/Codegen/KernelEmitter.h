@@ -38,8 +38,8 @@ struct KernelLaunch {
 FailureOr<KernelLaunch> emitKernelFunctor(CodeWriter &w, KernelOp kernel,
                                           StringRef name);
 
-/// A C++ expression of type Real for a floating-point constant, exact for
-/// doubles.
+/// A C++ expression of type Scalar (the arithmetic type of the call's element
+/// type) for a floating-point constant, exact for doubles.
 std::string realLiteral(double value);
 
 /// `file:line:col` of the first file location in `loc`, or "".

@@ -1,18 +1,19 @@
-//===- Common.h - Types and scalar functions of all kernels ------*- C++
-//-*-===//
+//===- Common.h - Types and scalar functions of all kernels -----*- C++ -*-===//
 //
 // What the host kernels (Host.h) and the CUDA kernels (Device.cuh) share,
 // and generated code names through either: read-only buffer types, the
 // scalar functions and elementwise function objects (host and device), shapes,
 // reductions, the solver settings and the workspace layout.
 //
-// Depends only on the C++17 standard library and the model ABI header.
+// Depends only on the C++17 standard library, BFloat16.h and the model ABI
+// header.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FP_RUNTIME_KERNELS_COMMON_H
 #define FP_RUNTIME_KERNELS_COMMON_H
 
+#include "fp/Runtime/Kernels/BFloat16.h"
 #include "fp/Runtime/ModelABI.h"
 
 #include <algorithm>
@@ -24,26 +25,12 @@
 #include <string>
 #include <type_traits>
 
-/// Functions callable from host and CUDA device code.
-#ifdef __CUDACC__
-#define FP_HOST_DEVICE __host__ __device__
-#else
-#define FP_HOST_DEVICE
-#endif
-
 namespace fp::host {
 
 /// A read-only buffer of `Real`. Kernels deduce `Real` from their output
 /// pointer only, so inputs may be const or not and optional ones nullptr.
 template <typename Real> struct Identity { using Type = Real; };
 template <typename Real> using In = const typename Identity<Real>::Type *;
-
-/// The type a sum accumulates in: double for float, so that the rounding of
-/// a long f32 sum does not grow with its length (PyTorch's CPU sums are
-/// pairwise for the same reason); a gradient such as a weight-norm gain's,
-/// a sum of many cancelling terms, needs it to stay within 1e-4.
-template <typename Real>
-using Accum = std::conditional_t<std::is_same_v<Real, float>, double, Real>;
 
 //===----------------------------------------------------------------------===//
 // Scalar functions (as PyTorch computes them)

@@ -15,7 +15,11 @@
 // per output, and one block per row where a row is reduced, with a fixed
 // shuffle tree so that results never depend on scheduling. Where one thread
 // accumulates, it does so in Host.h's order, so that with -fmad=false those
-// kernels round exactly as the host ones. GEMMs go to cuBLAS.
+// kernels round exactly as the host ones. GEMMs go to cuBLAS; bf16 ones run
+// on tensor cores with f32 accumulation (cublasGemmEx, CUBLAS_COMPUTE_32F).
+// As in Host.h, a kernel on bf16 buffers computes in Compute<Real> (float):
+// intermediate values, recurrence states, block reductions and the solver's
+// state are float, and every stored result is rounded once.
 //
 // The solver keeps its state on the device and never waits for the device
 // per step; see Solver below.
@@ -408,30 +412,31 @@ private:
 };
 
 /// Block `blockIdx.x` computes rows blockIdx.x, + gridDim.x, ... with its
-/// scratch in shared memory, or at global + blockIdx.x · scratch.
-template <typename Real, typename Kernel>
+/// scratch (of the arithmetic type C) in shared memory, or at global +
+/// blockIdx.x · scratch.
+template <typename C, typename Kernel>
 __global__ void tokenKernel(Kernel kernel, int64_t rows, int64_t scratch,
-                            Real *global) {
-  Real *buffer = global ? global + int64_t(blockIdx.x) * scratch
-                        : reinterpret_cast<Real *>(sharedBytes());
+                            C *global) {
+  C *buffer = global ? global + int64_t(blockIdx.x) * scratch
+                     : reinterpret_cast<C *>(sharedBytes());
   BlockTeam team;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    kernel(team, r, int64_t(0), buffer, static_cast<Real *>(nullptr));
+    kernel(team, r, int64_t(0), buffer, static_cast<C *>(nullptr));
     team.sync(); // the next row reuses the scratch
   }
 }
 
 /// Block b computes sample b's tokens in time order, its scan state zeroed
 /// first.
-template <typename Real, typename Kernel>
+template <typename C, typename Kernel>
 __global__ void sampleKernel(Kernel kernel, int64_t length, int64_t scratch,
-                             Real *global, int64_t state, Real *states) {
+                             C *global, int64_t state, C *states) {
   const int64_t b = blockIdx.x;
-  Real *buffer =
-      global ? global + b * scratch : reinterpret_cast<Real *>(sharedBytes());
-  Real *own = states + b * state;
+  C *buffer =
+      global ? global + b * scratch : reinterpret_cast<C *>(sharedBytes());
+  C *own = states + b * state;
   for (int64_t i = threadIdx.x; i < state; i += blockDim.x)
-    own[i] = Real(0);
+    own[i] = C(0);
   BlockTeam team;
   team.sync();
   for (int64_t t = 0; t < length; ++t) {
@@ -446,17 +451,18 @@ __global__ void sampleKernel(Kernel kernel, int64_t length, int64_t scratch,
 template <typename Real, typename Kernel>
 inline void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
                          const Kernel &kernel) {
+  using C = Compute<Real>;
   (void)cost;
   if (rows <= 0)
     return;
   const int64_t blocks = std::min(rows, detail::kMaxBlocks);
-  const size_t bytes = size_t(scratch) * sizeof(Real);
+  const size_t bytes = size_t(scratch) * sizeof(C);
   const bool shared = bytes <= detail::kMaxFusedSharedBytes;
   detail::LaunchBuffer global(shared ? 0 : bytes * size_t(blocks),
                               detail::stream());
-  detail::launch("forEachToken", &detail::tokenKernel<Real, Kernel>, blocks,
+  detail::launch("forEachToken", &detail::tokenKernel<C, Kernel>, blocks,
                  detail::kThreads, shared ? bytes : 0, detail::stream(), kernel,
-                 rows, scratch, global.as<Real>());
+                 rows, scratch, global.as<C>());
 }
 
 /// Runs a kernel whose body holds scans: one block per sample, its tokens
@@ -468,18 +474,19 @@ inline void forEachSample(int64_t batch, int64_t length, int64_t scratch,
   (void)cost;
   if (batch <= 0 || length <= 0)
     return;
+  using C = Compute<Real>;
   if (batch > detail::kMaxBlocks)
     throw DeviceError("fp::cuda::forEachSample: batch " +
                       std::to_string(batch) + " exceeds the grid limit");
-  const size_t bytes = size_t(scratch) * sizeof(Real);
+  const size_t bytes = size_t(scratch) * sizeof(C);
   const bool shared = bytes <= detail::kMaxFusedSharedBytes;
   detail::LaunchBuffer global(shared ? 0 : bytes * size_t(batch),
                               detail::stream());
-  const size_t stateBytes = size_t(state) * sizeof(Real) * size_t(batch);
+  const size_t stateBytes = size_t(state) * sizeof(C) * size_t(batch);
   detail::LaunchBuffer states(stateBytes, detail::stream());
-  detail::launch("forEachSample", &detail::sampleKernel<Real, Kernel>, batch,
+  detail::launch("forEachSample", &detail::sampleKernel<C, Kernel>, batch,
                  detail::kThreads, shared ? bytes : 0, detail::stream(), kernel,
-                 length, scratch, global.as<Real>(), state, states.as<Real>());
+                 length, scratch, global.as<C>(), state, states.as<C>());
 }
 
 //===----------------------------------------------------------------------===//
@@ -490,15 +497,17 @@ namespace detail {
 
 template <typename Op, typename Real>
 __global__ void unaryKernel(Op op, int64_t n, const Real *x, Real *out) {
+  using C = Compute<Real>;
   for (int64_t i = firstThread(); i < n; i += allThreads())
-    out[i] = op(x[i]);
+    out[i] = Real(op(C(x[i])));
 }
 
 template <typename Op, typename Real>
 __global__ void binaryKernel(Op op, int64_t n, const Real *x, const Real *y,
                              Real *out) {
+  using C = Compute<Real>;
   for (int64_t i = firstThread(); i < n; i += allThreads())
-    out[i] = op(x[i], y[i]);
+    out[i] = Real(op(C(x[i]), C(y[i])));
 }
 
 template <typename Real>
@@ -531,9 +540,10 @@ inline void binary(Op op, int64_t n, In<Real> x, In<Real> y, Real *out) {
 }
 
 /// out[i] = value; one thread per element.
-template <typename Real> inline void fill(Real *out, int64_t n, Real value) {
+template <typename Real>
+inline void fill(Real *out, int64_t n, Compute<Real> value) {
   detail::launch("fill", detail::fillKernel<Real>, detail::blocksFor(n),
-                 detail::kThreads, 0, detail::stream(), out, n, value);
+                 detail::kThreads, 0, detail::stream(), out, n, Real(value));
 }
 
 /// out[i] = scalar[0], read on the device: a broadcast scalar that lives in
@@ -544,13 +554,23 @@ inline void fillFrom(Real *out, int64_t n, In<Real> scalar) {
                  detail::kThreads, 0, detail::stream(), out, n, scalar);
 }
 
-/// Copies constants of the generated code (host memory) into a device
-/// buffer, ordered on the current stream.
+/// Copies constants of the generated code (host memory, in the arithmetic
+/// type) into a device buffer, ordered on the current stream. bf16 values
+/// are rounded into a host buffer first; a copy from pageable memory has
+/// read its source when it returns.
 template <typename Real>
-inline void upload(const Real *values, int64_t n, Real *out) {
+inline void upload(const Compute<Real> *values, int64_t n, Real *out) {
   if (n <= 0)
     return;
-  detail::check(cudaMemcpyAsync(out, values, sizeof(Real) * size_t(n),
+  std::vector<Real> rounded;
+  const void *source = values;
+  if constexpr (!std::is_same_v<Compute<Real>, Real>) {
+    rounded.assign(size_t(n), Real(0));
+    for (int64_t i = 0; i < n; ++i)
+      rounded[size_t(i)] = Real(values[i]);
+    source = rounded.data();
+  }
+  detail::check(cudaMemcpyAsync(out, source, sizeof(Real) * size_t(n),
                                 cudaMemcpyHostToDevice, detail::stream()),
                 "upload");
 }
@@ -584,26 +604,46 @@ inline cublasStatus_t gemmTN(int m, int n, int k, const double *a,
   return cublasDgemm(blas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a, k, b,
                      k, &zero, c, m);
 }
+/// bf16 operands on tensor cores, f32 accumulation, one rounding of
+/// A·B + beta·C (beta 0 or 1).
+inline cublasStatus_t gemmTN(int m, int n, int k, const bf16 *a, const bf16 *b,
+                             bf16 *c, float beta = 0.0f) {
+  const float one = 1.0f;
+  return cublasGemmEx(blas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a,
+                      CUDA_R_16BF, k, b, CUDA_R_16BF, k, &beta, c, CUDA_R_16BF,
+                      m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
 
 template <typename Real>
 __global__ void addBiasKernel(Real *out, int64_t n, int64_t width,
                               const Real *bias) {
+  using C = Compute<Real>;
   for (int64_t i = firstThread(); i < n; i += allThreads())
-    out[i] = out[i] + bias[i % width];
+    out[i] = Real(C(out[i]) + C(bias[i % width]));
+}
+
+/// out[r, o] = bias[o]: the C operand of a GEMM that adds the bias before
+/// its one rounding.
+template <typename Real>
+__global__ void broadcastBiasKernel(Real *out, int64_t n, int64_t width,
+                                    const Real *bias) {
+  for (int64_t i = firstThread(); i < n; i += allThreads())
+    out[i] = bias[i % width];
 }
 
 template <typename Real>
 __global__ void weightNormKernel(const Real *weight, const Real *gain,
                                  int64_t rows, int64_t cols, Real *out) {
+  using C = Compute<Real>;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const Real *v = weight + r * cols;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      sum += v[c] * v[c];
+      sum += C(v[c]) * C(v[c]);
     sum = blockReduce(sum, SumOp());
-    const Real scale = gain[r] / std::sqrt(sum);
+    const C scale = C(gain[r]) / std::sqrt(sum);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      out[r * cols + c] = v[c] * scale;
+      out[r * cols + c] = Real(C(v[c]) * scale);
   }
 }
 
@@ -611,17 +651,18 @@ template <typename Real>
 __global__ void matmulKernel(const Real *lhs, const Real *rhs, int64_t batch,
                              int64_t m, int64_t n, int64_t k, bool transposeLhs,
                              bool transposeRhs, Real *out) {
+  using C = Compute<Real>;
   const int64_t total = batch * m * n;
   for (int64_t index = firstThread(); index < total; index += allThreads()) {
     const int64_t b = index / (m * n), i = index / n % m, j = index % n;
     const Real *l = lhs + b * m * k, *r = rhs + b * k * n;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t p = 0; p < k; ++p) {
-      const Real lip = transposeLhs ? l[p * m + i] : l[i * k + p];
-      const Real rpj = transposeRhs ? r[j * k + p] : r[p * n + j];
+      const C lip = C(transposeLhs ? l[p * m + i] : l[i * k + p]);
+      const C rpj = C(transposeRhs ? r[j * k + p] : r[p * n + j]);
       sum += lip * rpj;
     }
-    out[index] = sum;
+    out[index] = Real(sum);
   }
 }
 
@@ -629,30 +670,42 @@ __global__ void matmulKernel(const Real *lhs, const Real *rhs, int64_t batch,
 
 /// out[r, o] = Σ_i weight[o, i] · in[r, i] + bias[o] (bias may be null),
 /// with `weight` in PyTorch's out × in layout: one cuBLAS GEMM, then the
-/// bias added by one thread per element (the host's order of rounding).
+/// bias added by one thread per element (the host's order of rounding). A
+/// bf16 GEMM instead starts from the bias broadcast into `out` and adds it
+/// in f32, so that each output is rounded once, as on the host.
 template <typename Real>
 inline void linear(In<Real> in, int64_t rows, int64_t inFeatures,
                    In<Real> weight, int64_t outFeatures, In<Real> bias,
                    Real *out) {
   if (rows == 0 || outFeatures == 0)
     return;
+  const int64_t n = rows * outFeatures;
   if (inFeatures == 0) {
-    fill(out, rows * outFeatures, Real(0));
+    fill(out, n, Compute<Real>(0));
   } else {
     if (rows > INT_MAX || inFeatures > INT_MAX || outFeatures > INT_MAX)
       throw DeviceError("fp::cuda::linear: a dimension exceeds cuBLAS's "
                         "32-bit sizes");
+    if constexpr (std::is_same_v<Real, bf16>) {
+      if (bias)
+        detail::launch("linear (bias)", detail::broadcastBiasKernel<Real>,
+                       detail::blocksFor(n), detail::kThreads, 0,
+                       detail::stream(), out, n, outFeatures, bias);
+      detail::checkBlas(detail::gemmTN(int(outFeatures), int(rows),
+                                       int(inFeatures), weight, in, out,
+                                       bias ? 1.0f : 0.0f),
+                        "linear (cublasGemmEx, bf16)");
+      return;
+    }
     detail::checkBlas(detail::gemmTN(int(outFeatures), int(rows),
                                      int(inFeatures), weight, in, out),
-                      sizeof(Real) == sizeof(float) ? "linear (cublasSgemm)"
-                                                    : "linear (cublasDgemm)");
+                      std::is_same_v<Real, float> ? "linear (cublasSgemm)"
+                                                  : "linear (cublasDgemm)");
   }
-  if (bias) {
-    int64_t n = rows * outFeatures;
+  if (bias)
     detail::launch("linear (bias)", detail::addBiasKernel<Real>,
                    detail::blocksFor(n), detail::kThreads, 0, detail::stream(),
                    out, n, outFeatures, bias);
-  }
 }
 
 /// out[i, :] = gain[i] · weight[i, :] / ‖weight[i, :]‖₂ (PyTorch's
@@ -772,29 +825,32 @@ __device__ inline int64_t reduceOffset(const ReduceMap &map, int64_t index,
 
 /// One thread per output element, accumulating in input index order.
 template <typename Real, typename Combine>
-__global__ void reduceKernel(const Real *in, ReduceMap map, Real init,
+__global__ void reduceKernel(const Real *in, ReduceMap map, Compute<Real> init,
                              Combine combine, Real *out) {
+  using C = Compute<Real>;
   for (int64_t o = firstThread(); o < map.outCount; o += allThreads()) {
     const int64_t base = reduceOffset(map, o, false);
-    Real acc = init;
+    C acc = init;
     for (int64_t k = 0; k < map.reducedCount; ++k)
-      acc = combine(acc, in[base + reduceOffset(map, k, true)]);
-    out[o] = acc;
+      acc = combine(acc, C(in[base + reduceOffset(map, k, true)]));
+    out[o] = Real(acc);
   }
 }
 
 /// One block per output element, for long reductions.
 template <typename Real, typename Combine>
-__global__ void reduceBlockKernel(const Real *in, ReduceMap map, Real init,
-                                  Combine combine, Real *out) {
+__global__ void reduceBlockKernel(const Real *in, ReduceMap map,
+                                  Compute<Real> init, Combine combine,
+                                  Real *out) {
+  using C = Compute<Real>;
   for (int64_t o = blockIdx.x; o < map.outCount; o += gridDim.x) {
     const int64_t base = reduceOffset(map, o, false);
-    Real acc = init;
+    C acc = init;
     for (int64_t k = threadIdx.x; k < map.reducedCount; k += blockDim.x)
-      acc = combine(acc, in[base + reduceOffset(map, k, true)]);
+      acc = combine(acc, C(in[base + reduceOffset(map, k, true)]));
     acc = blockReduce(acc, combine);
     if (threadIdx.x == 0)
-      out[o] = acc;
+      out[o] = Real(acc);
   }
 }
 
@@ -802,8 +858,8 @@ __global__ void reduceBlockKernel(const Real *in, ReduceMap map, Real init,
 inline constexpr int64_t kBlockReduction = 256;
 
 template <typename Real, typename Combine>
-inline void launchReduce(const Real *in, const ReduceMap &map, Real init,
-                         Combine combine, Real *out) {
+inline void launchReduce(const Real *in, const ReduceMap &map,
+                         Compute<Real> init, Combine combine, Real *out) {
   if (map.reducedCount >= kBlockReduction)
     launch("reduce", reduceBlockKernel<Real, Combine>, map.outCount, kThreads,
            0, stream(), in, map, init, combine, out);
@@ -815,14 +871,15 @@ inline void launchReduce(const Real *in, const ReduceMap &map, Real init,
 template <typename Real>
 __global__ void sumRowsKernel(const Real *in, int64_t rows, int64_t width,
                               Real *out) {
+  using C = Compute<Real>;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const Real *row = in + r * width;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-      sum += row[j];
+      sum += C(row[j]);
     sum = blockReduce(sum, SumOp());
     if (threadIdx.x == 0)
-      out[r] = sum;
+      out[r] = Real(sum);
   }
 }
 
@@ -901,11 +958,12 @@ inline void broadcast(In<Real> in, const Shape &outShape, const int *dims,
 template <typename Real>
 inline void reduce(In<Real> in, const Shape &inShape, const bool *reduced,
                    Reduction kind, Real *out) {
+  using C = Compute<Real>;
   const detail::ReduceMap map = detail::reduceMapFor(inShape, reduced);
   if (kind == Reduction::Sum)
-    detail::launchReduce<Real>(in, map, Real(0), detail::SumOp(), out);
+    detail::launchReduce<Real>(in, map, C(0), detail::SumOp(), out);
   else
-    detail::launchReduce<Real>(in, map, -std::numeric_limits<Real>::infinity(),
+    detail::launchReduce<Real>(in, map, -std::numeric_limits<C>::infinity(),
                                detail::MaxOp(), out);
 }
 
@@ -944,37 +1002,39 @@ __global__ void shiftKernel(const Real *in, int64_t batch, int64_t length,
   }
 }
 
+/// One thread per (sample, feature), its state h in a register.
 template <typename Real>
 __global__ void scanKernel(const Real *coeff, const Real *input, int64_t batch,
                            int64_t length, int64_t features, bool reverse,
                            Real *out) {
+  using C = Compute<Real>;
   for (int64_t index = firstThread(); index < batch * features;
        index += allThreads()) {
     const int64_t base = index / features * length * features,
                   f = index % features;
+    C h = 0;
     for (int64_t s = 0; s < length; ++s) {
       const int64_t t = reverse ? length - 1 - s : s;
       const int64_t at = base + t * features + f;
-      if (s == 0)
-        out[at] = input[at];
-      else
-        out[at] =
-            coeff[at] * out[at + (reverse ? features : -features)] + input[at];
+      h = s == 0 ? C(input[at]) : C(coeff[at]) * h + C(input[at]);
+      out[at] = Real(h);
     }
   }
 }
 
 /// Per thread (one channel of one sample), the state S[:, c] and A[c, :]
-/// live in dynamic shared memory, element n at [n · blockDim.x].
+/// live in dynamic shared memory as Compute<Real>, element n at
+/// [n · blockDim.x].
 template <typename Real>
 __global__ void
 selectiveScanKernel(const Real *u, const Real *delta, const Real *a,
                     const Real *bm, const Real *cm, const Real *skip,
                     int64_t batch, int64_t length, int64_t channels,
                     int64_t state, Real *out) {
+  using C = Compute<Real>;
   const int64_t stride = blockDim.x;
-  Real *st = reinterpret_cast<Real *>(sharedBytes()) + threadIdx.x;
-  Real *at = st + state * stride;
+  C *st = reinterpret_cast<C *>(sharedBytes()) + threadIdx.x;
+  C *at = st + state * stride;
   const int64_t blocksPerSample = (channels + stride - 1) / stride;
   for (int64_t task = blockIdx.x; task < batch * blocksPerSample;
        task += gridDim.x) {
@@ -983,22 +1043,22 @@ selectiveScanKernel(const Real *u, const Real *delta, const Real *a,
     if (c >= channels)
       continue;
     for (int64_t n = 0; n < state; ++n) {
-      st[n * stride] = Real(0);
-      at[n * stride] = a[c * state + n];
+      st[n * stride] = C(0);
+      at[n * stride] = C(a[c * state + n]);
     }
     for (int64_t t = 0; t < length; ++t) {
       const int64_t bt = b * length + t;
-      const Real dt = delta[bt * channels + c], ut = u[bt * channels + c];
-      const Real du = dt * ut;
-      Real y = 0;
+      const C dt = C(delta[bt * channels + c]), ut = C(u[bt * channels + c]);
+      const C du = dt * ut;
+      C y = 0;
       for (int64_t n = 0; n < state; ++n) {
-        const Real bn = bm[bt * state + n], cn = cm[bt * state + n];
-        const Real s =
+        const C bn = C(bm[bt * state + n]), cn = C(cm[bt * state + n]);
+        const C s =
             fp::host::exp(dt * at[n * stride]) * st[n * stride] + du * bn;
         st[n * stride] = s;
         y += s * cn;
       }
-      out[bt * channels + c] = skip ? y + skip[c] * ut : y;
+      out[bt * channels + c] = Real(skip ? y + C(skip[c]) * ut : y);
     }
   }
 }
@@ -1008,17 +1068,19 @@ __global__ void causalConvKernel(const Real *in, const Real *weight,
                                  const Real *bias, int64_t batch,
                                  int64_t length, int64_t channels,
                                  int64_t width, Real *out) {
+  using C = Compute<Real>;
   const int64_t n = batch * length * channels;
   for (int64_t index = firstThread(); index < n; index += allThreads()) {
     const int64_t c = index % channels, bt = index / channels;
     const int64_t t = bt % length;
-    Real sum = bias ? bias[c] : Real(0);
+    C sum = bias ? C(bias[c]) : C(0);
     for (int64_t k = 0; k < width; ++k) {
       const int64_t source = t - width + 1 + k;
       if (source >= 0)
-        sum += weight[c * width + k] * in[(bt - t + source) * channels + c];
+        sum +=
+            C(weight[c * width + k]) * C(in[(bt - t + source) * channels + c]);
     }
-    out[index] = sum;
+    out[index] = Real(sum);
   }
 }
 
@@ -1057,7 +1119,7 @@ inline void selectiveScan(In<Real> u, In<Real> delta, In<Real> a, In<Real> bm,
                           In<Real> cm, In<Real> skip, int64_t batch,
                           int64_t length, int64_t channels, int64_t state,
                           Real *out) {
-  const size_t perThread = 2 * size_t(state) * sizeof(Real);
+  const size_t perThread = 2 * size_t(state) * sizeof(Compute<Real>);
   int threads = 128;
   while (threads > 1 && perThread * threads > detail::kMaxSharedBytes)
     threads /= 2;
@@ -1092,50 +1154,54 @@ namespace detail {
 
 template <typename Real>
 __global__ void l2normKernel(const Real *in, int64_t rows, int64_t width,
-                             Real eps, Real *out) {
+                             Compute<Real> eps, Real *out) {
+  using C = Compute<Real>;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const Real *x = in + r * width;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-      sum += x[j] * x[j];
-    const Real norm = MaxOp()(std::sqrt(blockReduce(sum, SumOp())), eps);
+      sum += C(x[j]) * C(x[j]);
+    const C norm = MaxOp()(std::sqrt(blockReduce(sum, SumOp())), eps);
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-      out[r * width + j] = x[j] / norm;
+      out[r * width + j] = Real(C(x[j]) / norm);
   }
 }
 
 template <typename Real>
 __global__ void layerNormKernel(const Real *in, const Real *weight,
                                 const Real *bias, int64_t rows, int64_t width,
-                                Real eps, Real *out) {
+                                Compute<Real> eps, Real *out) {
+  using C = Compute<Real>;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const Real *x = in + r * width;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-      sum += x[j];
-    const Real mean = blockReduce(sum, SumOp()) / Real(width);
-    Real squares = 0;
+      sum += C(x[j]);
+    const C mean = blockReduce(sum, SumOp()) / C(width);
+    C squares = 0;
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-      squares += (x[j] - mean) * (x[j] - mean);
-    const Real var = blockReduce(squares, SumOp()) / Real(width);
-    const Real inv = Real(1) / std::sqrt(var + eps);
+      squares += (C(x[j]) - mean) * (C(x[j]) - mean);
+    const C var = blockReduce(squares, SumOp()) / C(width);
+    const C inv = C(1) / std::sqrt(var + eps);
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-      out[r * width + j] = (x[j] - mean) * inv * weight[j] + bias[j];
+      out[r * width + j] =
+          Real((C(x[j]) - mean) * inv * C(weight[j]) + C(bias[j]));
   }
 }
 
 template <typename Real>
 __global__ void rmsNormKernel(const Real *in, const Real *weight, int64_t rows,
-                              int64_t width, Real eps, Real *out) {
+                              int64_t width, Compute<Real> eps, Real *out) {
+  using C = Compute<Real>;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const Real *x = in + r * width;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-      sum += x[j] * x[j];
+      sum += C(x[j]) * C(x[j]);
     sum = blockReduce(sum, SumOp());
-    const Real inv = Real(1) / std::sqrt(sum / Real(width) + eps);
+    const C inv = C(1) / std::sqrt(sum / C(width) + eps);
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-      out[r * width + j] = x[j] * inv * weight[j];
+      out[r * width + j] = Real(C(x[j]) * inv * C(weight[j]));
   }
 }
 
@@ -1143,7 +1209,7 @@ __global__ void rmsNormKernel(const Real *in, const Real *weight, int64_t rows,
 
 /// in / max(‖in‖₂, eps) per row (PyTorch's F.normalize). One block per row.
 template <typename Real>
-inline void l2norm(In<Real> in, int64_t rows, int64_t width, Real eps,
+inline void l2norm(In<Real> in, int64_t rows, int64_t width, Compute<Real> eps,
                    Real *out) {
   detail::launch("l2norm", detail::l2normKernel<Real>, rows,
                  detail::rowThreads(width), 0, detail::stream(), in, rows,
@@ -1154,7 +1220,7 @@ inline void l2norm(In<Real> in, int64_t rows, int64_t width, Real eps,
 /// weight and bias are required, as in Host.h. One block per row.
 template <typename Real>
 inline void layerNorm(In<Real> in, In<Real> weight, In<Real> bias, int64_t rows,
-                      int64_t width, Real eps, Real *out) {
+                      int64_t width, Compute<Real> eps, Real *out) {
   detail::launch("layerNorm", detail::layerNormKernel<Real>, rows,
                  detail::rowThreads(width), 0, detail::stream(), in, weight,
                  bias, rows, width, eps, out);
@@ -1163,7 +1229,7 @@ inline void layerNorm(In<Real> in, In<Real> weight, In<Real> bias, int64_t rows,
 /// in / sqrt(mean(in²) + eps) · weight per row. One block per row.
 template <typename Real>
 inline void rmsNorm(In<Real> in, In<Real> weight, int64_t rows, int64_t width,
-                    Real eps, Real *out) {
+                    Compute<Real> eps, Real *out) {
   detail::launch("rmsNorm", detail::rmsNormKernel<Real>, rows,
                  detail::rowThreads(width), 0, detail::stream(), in, weight,
                  rows, width, eps, out);
@@ -1245,12 +1311,14 @@ __global__ void solverInitKernel(SolverState<Real> state, Real eta,
 /// one sample; a group of `group` lanes (a power of two ≤ 32) takes one
 /// token at a time: it reads y and fy once, relaxes y in place and reduces
 /// the token's max |y − fy| and max |fy| by shuffles. The block's largest
-/// token ratio goes into rho[b] by an exact atomic max.
+/// token ratio goes into rho[b] by an exact atomic max. The arithmetic, and
+/// the solver's state, is Compute<Real>.
 template <typename Real>
 __global__ void solverRelaxKernel(Real *y, const Real *fy, int64_t length,
                                   int64_t tokenSize, int64_t tokensPerChunk,
                                   int64_t chunks, int group,
-                                  SolverState<Real> state) {
+                                  SolverState<Compute<Real>> state) {
+  using C = Compute<Real>;
   if (!state.control->running)
     return;
   const MaxOp maxOf;
@@ -1262,19 +1330,19 @@ __global__ void solverRelaxKernel(Real *y, const Real *fy, int64_t length,
     const int64_t b = task / chunks, first = task % chunks * tokensPerChunk;
     const int64_t end =
         first + tokensPerChunk < length ? first + tokensPerChunk : length;
-    const Real e = state.eta[b], keep = Real(1) - e;
-    Real worst = 0;
+    const C e = state.eta[b], keep = C(1) - e;
+    C worst = 0;
     for (int64_t base = first; base < end; base += groups) {
       const int64_t t = base + groupIndex;
-      Real diff = 0, scale = 0;
+      C diff = 0, scale = 0;
       if (t < end) {
         Real *yt = y + (b * length + t) * tokenSize;
         const Real *ft = fy + (b * length + t) * tokenSize;
         for (int64_t f = lane; f < tokenSize; f += group) {
-          const Real yv = yt[f], fv = ft[f];
+          const C yv = C(yt[f]), fv = C(ft[f]);
           diff = maxOf(diff, std::abs(yv - fv));
           scale = maxOf(scale, std::abs(fv));
-          yt[f] = e * fv + keep * yv;
+          yt[f] = Real(e * fv + keep * yv);
         }
       }
       for (int offset = group / 2; offset > 0; offset /= 2) {
@@ -1282,7 +1350,7 @@ __global__ void solverRelaxKernel(Real *y, const Real *fy, int64_t length,
         scale = maxOf(scale, __shfl_xor_sync(0xffffffffu, scale, offset));
       }
       if (t < end)
-        worst = maxOf(worst, diff / (scale + Real(1e-8)));
+        worst = maxOf(worst, diff / (scale + C(1e-8)));
     }
     worst = blockReduce(worst, maxOf);
     if (threadIdx.x == 0)
@@ -1536,6 +1604,9 @@ inline bool graphLoopsEnabled() {
 /// it spins until the device catches up, polling the stream for errors.
 /// With fixed_iters it never looks at the device.
 template <typename Real> class Solver {
+  /// The arithmetic type of the iterates, and of the solver's state.
+  using C = Compute<Real>;
+
 public:
   Solver(int64_t batch, const SolverSettings &settings, bool training,
          const fp_solver_overrides *overrides)
@@ -1560,10 +1631,10 @@ public:
     rule.cap = cap;
     rule.fixedIters = fixedIters;
     rule.relaxPatience = settings.relaxPatience;
-    rule.relaxDecay = Real(settings.relaxDecay);
-    // The quantile's rank, its neighbours and weight, in Real as Host.h.
-    const Real rank = Real(quantile) * Real(batch - 1);
-    const Real below = std::floor(rank), above = std::ceil(rank);
+    rule.relaxDecay = C(settings.relaxDecay);
+    // The quantile's rank, its neighbours and weight, in C as Host.h.
+    const C rank = C(quantile) * C(batch - 1);
+    const C below = std::floor(rank), above = std::ceil(rank);
     rule.weight = rank - below;
     rule.below = clampIndex(below);
     rule.above = clampIndex(above);
@@ -1574,11 +1645,11 @@ public:
     while (sortSize < batch)
       sortSize *= 2;
     const bool sortShared =
-        size_t(sortSize) * sizeof(Real) <= detail::kMaxSortSharedBytes;
-    sortSharedBytes = sortShared ? size_t(sortSize) * sizeof(Real) : 0;
+        size_t(sortSize) * sizeof(C) <= detail::kMaxSortSharedBytes;
+    sortSharedBytes = sortShared ? size_t(sortSize) * sizeof(C) : 0;
 
     // [control | best | eta | rho | patience | sort scratch]
-    const size_t reals = size_t(batch) * sizeof(Real);
+    const size_t reals = size_t(batch) * sizeof(C);
     const size_t bestOffset = detail::alignUp(sizeof(detail::SolverControl));
     const size_t etaOffset = detail::alignUp(bestOffset + reals);
     const size_t rhoOffset = detail::alignUp(etaOffset + reals);
@@ -1586,7 +1657,7 @@ public:
     const size_t sortOffset =
         detail::alignUp(patienceOffset + size_t(batch) * sizeof(int32_t));
     const size_t bytes =
-        sortOffset + (sortShared ? 0 : size_t(sortSize) * sizeof(Real));
+        sortOffset + (sortShared ? 0 : size_t(sortSize) * sizeof(C));
 
     cudaError_t status = cudaMallocAsync(&memory, bytes, stream);
     if (status == cudaErrorNotSupported) { // no stream-ordered allocator
@@ -1599,19 +1670,19 @@ public:
       word = detail::ProgressWords::instance().acquire();
       char *base = static_cast<char *>(memory);
       state.control = reinterpret_cast<detail::SolverControl *>(base);
-      state.best = reinterpret_cast<Real *>(base + bestOffset);
-      state.eta = reinterpret_cast<Real *>(base + etaOffset);
-      state.rho = reinterpret_cast<Real *>(base + rhoOffset);
+      state.best = reinterpret_cast<C *>(base + bestOffset);
+      state.eta = reinterpret_cast<C *>(base + etaOffset);
+      state.rho = reinterpret_cast<C *>(base + rhoOffset);
       state.patience = reinterpret_cast<int32_t *>(base + patienceOffset);
       state.sortScratch =
-          sortShared ? nullptr : reinterpret_cast<Real *>(base + sortOffset);
+          sortShared ? nullptr : reinterpret_cast<C *>(base + sortOffset);
       state.published = word.device;
       state.generation = generation = detail::nextGeneration();
       state.batch = batch;
       state.sortSize = sortSize;
-      detail::launch("Solver (init)", detail::solverInitKernel<Real>,
+      detail::launch("Solver (init)", detail::solverInitKernel<C>,
                      detail::blocksFor(batch), detail::kThreads, 0, stream,
-                     state, Real(settings.relaxStart), settings.relaxPatience);
+                     state, C(settings.relaxStart), settings.relaxPatience);
     } catch (...) {
       release();
       throw;
@@ -1667,7 +1738,7 @@ public:
   /// Ends a step (Host.h's Solver::update): one block of bookkeeping that
   /// also evaluates the continue rule for the next step and publishes it.
   void update() {
-    detail::launch("Solver::update", detail::solverDecideKernel<Real>, 1,
+    detail::launch("Solver::update", detail::solverDecideKernel<C>, 1,
                    detail::kDecideThreads, sortSharedBytes, detail::stream(),
                    rule, state);
     ++launched;
@@ -1681,13 +1752,13 @@ public:
     if (!stats)
       return;
     detail::SolverControl control = {};
-    std::vector<Real> best(stats->residuals ? size_t(samples) : 0);
+    std::vector<C> best(stats->residuals ? size_t(samples) : 0);
     detail::check(cudaMemcpyAsync(&control, state.control, sizeof control,
                                   cudaMemcpyDeviceToHost, stream),
                   "Solver::report");
     if (stats->residuals)
       detail::check(cudaMemcpyAsync(best.data(), state.best,
-                                    best.size() * sizeof(Real),
+                                    best.size() * sizeof(C),
                                     cudaMemcpyDeviceToHost, stream),
                     "Solver::report");
     detail::check(cudaStreamSynchronize(stream), "Solver::report");
@@ -1847,10 +1918,10 @@ private:
     return true;
   }
 
-  int64_t clampIndex(Real position) const {
-    if (!(position >= Real(0)))
+  int64_t clampIndex(C position) const {
+    if (!(position >= C(0)))
       return 0;
-    return position >= Real(samples - 1) ? samples - 1 : int64_t(position);
+    return position >= C(samples - 1) ? samples - 1 : int64_t(position);
   }
 
   /// Frees the state and returns the progress word, ordered after the
@@ -1871,8 +1942,8 @@ private:
 
   int64_t samples;
   cudaStream_t stream;
-  detail::SolverRule<Real> rule = {};
-  detail::SolverState<Real> state = {};
+  detail::SolverRule<C> rule = {};
+  detail::SolverState<C> state = {};
   detail::ProgressWords::Word word;
   uint32_t generation = 0;
   void *memory = nullptr;

@@ -9,6 +9,8 @@
 // Every sum runs in a fixed order (a thread's own loop, or a fixed shuffle
 // tree), so results do not depend on scheduling; they are not Host.h's
 // order, so host and device gradients agree to rounding, not bit for bit.
+// On bf16 buffers the arithmetic, the recomputed scan states and every
+// partial sum are Compute<Real> (float).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,8 +25,9 @@ namespace detail {
 
 template <typename Real>
 __global__ void accumulateKernel(const Real *in, int64_t n, Real *out) {
+  using C = Compute<Real>;
   for (int64_t i = firstThread(); i < n; i += allThreads())
-    out[i] += in[i];
+    out[i] = Real(C(out[i]) + C(in[i]));
 }
 
 template <typename Real>
@@ -50,26 +53,58 @@ inline cublasStatus_t gemmNT(int m, int n, int k, const double *a,
   return cublasDgemm(blas(), CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &one, a, m, b,
                      n, &zero, c, m);
 }
+/// bf16 operands on tensor cores, f32 accumulation, one rounding.
+inline cublasStatus_t gemmNT(int m, int n, int k, const bf16 *a, const bf16 *b,
+                             bf16 *c) {
+  const float one = 1.0f, zero = 0.0f;
+  return cublasGemmEx(blas(), CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &one, a,
+                      CUDA_R_16BF, m, b, CUDA_R_16BF, n, &zero, c, CUDA_R_16BF,
+                      m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
 
 /// Rows a thread of sumColumns sums before its partial goes to a second
 /// pass.
 inline constexpr int64_t kColumnChunk = 256;
 
-/// partial[c, j] = Σ of in[r, j] over the rows r of chunk c, in row order.
-template <typename Real>
-__global__ void sumColumnChunksKernel(const Real *in, int64_t rows,
-                                      int64_t width, int64_t chunk,
-                                      Real *partial) {
+/// partial[c, j] = Σ of in[r, j] over the rows r of chunk c, in row order,
+/// summed in the arithmetic type.
+template <typename In, typename Out>
+__global__ void sumColumnChunksKernel(const In *in, int64_t rows, int64_t width,
+                                      int64_t chunk, Out *partial) {
+  using C = Compute<Out>;
   const int64_t chunks = (rows + chunk - 1) / chunk;
   for (int64_t index = firstThread(); index < chunks * width;
        index += allThreads()) {
     const int64_t c = index / width, j = index % width;
     const int64_t end = std::min(rows, (c + 1) * chunk);
-    Real sum = 0;
+    C sum = 0;
     for (int64_t r = c * chunk; r < end; ++r)
-      sum += in[r * width + j];
-    partial[index] = sum;
+      sum += C(in[r * width + j]);
+    partial[index] = Out(sum);
   }
+}
+
+/// out[j] = Σ_r in[r, j], each column summed in row order by one thread per
+/// chunk of kColumnChunk rows, the chunks' sums (in the arithmetic type)
+/// then in order.
+template <typename In, typename Out>
+inline void sumColumnsOf(const In *in, int64_t rows, int64_t width, Out *out) {
+  using C = Compute<Out>;
+  if (width <= 0)
+    return;
+  if (rows <= kColumnChunk) {
+    launch("sumColumns", sumColumnChunksKernel<In, Out>, blocksFor(width),
+           kThreads, 0, stream(), in, rows, width, std::max<int64_t>(rows, 1),
+           out);
+    return;
+  }
+  const int64_t chunks = (rows + kColumnChunk - 1) / kColumnChunk;
+  LaunchBuffer partial(size_t(chunks * width) * sizeof(C), stream());
+  launch("sumColumns", sumColumnChunksKernel<In, C>, blocksFor(chunks * width),
+         kThreads, 0, stream(), in, rows, width, kColumnChunk, partial.as<C>());
+  launch("sumColumns", sumColumnChunksKernel<C, Out>, blocksFor(width),
+         kThreads, 0, stream(), static_cast<const C *>(partial.as<C>()), chunks,
+         width, chunks, out);
 }
 
 template <typename Real>
@@ -104,26 +139,27 @@ __global__ void reduceMaxGradKernel(const Real *in, const Real *grad,
 
 template <typename Real>
 __global__ void l2normGradKernel(const Real *in, const Real *grad, int64_t rows,
-                                 int64_t width, Real eps, Real *out) {
+                                 int64_t width, Compute<Real> eps, Real *out) {
+  using C = Compute<Real>;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const Real *x = in + r * width;
     const Real *g = grad + r * width;
-    Real sum = 0, dot = 0;
+    C sum = 0, dot = 0;
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
-      sum += x[j] * x[j];
-      dot += x[j] * g[j];
+      sum += C(x[j]) * C(x[j]);
+      dot += C(x[j]) * C(g[j]);
     }
     sum = blockReduce(sum, SumOp());
     dot = blockReduce(dot, SumOp());
-    const Real norm = std::sqrt(sum);
+    const C norm = std::sqrt(sum);
     if (!(norm > eps)) {
       for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-        out[r * width + j] = g[j] / eps;
+        out[r * width + j] = Real(C(g[j]) / eps);
       continue;
     }
-    const Real along = dot / (norm * norm);
+    const C along = dot / (norm * norm);
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-      out[r * width + j] = (g[j] - x[j] * along) / norm;
+      out[r * width + j] = Real((C(g[j]) - C(x[j]) * along) / norm);
   }
 }
 
@@ -132,17 +168,18 @@ __global__ void causalConvInputGradKernel(const Real *weight, const Real *grad,
                                           int64_t batch, int64_t length,
                                           int64_t channels, int64_t width,
                                           Real *dIn) {
+  using C = Compute<Real>;
   const int64_t n = batch * length * channels;
   for (int64_t index = firstThread(); index < n; index += allThreads()) {
     const int64_t c = index % channels, bs = index / channels;
     const int64_t s = bs % length, base = bs - s;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t k = 0; k < width; ++k) {
       const int64_t t = s + width - 1 - k;
       if (t < length)
-        sum += weight[c * width + k] * grad[(base + t) * channels + c];
+        sum += C(weight[c * width + k]) * C(grad[(base + t) * channels + c]);
     }
-    dIn[index] = sum;
+    dIn[index] = Real(sum);
   }
 }
 
@@ -152,18 +189,19 @@ __global__ void causalConvWeightGradKernel(const Real *in, const Real *grad,
                                            int64_t batch, int64_t length,
                                            int64_t channels, int64_t width,
                                            Real *dWeight) {
+  using C = Compute<Real>;
   for (int64_t index = firstThread(); index < channels * width;
        index += allThreads()) {
     const int64_t c = index / width, k = index % width;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t t = 0; t < length; ++t) {
         const int64_t source = t - width + 1 + k;
         if (source >= 0)
-          sum += grad[(b * length + t) * channels + c] *
-                 in[(b * length + source) * channels + c];
+          sum += C(grad[(b * length + t) * channels + c]) *
+                 C(in[(b * length + source) * channels + c]);
       }
-    dWeight[index] = sum;
+    dWeight[index] = Real(sum);
   }
 }
 
@@ -183,59 +221,63 @@ template <typename Real>
 __global__ void scanStatesKernel(const Real *u, const Real *delta,
                                  const Real *a, const Real *bm, int64_t batch,
                                  int64_t length, int64_t channels,
-                                 int64_t state, Real *states) {
+                                 int64_t state, Compute<Real> *states) {
+  using C = Compute<Real>;
   for (int64_t task = firstThread(); task < batch * channels;
        task += allThreads()) {
     const int64_t b = task / channels, i = task % channels;
     for (int64_t t = 0; t < length; ++t) {
       const int64_t bt = b * length + t;
-      const Real dt = delta[bt * channels + i];
-      const Real dtu = dt * u[bt * channels + i];
-      Real *cur = states + bt * state * channels + i;
-      const Real *prev = cur - state * channels;
+      const C dt = C(delta[bt * channels + i]);
+      const C dtu = dt * C(u[bt * channels + i]);
+      C *cur = states + bt * state * channels + i;
+      const C *prev = cur - state * channels;
       for (int64_t n = 0; n < state; ++n)
-        cur[n * channels] = std::exp(dt * a[i * state + n]) *
-                                (t > 0 ? prev[n * channels] : Real(0)) +
-                            dtu * bm[bt * state + n];
+        cur[n * channels] = std::exp(dt * C(a[i * state + n])) *
+                                (t > 0 ? prev[n * channels] : C(0)) +
+                            dtu * C(bm[bt * state + n]);
     }
   }
 }
 
 /// out[r, n] = Σ_i weight[r, i] · values[r, n, i] (weight null: 1) for
 /// rows r < rows: one warp per output, lanes striding over i, then a
-/// shuffle tree.
+/// shuffle tree, in the arithmetic type of `values`.
 template <typename Real>
-__global__ void channelSumKernel(const Real *weight, const Real *values,
-                                 int64_t rows, int64_t state, int64_t channels,
-                                 Real *out) {
+__global__ void channelSumKernel(const Real *weight,
+                                 const Compute<Real> *values, int64_t rows,
+                                 int64_t state, int64_t channels, Real *out) {
+  using C = Compute<Real>;
   const int64_t lane = threadIdx.x % 32;
   const int64_t warps = allThreads() / 32;
   for (int64_t o = firstThread() / 32; o < rows * state; o += warps) {
     const int64_t r = o / state;
-    const Real *v = values + o * channels;
+    const C *v = values + o * channels;
     const Real *w = weight ? weight + r * channels : nullptr;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t i = lane; i < channels; i += 32)
-      sum += w ? w[i] * v[i] : v[i];
+      sum += w ? C(w[i]) * v[i] : v[i];
     for (int offset = 16; offset > 0; offset /= 2)
       sum += __shfl_down_sync(0xffffffffu, sum, offset);
     if (lane == 0)
-      out[o] = sum;
+      out[o] = Real(sum);
   }
 }
 
 /// Pass 3. Per thread, Λ[n] (holding a_{t+1} ⊙ Λ_{t+1}) and its dA sums
-/// live in dynamic shared memory, element n at [n · blockDim.x].
+/// live in dynamic shared memory as Compute<Real>, element n at
+/// [n · blockDim.x].
 template <typename Real>
-__global__ void scanAdjointKernel(const Real *u, const Real *delta,
-                                  const Real *a, const Real *bm, const Real *cm,
-                                  const Real *grad, int64_t batch,
-                                  int64_t length, int64_t channels,
-                                  int64_t state, Real *states, Real *du,
-                                  Real *dDelta, Real *partialA) {
+__global__ void
+scanAdjointKernel(const Real *u, const Real *delta, const Real *a,
+                  const Real *bm, const Real *cm, const Real *grad,
+                  int64_t batch, int64_t length, int64_t channels,
+                  int64_t state, Compute<Real> *states, Real *du, Real *dDelta,
+                  Compute<Real> *partialA) {
+  using C = Compute<Real>;
   const int64_t stride = blockDim.x;
-  Real *lambda = reinterpret_cast<Real *>(sharedBytes()) + threadIdx.x;
-  Real *sumA = lambda + state * stride;
+  C *lambda = reinterpret_cast<C *>(sharedBytes()) + threadIdx.x;
+  C *sumA = lambda + state * stride;
   const int64_t blocksPerSample = (channels + stride - 1) / stride;
   for (int64_t task = blockIdx.x; task < batch * blocksPerSample;
        task += gridDim.x) {
@@ -244,31 +286,32 @@ __global__ void scanAdjointKernel(const Real *u, const Real *delta,
     if (i >= channels)
       continue;
     for (int64_t n = 0; n < state; ++n) {
-      lambda[n * stride] = Real(0);
-      sumA[n * stride] = Real(0);
+      lambda[n * stride] = C(0);
+      sumA[n * stride] = C(0);
     }
     for (int64_t t = length - 1; t >= 0; --t) {
       const int64_t bt = b * length + t;
-      const Real dt = delta[bt * channels + i];
-      const Real ut = u[bt * channels + i];
-      const Real g = grad[bt * channels + i];
-      Real *cur = states + bt * state * channels + i;
-      const Real *prev = cur - state * channels;
-      Real sumU = 0, sumDelta = 0;
+      const C dt = C(delta[bt * channels + i]);
+      const C ut = C(u[bt * channels + i]);
+      const C g = C(grad[bt * channels + i]);
+      C *cur = states + bt * state * channels + i;
+      const C *prev = cur - state * channels;
+      C sumU = 0, sumDelta = 0;
       for (int64_t n = 0; n < state; ++n) {
         const int64_t k = i * state + n;
-        const Real l = g * cm[bt * state + n] + lambda[n * stride];
-        const Real at = std::exp(dt * a[k]);
-        const Real bn = bm[bt * state + n];
-        const Real sp = t > 0 ? prev[n * channels] : Real(0);
+        const C ak = C(a[k]);
+        const C l = g * C(cm[bt * state + n]) + lambda[n * stride];
+        const C at = std::exp(dt * ak);
+        const C bn = C(bm[bt * state + n]);
+        const C sp = t > 0 ? prev[n * channels] : C(0);
         sumU += l * bn;
-        sumDelta += l * (a[k] * at * sp + bn * ut);
+        sumDelta += l * (ak * at * sp + bn * ut);
         sumA[n * stride] += l * dt * at * sp;
         cur[n * channels] = l * dt * ut; // S_t is not read again
         lambda[n * stride] = at * l;
       }
-      du[bt * channels + i] = dt * sumU;
-      dDelta[bt * channels + i] = sumDelta;
+      du[bt * channels + i] = Real(dt * sumU);
+      dDelta[bt * channels + i] = Real(sumDelta);
     }
     for (int64_t n = 0; n < state; ++n)
       partialA[b * channels * state + i * state + n] = sumA[n * stride];
@@ -302,7 +345,7 @@ inline void weightGrad(In<Real> grad, In<Real> in, int64_t rows,
   if (outFeatures == 0 || inFeatures == 0)
     return;
   if (rows == 0) {
-    fill(out, outFeatures * inFeatures, Real(0));
+    fill(out, outFeatures * inFeatures, Compute<Real>(0));
     return;
   }
   if (rows > INT_MAX || inFeatures > INT_MAX || outFeatures > INT_MAX)
@@ -311,36 +354,18 @@ inline void weightGrad(In<Real> grad, In<Real> in, int64_t rows,
   // Row-major out [O × I] is column-major I × O: inᵀ-as-stored times grad.
   detail::checkBlas(detail::gemmNT(int(inFeatures), int(outFeatures), int(rows),
                                    in, grad, out),
-                    sizeof(Real) == sizeof(float) ? "weightGrad (cublasSgemm)"
-                                                  : "weightGrad (cublasDgemm)");
+                    std::is_same_v<Real, float> ? "weightGrad (cublasSgemm)"
+                    : std::is_same_v<Real, double>
+                        ? "weightGrad (cublasDgemm)"
+                        : "weightGrad (cublasGemmEx, "
+                          "bf16)");
 }
 
 /// out[j] = Σ_r in[r, j]: each column summed in row order by one thread per
 /// chunk of kColumnChunk rows, then the chunks in order.
 template <typename Real>
 inline void sumColumns(In<Real> in, int64_t rows, int64_t width, Real *out) {
-  if (width <= 0)
-    return;
-  if (rows <= detail::kColumnChunk) {
-    detail::launch("sumColumns", detail::sumColumnChunksKernel<Real>,
-                   detail::blocksFor(width), detail::kThreads, 0,
-                   detail::stream(), in, rows, width,
-                   std::max<int64_t>(rows, 1), out);
-    return;
-  }
-  const int64_t chunks =
-      (rows + detail::kColumnChunk - 1) / detail::kColumnChunk;
-  detail::LaunchBuffer partial(size_t(chunks * width) * sizeof(Real),
-                               detail::stream());
-  detail::launch("sumColumns", detail::sumColumnChunksKernel<Real>,
-                 detail::blocksFor(chunks * width), detail::kThreads, 0,
-                 detail::stream(), in, rows, width, detail::kColumnChunk,
-                 partial.as<Real>());
-  detail::launch("sumColumns", detail::sumColumnChunksKernel<Real>,
-                 detail::blocksFor(width), detail::kThreads, 0,
-                 detail::stream(),
-                 static_cast<const Real *>(partial.as<Real>()), chunks, width,
-                 chunks, out);
+  detail::sumColumnsOf(in, rows, width, out);
 }
 
 /// Packs the upper triangle of each m×m matrix into m(m+1)/2 entries,
@@ -360,7 +385,7 @@ template <typename Real>
 inline void reduceMaxGrad(In<Real> in, In<Real> grad, const Shape &inShape,
                           const bool *reduced, Real *out) {
   const detail::ReduceMap map = detail::reduceMapFor(inShape, reduced);
-  fill(out, inShape.numElements(), Real(0));
+  fill(out, inShape.numElements(), Compute<Real>(0));
   detail::launch("reduceMaxGrad", detail::reduceMaxGradKernel<Real>,
                  detail::blocksFor(map.outCount), detail::kThreads, 0,
                  detail::stream(), in, grad, map, out);
@@ -371,7 +396,7 @@ inline void reduceMaxGrad(In<Real> in, In<Real> grad, const Shape &inShape,
 /// row.
 template <typename Real>
 inline void l2normGrad(In<Real> in, In<Real> grad, int64_t rows, int64_t width,
-                       Real eps, Real *out) {
+                       Compute<Real> eps, Real *out) {
   detail::launch("l2normGrad", detail::l2normGradKernel<Real>, rows,
                  detail::rowThreads(width), 0, detail::stream(), in, grad, rows,
                  width, eps, out);
@@ -402,9 +427,10 @@ inline void selectiveScanGrad(In<Real> u, In<Real> delta, In<Real> a,
                               int64_t batch, int64_t length, int64_t channels,
                               int64_t state, Real *du, Real *dDelta, Real *dA,
                               Real *dB, Real *dC) {
+  using C = Compute<Real>;
   if (batch <= 0 || length <= 0 || channels <= 0 || state <= 0)
     return;
-  const size_t perThread = 2 * size_t(state) * sizeof(Real);
+  const size_t perThread = 2 * size_t(state) * sizeof(C);
   int threads = 128;
   while (threads > 1 && perThread * threads > detail::kMaxSharedBytes)
     threads /= 2;
@@ -413,9 +439,9 @@ inline void selectiveScanGrad(In<Real> u, In<Real> delta, In<Real> a,
                       std::to_string(state) + " does not fit in shared memory");
   const int64_t rows = batch * length, cell = channels * state;
   cudaStream_t stream = detail::stream();
-  detail::LaunchBuffer states(size_t(rows * cell) * sizeof(Real), stream);
-  detail::LaunchBuffer partialA(size_t(batch * cell) * sizeof(Real), stream);
-  Real *scratch = states.as<Real>();
+  detail::LaunchBuffer states(size_t(rows * cell) * sizeof(C), stream);
+  detail::LaunchBuffer partialA(size_t(batch * cell) * sizeof(C), stream);
+  C *scratch = states.as<C>();
 
   detail::launch("selectiveScanGrad (states)", detail::scanStatesKernel<Real>,
                  detail::blocksFor(batch * channels), detail::kThreads, 0,
@@ -425,17 +451,18 @@ inline void selectiveScanGrad(In<Real> u, In<Real> delta, In<Real> a,
       (rows * state + detail::kThreads / 32 - 1) / (detail::kThreads / 32);
   detail::launch("selectiveScanGrad (dC)", detail::channelSumKernel<Real>,
                  sumBlocks, detail::kThreads, 0, stream, grad,
-                 static_cast<const Real *>(scratch), rows, state, channels, dC);
+                 static_cast<const C *>(scratch), rows, state, channels, dC);
   const int64_t blocksPerSample = (channels + threads - 1) / threads;
   detail::launch("selectiveScanGrad (adjoint)", detail::scanAdjointKernel<Real>,
                  batch * blocksPerSample, threads, perThread * threads, stream,
                  u, delta, a, bm, cm, grad, batch, length, channels, state,
-                 scratch, du, dDelta, partialA.as<Real>());
+                 scratch, du, dDelta, partialA.as<C>());
   detail::launch("selectiveScanGrad (dB)", detail::channelSumKernel<Real>,
                  sumBlocks, detail::kThreads, 0, stream,
                  static_cast<const Real *>(nullptr),
-                 static_cast<const Real *>(scratch), rows, state, channels, dB);
-  sumColumns(static_cast<const Real *>(partialA.as<Real>()), batch, cell, dA);
+                 static_cast<const C *>(scratch), rows, state, channels, dB);
+  detail::sumColumnsOf(static_cast<const C *>(partialA.as<C>()), batch, cell,
+                       dA);
 }
 
 } // namespace fp::cuda

@@ -21,6 +21,12 @@
 // (B, T, rows..., width) tensor. Uniform operands (parameters, constants)
 // are the same for every token.
 //
+// Operands are the kernel's inputs and outputs, in the call's element type
+// `Real`, and intermediate values in the scratch buffer, which (like the scan
+// state) holds Compute<Real>: every function takes each operand in its own
+// type, computes in the arithmetic type of its output and rounds once when it
+// stores. For float and double, every operand is of one type.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FP_RUNTIME_KERNELS_FUSED_H
@@ -29,17 +35,16 @@
 #include "fp/Runtime/Kernels/Common.h"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace fp::fused {
 
-using fp::host::In;
-
-/// The type a team's row sums and norms accumulate in: on the host Host.h's
-/// Accum (double for f32); on the device the element type.
+/// The type a team's row sums and norms accumulate in: on the host Accum
+/// (double for float and bf16); on the device the arithmetic type.
 #ifdef __CUDA_ARCH__
-template <typename Real> using Wide = Real;
+template <typename Real> using Wide = fp::Compute<Real>;
 #else
-template <typename Real> using Wide = fp::host::Accum<Real>;
+template <typename Real> using Wide = fp::Accum<Real>;
 #endif
 
 /// The team of one host thread.
@@ -64,28 +69,33 @@ struct SerialTeam {
   for (int64_t i = team.rank(); i < (n); i += team.size())
 
 /// out[i] = op(x[i]).
-template <typename Team, typename Op, typename Real>
-FP_HOST_DEVICE inline void unary(Team &team, Op op, int64_t n, In<Real> x,
-                                 Real *out) {
-  FP_TEAM_FOR(i, n) out[i] = op(x[i]);
+template <typename Team, typename Op, typename X, typename Out>
+FP_HOST_DEVICE inline void unary(Team &team, Op op, int64_t n, const X *x,
+                                 Out *out) {
+  using C = fp::Compute<Out>;
+  FP_TEAM_FOR(i, n) out[i] = Out(op(C(x[i])));
 }
 
 /// out[i] = op(x[i], y[i]).
-template <typename Team, typename Op, typename Real>
-FP_HOST_DEVICE inline void binary(Team &team, Op op, int64_t n, In<Real> x,
-                                  In<Real> y, Real *out) {
-  FP_TEAM_FOR(i, n) out[i] = op(x[i], y[i]);
+template <typename Team, typename Op, typename X, typename Y, typename Out>
+FP_HOST_DEVICE inline void binary(Team &team, Op op, int64_t n, const X *x,
+                                  const Y *y, Out *out) {
+  using C = fp::Compute<Out>;
+  FP_TEAM_FOR(i, n) out[i] = Out(op(C(x[i]), C(y[i])));
 }
 
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void copy(Team &team, int64_t n, In<Real> x, Real *out) {
-  FP_TEAM_FOR(i, n) out[i] = x[i];
+template <typename Team, typename X, typename Out>
+FP_HOST_DEVICE inline void copy(Team &team, int64_t n, const X *x, Out *out) {
+  using C = fp::Compute<Out>;
+  FP_TEAM_FOR(i, n) out[i] = Out(C(x[i]));
 }
 
 /// out[i] = value.
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void fill(Team &team, int64_t n, Real value, Real *out) {
-  FP_TEAM_FOR(i, n) out[i] = value;
+template <typename Team, typename Out>
+FP_HOST_DEVICE inline void fill(Team &team, int64_t n, fp::Compute<Out> value,
+                                Out *out) {
+  const Out stored(value);
+  FP_TEAM_FOR(i, n) out[i] = stored;
 }
 
 //===----------------------------------------------------------------------===//
@@ -93,38 +103,41 @@ FP_HOST_DEVICE inline void fill(Team &team, int64_t n, Real value, Real *out) {
 //===----------------------------------------------------------------------===//
 
 /// out[r, j] = in[r, start + j] for `rows` rows of `width`.
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void slice(Team &team, In<Real> in, int64_t rows,
+template <typename Team, typename X, typename Out>
+FP_HOST_DEVICE inline void slice(Team &team, const X *in, int64_t rows,
                                  int64_t inWidth, int64_t start, int64_t width,
-                                 Real *out) {
+                                 Out *out) {
+  using C = fp::Compute<Out>;
   FP_TEAM_FOR(i, rows * width) {
     int64_t r = i / width, j = i % width;
-    out[i] = in[r * inWidth + start + j];
+    out[i] = Out(C(in[r * inWidth + start + j]));
   }
 }
 
 /// out[r, start + j] = in[r, j] for `rows` rows of `width`.
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void insert(Team &team, In<Real> in, int64_t rows,
+template <typename Team, typename X, typename Out>
+FP_HOST_DEVICE inline void insert(Team &team, const X *in, int64_t rows,
                                   int64_t width, int64_t start,
-                                  int64_t outWidth, Real *out) {
+                                  int64_t outWidth, Out *out) {
+  using C = fp::Compute<Out>;
   FP_TEAM_FOR(i, rows * width) {
     int64_t r = i / width, j = i % width;
-    out[r * outWidth + start + j] = in[i];
+    out[r * outWidth + start + j] = Out(C(in[i]));
   }
 }
 
 /// Replicates `in` to the token shape `outExtents` (rank `outRank`): input
 /// dimension d is output dimension dims[d]; the others are broadcast.
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void broadcast(Team &team, In<Real> in, int outRank,
+template <typename Team, typename X, typename Out>
+FP_HOST_DEVICE inline void broadcast(Team &team, const X *in, int outRank,
                                      const int64_t *outExtents, const int *dims,
-                                     int inRank, Real *out) {
+                                     int inRank, Out *out) {
+  using C = fp::Compute<Out>;
   int64_t n = 1;
   for (int d = 0; d < outRank; ++d)
     n *= outExtents[d];
   if (inRank == 0) {
-    const Real value = in[0];
+    const Out value = Out(C(in[0]));
     FP_TEAM_FOR(i, n) out[i] = value;
     return;
   }
@@ -139,7 +152,7 @@ FP_HOST_DEVICE inline void broadcast(Team &team, In<Real> in, int outRank,
     trailing &= dims[d] == outRank - inRank + d;
   if (trailing) {
     // The whole input repeated over the leading output dimensions.
-    FP_TEAM_FOR(i, n) out[i] = in[i % stride];
+    FP_TEAM_FOR(i, n) out[i] = Out(C(in[i % stride]));
     return;
   }
   FP_TEAM_FOR(i, n) {
@@ -148,20 +161,21 @@ FP_HOST_DEVICE inline void broadcast(Team &team, In<Real> in, int outRank,
       offset += (rest % outExtents[d]) * inStride[d];
       rest /= outExtents[d];
     }
-    out[i] = in[offset];
+    out[i] = Out(C(in[offset]));
   }
 }
 
 /// Unpacks the m(m+1)/2 entries of each of `rows` rows into an upper
 /// triangular m×m matrix, row-major over the triangle.
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void triu(Team &team, In<Real> in, int64_t rows,
-                                int64_t m, Real *out) {
+template <typename Team, typename X, typename Out>
+FP_HOST_DEVICE inline void triu(Team &team, const X *in, int64_t rows,
+                                int64_t m, Out *out) {
+  using C = fp::Compute<Out>;
   const int64_t packed = m * (m + 1) / 2;
   FP_TEAM_FOR(e, rows * m * m) {
     int64_t r = e / (m * m), i = (e / m) % m, j = e % m;
-    out[e] =
-        j >= i ? in[r * packed + i * m - i * (i - 1) / 2 + (j - i)] : Real(0);
+    out[e] = Out(j >= i ? C(in[r * packed + i * m - i * (i - 1) / 2 + (j - i)])
+                        : C(0));
   }
 }
 
@@ -170,96 +184,108 @@ FP_HOST_DEVICE inline void triu(Team &team, In<Real> in, int64_t rows,
 //===----------------------------------------------------------------------===//
 
 /// out[r] = Σ_j in[r, j].
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void sumRows(Team &team, In<Real> in, int64_t rows,
-                                   int64_t width, Real *out) {
+template <typename Team, typename X, typename Out>
+FP_HOST_DEVICE inline void sumRows(Team &team, const X *in, int64_t rows,
+                                   int64_t width, Out *out) {
   for (int64_t r = 0; r < rows; ++r) {
-    Wide<Real> sum = 0;
-    FP_TEAM_ACCUMULATE(j, width) sum += in[r * width + j];
+    Wide<Out> sum = 0;
+    FP_TEAM_ACCUMULATE(j, width) sum += Wide<Out>(in[r * width + j]);
     sum = team.sum(sum);
     if (team.rank() == 0)
-      out[r] = Real(sum);
+      out[r] = Out(sum);
   }
 }
 
 /// Reduces the token's `in` of shape `extents` (rank `rank`) over the
-/// dimensions flagged in `reduced`, on the team's first thread, in Host.h's
-/// order.
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void reduce(Team &team, In<Real> in, int rank,
+/// dimensions flagged in `reduced`: each output element, by one thread of
+/// the team, in Wide<Out> over its inputs in index order, as Host.h's
+/// reduce.
+template <typename Team, typename X, typename Out>
+FP_HOST_DEVICE inline void reduce(Team &team, const X *in, int rank,
                                   const int64_t *extents, const bool *reduced,
-                                  bool isSum, Real *out) {
-  if (team.rank() != 0)
-    return;
-  int64_t outStride[fp::host::kMaxRank] = {};
-  int64_t stride = 1, n = 1;
+                                  bool isSum, Out *out) {
+  using W = Wide<Out>;
+  int64_t stride[fp::host::kMaxRank] = {};
+  int64_t outCount = 1, reducedCount = 1, size = 1;
   for (int d = rank - 1; d >= 0; --d) {
-    n *= extents[d];
-    if (reduced[d])
-      continue;
-    outStride[d] = stride;
-    stride *= extents[d];
+    stride[d] = size;
+    size *= extents[d];
+    (reduced[d] ? reducedCount : outCount) *= extents[d];
   }
-  const Real init = isSum ? Real(0) : -INFINITY;
-  for (int64_t i = 0; i < stride; ++i)
-    out[i] = init;
-  for (int64_t index = 0; index < n; ++index) {
-    int64_t rest = index, offset = 0;
-    for (int d = rank - 1; d >= 0; --d) {
-      offset += (rest % extents[d]) * outStride[d];
-      rest /= extents[d];
+  // The offset of `index` counted row-major over the dimensions whose
+  // `reduced` flag is `which`.
+  auto offsetOf = [&](int64_t index, bool which) {
+    int64_t offset = 0;
+    for (int d = rank - 1; d >= 0; --d)
+      if (reduced[d] == which) {
+        offset += index % extents[d] * stride[d];
+        index /= extents[d];
+      }
+    return offset;
+  };
+  FP_TEAM_ACCUMULATE(o, outCount) {
+    const int64_t base = offsetOf(o, false);
+    W acc = isSum ? W(0) : W(-INFINITY);
+    for (int64_t k = 0; k < reducedCount; ++k) {
+      const W value = W(in[base + offsetOf(k, true)]);
+      acc = isSum ? acc + value : (acc < value ? value : acc);
     }
-    out[offset] = isSum ? out[offset] + in[index]
-                        : (out[offset] < in[index] ? in[index] : out[offset]);
+    out[o] = Out(acc);
   }
 }
 
 /// in / max(‖in‖₂, eps) per row.
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void l2norm(Team &team, In<Real> in, int64_t rows,
-                                  int64_t width, Real eps, Real *out) {
+template <typename Team, typename X, typename Out>
+FP_HOST_DEVICE inline void l2norm(Team &team, const X *in, int64_t rows,
+                                  int64_t width, fp::Compute<Out> eps,
+                                  Out *out) {
+  using C = fp::Compute<Out>;
   for (int64_t r = 0; r < rows; ++r) {
-    In<Real> x = in + r * width;
-    Wide<Real> sum = 0;
-    FP_TEAM_ACCUMULATE(j, width) sum += Wide<Real>(x[j]) * x[j];
+    const X *x = in + r * width;
+    Wide<Out> sum = 0;
+    FP_TEAM_ACCUMULATE(j, width) sum += Wide<Out>(x[j]) * Wide<Out>(x[j]);
     sum = team.sum(sum);
-    Real norm = Real(std::sqrt(sum));
+    C norm = C(std::sqrt(sum));
     norm = norm < eps ? eps : norm;
-    FP_TEAM_FOR(j, width) out[r * width + j] = x[j] / norm;
+    FP_TEAM_FOR(j, width) out[r * width + j] = Out(C(x[j]) / norm);
   }
 }
 
 /// (in − mean) / sqrt(var + eps) · weight + bias per row.
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void layerNorm(Team &team, In<Real> in, In<Real> weight,
-                                     In<Real> bias, int64_t rows, int64_t width,
-                                     Real eps, Real *out) {
+template <typename Team, typename X, typename Wt, typename Bs, typename Out>
+FP_HOST_DEVICE inline void
+layerNorm(Team &team, const X *in, const Wt *weight, const Bs *bias,
+          int64_t rows, int64_t width, fp::Compute<Out> eps, Out *out) {
+  using C = fp::Compute<Out>;
   for (int64_t r = 0; r < rows; ++r) {
-    In<Real> x = in + r * width;
-    Real mean = 0;
-    FP_TEAM_ACCUMULATE(j, width) mean += x[j];
-    mean = team.sum(mean) / Real(width);
-    Real var = 0;
-    FP_TEAM_ACCUMULATE(j, width) var += (x[j] - mean) * (x[j] - mean);
-    var = team.sum(var) / Real(width);
-    const Real inv = Real(1) / std::sqrt(var + eps);
+    const X *x = in + r * width;
+    C mean = 0;
+    FP_TEAM_ACCUMULATE(j, width) mean += C(x[j]);
+    mean = team.sum(mean) / C(width);
+    C var = 0;
+    FP_TEAM_ACCUMULATE(j, width) var += (C(x[j]) - mean) * (C(x[j]) - mean);
+    var = team.sum(var) / C(width);
+    const C inv = C(1) / std::sqrt(var + eps);
     FP_TEAM_FOR(j, width)
-    out[r * width + j] = (x[j] - mean) * inv * weight[j] + bias[j];
+    out[r * width + j] =
+        Out((C(x[j]) - mean) * inv * C(weight[j]) + C(bias[j]));
   }
 }
 
 /// in / sqrt(mean(in²) + eps) · weight per row.
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void rmsNorm(Team &team, In<Real> in, In<Real> weight,
-                                   int64_t rows, int64_t width, Real eps,
-                                   Real *out) {
+template <typename Team, typename X, typename Wt, typename Out>
+FP_HOST_DEVICE inline void rmsNorm(Team &team, const X *in, const Wt *weight,
+                                   int64_t rows, int64_t width,
+                                   fp::Compute<Out> eps, Out *out) {
+  using C = fp::Compute<Out>;
   for (int64_t r = 0; r < rows; ++r) {
-    In<Real> x = in + r * width;
-    Wide<Real> sum = 0;
-    FP_TEAM_ACCUMULATE(j, width) sum += Wide<Real>(x[j]) * x[j];
+    const X *x = in + r * width;
+    Wide<Out> sum = 0;
+    FP_TEAM_ACCUMULATE(j, width) sum += Wide<Out>(x[j]) * Wide<Out>(x[j]);
     sum = team.sum(sum);
-    const Real inv = Real(1 / std::sqrt(sum / width + eps));
-    FP_TEAM_FOR(j, width) out[r * width + j] = x[j] * inv * weight[j];
+    const C inv = C(1 / std::sqrt(sum / width + eps));
+    FP_TEAM_FOR(j, width)
+    out[r * width + j] = Out(C(x[j]) * inv * C(weight[j]));
   }
 }
 
@@ -268,60 +294,66 @@ FP_HOST_DEVICE inline void rmsNorm(Team &team, In<Real> in, In<Real> weight,
 //===----------------------------------------------------------------------===//
 
 /// out[b] = op(lhs[b]) · op(rhs[b]) for the token's `batch` matrix pairs,
-/// op(L) m×k and op(R) k×n; every output sums over p in order, in the
-/// element type, as Host.h's matmul does. The device team splits the
+/// op(L) m×k and op(R) k×n; every output sums over p in order in the
+/// arithmetic type, as Host.h's matmul does. The device team splits the
 /// outputs; the host runs Host.h's loops (i, p, j), whose innermost loop
-/// over a row of the output vectorises.
-template <typename Team, typename Real>
+/// over a row of the output vectorises, or, for a bf16 output, sums each
+/// output in a register as Host.h's bf16 matmul does.
+template <typename Team, typename L, typename R, typename Out>
 FP_HOST_DEVICE inline void
-matmul(Team &team, In<Real> lhs, In<Real> rhs, int64_t batch, int64_t m,
-       int64_t n, int64_t k, bool transposeLhs, bool transposeRhs, Real *out) {
-#ifdef __CUDA_ARCH__
-  FP_TEAM_FOR(e, batch * m * n) {
-    int64_t b = e / (m * n), i = (e / n) % m, j = e % n;
-    In<Real> l = lhs + b * m * k;
-    In<Real> r = rhs + b * k * n;
-    Real sum = 0;
-    for (int64_t p = 0; p < k; ++p)
-      sum += (transposeLhs ? l[p * m + i] : l[i * k + p]) *
-             (transposeRhs ? r[j * k + p] : r[p * n + j]);
-    out[e] = sum;
-  }
-#else
-  (void)team;
-  // A transposed rhs small enough for the stack is copied to k×n first, as
-  // Host.h does, so that the innermost loop reads it contiguously.
-  constexpr int64_t kStackElements = 64 * 64;
-  Real copied[kStackElements];
-  const bool copy = transposeRhs && k * n <= kStackElements;
-  for (int64_t b = 0; b < batch; ++b) {
-    In<Real> l = lhs + b * m * k;
-    In<Real> r = rhs + b * k * n;
-    if (copy) {
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t p = 0; p < k; ++p)
-          copied[p * n + j] = r[j * k + p];
-      r = copied;
-    }
-    for (int64_t i = 0; i < m; ++i) {
-      Real *oi = out + (b * m + i) * n;
-      for (int64_t j = 0; j < n; ++j)
-        oi[j] = Real(0);
-      for (int64_t p = 0; p < k; ++p) {
-        const Real lip = transposeLhs ? l[p * m + i] : l[i * k + p];
-        if (transposeRhs && !copy) {
+matmul(Team &team, const L *lhs, const R *rhs, int64_t batch, int64_t m,
+       int64_t n, int64_t k, bool transposeLhs, bool transposeRhs, Out *out) {
+  using C = fp::Compute<Out>;
+#ifndef __CUDA_ARCH__
+  if constexpr (std::is_same_v<Out, C>) {
+    (void)team;
+    // A transposed rhs small enough for the stack is copied to k×n first,
+    // as Host.h does, so that the innermost loop reads it contiguously.
+    constexpr int64_t kStackElements = 64 * 64;
+    C copied[kStackElements];
+    const bool copy = transposeRhs && k * n <= kStackElements;
+    for (int64_t b = 0; b < batch; ++b) {
+      const L *l = lhs + b * m * k;
+      const R *r = rhs + b * k * n;
+      if (copy)
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t p = 0; p < k; ++p)
+            copied[p * n + j] = C(r[j * k + p]);
+      for (int64_t i = 0; i < m; ++i) {
+        Out *oi = out + (b * m + i) * n;
+        for (int64_t j = 0; j < n; ++j)
+          oi[j] = C(0);
+        for (int64_t p = 0; p < k; ++p) {
+          const C lip = C(transposeLhs ? l[p * m + i] : l[i * k + p]);
+          if (copy) {
 #pragma omp simd
-          for (int64_t j = 0; j < n; ++j)
-            oi[j] += lip * r[j * k + p];
-        } else {
+            for (int64_t j = 0; j < n; ++j)
+              oi[j] += lip * copied[p * n + j];
+          } else if (transposeRhs) {
 #pragma omp simd
-          for (int64_t j = 0; j < n; ++j)
-            oi[j] += lip * r[p * n + j];
+            for (int64_t j = 0; j < n; ++j)
+              oi[j] += lip * C(r[j * k + p]);
+          } else {
+#pragma omp simd
+            for (int64_t j = 0; j < n; ++j)
+              oi[j] += lip * C(r[p * n + j]);
+          }
         }
       }
     }
+    return;
   }
 #endif
+  FP_TEAM_FOR(e, batch * m * n) {
+    int64_t b = e / (m * n), i = (e / n) % m, j = e % n;
+    const L *l = lhs + b * m * k;
+    const R *r = rhs + b * k * n;
+    C sum = 0;
+    for (int64_t p = 0; p < k; ++p)
+      sum += C(transposeLhs ? l[p * m + i] : l[i * k + p]) *
+             C(transposeRhs ? r[j * k + p] : r[p * n + j]);
+    out[e] = Out(sum);
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -329,49 +361,74 @@ matmul(Team &team, In<Real> lhs, In<Real> rhs, int64_t batch, int64_t m,
 //===----------------------------------------------------------------------===//
 
 /// h = coeff ⊙ h + x, out = h (fp.scan; the state starts at zero).
-template <typename Team, typename Real>
-FP_HOST_DEVICE inline void scanStep(Team &team, Real *state, In<Real> coeff,
-                                    In<Real> x, int64_t n, Real *out) {
+template <typename Team, typename S, typename K, typename X, typename Out>
+FP_HOST_DEVICE inline void scanStep(Team &team, S *state, const K *coeff,
+                                    const X *x, int64_t n, Out *out) {
   FP_TEAM_FOR(i, n) {
-    const Real h = coeff[i] * state[i] + x[i];
+    const S h = S(coeff[i]) * state[i] + S(x[i]);
     state[i] = h;
-    out[i] = h;
+    out[i] = Out(h);
   }
 }
 
 /// One step of fp.selective_scan for the token: S[n, c] = exp(Δ_c A[c, n])
-/// S[n, c] + Δ_c u_c B_n, out_c = Σ_n S[n, c] C_n + D_c u_c. `state` holds
-/// 2·N·channels elements: S, and Aᵀ, which the first step of a sample
-/// (`first`) copies from A, both laid out [N, channels] so that threads
-/// (and SIMD lanes) run along channels.
-template <typename Team, typename Real>
+/// S[n, c] + Δ_c u_c B_n, out_c = Σ_n S[n, c] C_n + D_c u_c (`skip` = D
+/// may be nullptr). `state` holds 2·N·channels elements of the arithmetic
+/// type: S, and Aᵀ, which the first step of a sample (`first`) copies from
+/// A, both laid out [N, channels] so that threads (and SIMD lanes) run along
+/// channels. Each output sums over n in order: on the device in a register
+/// of its thread; on the host in the output row, with the loop over
+/// channels innermost so that it vectorises (a bf16 output sums in a
+/// register there too).
+template <typename Team, typename S, typename U, typename D, typename A,
+          typename Bm, typename Cm, typename Skip, typename Out>
 FP_HOST_DEVICE inline void
-selectiveScanStep(Team &team, bool first, Real *state, In<Real> u,
-                  In<Real> delta, In<Real> a, In<Real> bm, In<Real> cm,
-                  In<Real> skip, int64_t channels, int64_t stateSize,
-                  Real *out) {
+selectiveScanStep(Team &team, bool first, S *state, const U *u, const D *delta,
+                  const A *a, const Bm *bm, const Cm *cm, Skip skip,
+                  int64_t channels, int64_t stateSize, Out *out) {
   using fp::host::exp;
-  Real *at = state + stateSize * channels;
+  constexpr bool hasSkip = !std::is_null_pointer_v<Skip>;
+  S *at = state + stateSize * channels;
   if (first) {
     FP_TEAM_FOR(e, stateSize * channels) {
       int64_t n = e / channels, c = e % channels;
-      at[e] = a[c * stateSize + n];
+      at[e] = S(a[c * stateSize + n]);
     }
     team.sync();
   }
-  FP_TEAM_FOR(c, channels) out[c] = Real(0);
-  for (int64_t n = 0; n < stateSize; ++n) {
-    const Real bn = bm[n], cn = cm[n];
-    Real *sn = state + n * channels;
-    In<Real> an = at + n * channels;
-    FP_TEAM_FOR(c, channels) {
-      const Real du = delta[c] * u[c];
-      sn[c] = exp(delta[c] * an[c]) * sn[c] + du * bn;
-      out[c] += sn[c] * cn;
+#ifndef __CUDA_ARCH__
+  if constexpr (std::is_same_v<Out, S>) {
+    FP_TEAM_FOR(c, channels) out[c] = S(0);
+    for (int64_t n = 0; n < stateSize; ++n) {
+      const S bn = S(bm[n]), cn = S(cm[n]);
+      S *sn = state + n * channels;
+      const S *an = at + n * channels;
+      FP_TEAM_FOR(c, channels) {
+        const S du = S(delta[c]) * S(u[c]);
+        sn[c] = exp(S(delta[c]) * an[c]) * sn[c] + du * bn;
+        out[c] += sn[c] * cn;
+      }
     }
+    if constexpr (hasSkip) {
+      if (skip) {
+        FP_TEAM_FOR(c, channels) out[c] = out[c] + S(skip[c]) * S(u[c]);
+      }
+    }
+    return;
   }
-  if (skip) {
-    FP_TEAM_FOR(c, channels) out[c] = out[c] + skip[c] * u[c];
+#endif
+  FP_TEAM_FOR(c, channels) {
+    const S dc = S(delta[c]), uc = S(u[c]), du = dc * uc;
+    S y = 0;
+    for (int64_t n = 0; n < stateSize; ++n) {
+      S &sn = state[n * channels + c];
+      sn = exp(dc * at[n * channels + c]) * sn + du * S(bm[n]);
+      y += sn * S(cm[n]);
+    }
+    if constexpr (hasSkip)
+      out[c] = Out(skip ? y + S(skip[c]) * uc : y);
+    else
+      out[c] = Out(y);
   }
 }
 

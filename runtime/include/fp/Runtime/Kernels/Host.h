@@ -5,11 +5,14 @@
 // spec §3, and the workspace layout. Generated files include this header;
 // nothing here is generated.
 //
-// Every kernel works on dense row-major buffers of one scalar type `Real`
-// (float or double). Shapes are passed as extents; a "row" is the trailing
-// feature dimension and `rows` the product of everything before it. Work is
-// spread over threads with OpenMP when the library is compiled with
-// -fopenmp; GEMMs go to CBLAS (OpenBLAS on Debian).
+// Every kernel works on dense row-major buffers of one element type `Real`
+// (float, double or bf16) and computes in Compute<Real> (BFloat16.h): it
+// loads into C = Compute<Real>, keeps intermediate values and recurrence
+// states in C, and rounds once when it stores a result. For float and double
+// C is Real. Shapes are passed as extents; a "row" is the trailing feature
+// dimension and `rows` the product of everything before it. Work is spread
+// over threads with OpenMP when the library is compiled with -fopenmp; GEMMs
+// go to CBLAS (OpenBLAS on Debian), bf16 ones widened to float.
 //
 // The header depends only on the C++17 standard library, <cblas.h> and the
 // model ABI header, never on LibTorch or LLVM.
@@ -77,30 +80,39 @@ template <typename Body> inline void forEach(int64_t n, const Body &body) {
 /// out[i] = op(x[i]) for i < n.
 template <typename Op, typename Real>
 FP_KERNEL void unary(Op op, int64_t n, In<Real> x, Real *out) {
-  forEach(n, [&](int64_t i) { out[i] = op(x[i]); });
+  using C = Compute<Real>;
+  forEach(n, [&](int64_t i) { out[i] = Real(op(C(x[i]))); });
 }
 
 /// out[i] = op(x[i], y[i]) for i < n.
 template <typename Op, typename Real>
 FP_KERNEL void binary(Op op, int64_t n, In<Real> x, In<Real> y, Real *out) {
-  forEach(n, [&](int64_t i) { out[i] = op(x[i], y[i]); });
+  using C = Compute<Real>;
+  forEach(n, [&](int64_t i) { out[i] = Real(op(C(x[i]), C(y[i]))); });
 }
 
-template <typename Real> FP_KERNEL void fill(Real *out, int64_t n, Real value) {
-  forEach(n, [&](int64_t i) { out[i] = value; });
+template <typename Real>
+FP_KERNEL void fill(Real *out, int64_t n, Compute<Real> value) {
+  const Real stored(value);
+  forEach(n, [&](int64_t i) { out[i] = stored; });
 }
 
 /// out[i] = scalar[0]: a broadcast scalar that lives in a buffer.
 template <typename Real>
 FP_KERNEL void fillFrom(Real *out, int64_t n, In<Real> scalar) {
-  fill(out, n, scalar[0]);
+  fill(out, n, Compute<Real>(scalar[0]));
 }
 
-/// Copies constants of the generated code into a buffer (on the CUDA
-/// target, from host to device memory).
+/// Copies constants of the generated code, given in the arithmetic type,
+/// into a buffer (on the CUDA target, from host to device memory).
 template <typename Real>
-FP_KERNEL void upload(const Real *values, int64_t n, Real *out) {
-  std::memcpy(out, values, sizeof(Real) * n);
+FP_KERNEL void upload(const Compute<Real> *values, int64_t n, Real *out) {
+  if constexpr (std::is_same_v<Compute<Real>, Real>) {
+    std::memcpy(out, values, sizeof(Real) * n);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = Real(values[i]);
+  }
 }
 
 template <typename Real>
@@ -115,35 +127,38 @@ FP_KERNEL void copy(In<Real> in, int64_t n, Real *out) {
 
 /// Runs `kernel(team, row, 0, scratch, nullptr)` for every token row < rows,
 /// in parallel when rows · cost is large; each thread has its own `scratch`
-/// elements.
+/// elements of Compute<Real>.
 template <typename Real, typename Kernel>
 FP_KERNEL void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
                             const Kernel &kernel) {
+  using C = Compute<Real>;
 #pragma omp parallel if (rows * cost >= kParallelGrain && rows > 1)
   {
-    std::vector<Real> buffer(std::max<int64_t>(scratch, 1));
+    std::vector<C> buffer(std::max<int64_t>(scratch, 1));
     fused::SerialTeam team;
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r)
-      kernel(team, r, int64_t(0), buffer.data(), static_cast<Real *>(nullptr));
+      kernel(team, r, int64_t(0), buffer.data(), static_cast<C *>(nullptr));
   }
 }
 
 /// Runs a kernel whose body holds scans: `kernel(team, row, t, scratch,
 /// state)` for every sample's tokens in time order t, with `state`
-/// elements of scan state per sample, zero at t = 0.
+/// elements of scan state per sample, zero at t = 0. Scratch and state are
+/// Compute<Real>.
 template <typename Real, typename Kernel>
 FP_KERNEL void forEachSample(int64_t batch, int64_t length, int64_t scratch,
                              int64_t state, int64_t cost,
                              const Kernel &kernel) {
+  using C = Compute<Real>;
 #pragma omp parallel if (batch * length * cost >= kParallelGrain && batch > 1)
   {
-    std::vector<Real> buffer(std::max<int64_t>(scratch + state, 1));
+    std::vector<C> buffer(std::max<int64_t>(scratch + state, 1));
     fused::SerialTeam team;
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
-      Real *st = buffer.data() + scratch;
-      std::fill(st, st + state, Real(0));
+      C *st = buffer.data() + scratch;
+      std::fill(st, st + state, C(0));
       for (int64_t t = 0; t < length; ++t)
         kernel(team, b * length + t, t, buffer.data(), st);
     }
@@ -166,21 +181,44 @@ inline void gemmNT(int64_t m, int64_t n, int64_t k, const double *a,
               accumulate ? 1.0 : 0.0, c, n);
 }
 
+/// The n values at `in` widened to float: CBLAS has no bf16 GEMM here, and
+/// a float GEMM of widened bf16 operands multiplies them exactly.
+inline std::vector<float> widen(const bf16 *in, int64_t n) {
+  std::vector<float> out(n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = in[i];
+  return out;
+}
+
 /// out[r, o] = Σ_i weight[o, i] · in[r, i] + bias[o] (bias may be null),
-/// with `weight` in PyTorch's out × in layout.
+/// with `weight` in PyTorch's out × in layout. bf16 operands are multiplied
+/// and summed in float, the bias added, and the sum rounded once.
 template <typename Real>
 FP_KERNEL void linear(In<Real> in, int64_t rows, int64_t inFeatures,
                       In<Real> weight, int64_t outFeatures, In<Real> bias,
                       Real *out) {
   if (rows == 0)
     return;
-  gemmNT(rows, outFeatures, inFeatures, in, weight, out, false);
-  if (bias)
+  if constexpr (std::is_same_v<Real, bf16>) {
+    std::vector<float> a = widen(in, rows * inFeatures);
+    std::vector<float> w = widen(weight, outFeatures * inFeatures);
+    std::vector<float> product(rows * outFeatures);
+    gemmNT(rows, outFeatures, inFeatures, a.data(), w.data(), product.data(),
+           false);
     parallelFor(rows, outFeatures, [&](int64_t r) {
-      Real *row = out + r * outFeatures;
+      const float *row = product.data() + r * outFeatures;
       for (int64_t o = 0; o < outFeatures; ++o)
-        row[o] += bias[o];
+        out[r * outFeatures + o] = bf16(bias ? row[o] + bias[o] : row[o]);
     });
+  } else {
+    gemmNT(rows, outFeatures, inFeatures, in, weight, out, false);
+    if (bias)
+      parallelFor(rows, outFeatures, [&](int64_t r) {
+        Real *row = out + r * outFeatures;
+        for (int64_t o = 0; o < outFeatures; ++o)
+          row[o] += bias[o];
+      });
+  }
 }
 
 /// out[i, :] = gain[i] · weight[i, :] / ‖weight[i, :]‖₂ (PyTorch's
@@ -188,49 +226,67 @@ FP_KERNEL void linear(In<Real> in, int64_t rows, int64_t inFeatures,
 template <typename Real>
 FP_KERNEL void weightNorm(In<Real> weight, In<Real> gain, int64_t rows,
                           int64_t cols, Real *out) {
+  using C = Compute<Real>;
   parallelFor(rows, cols, [&](int64_t r) {
     In<Real> v = weight + r * cols;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t c = 0; c < cols; ++c)
-      sum += v[c] * v[c];
-    Real scale = gain[r] / std::sqrt(sum);
+      sum += C(v[c]) * C(v[c]);
+    C scale = C(gain[r]) / std::sqrt(sum);
     for (int64_t c = 0; c < cols; ++c)
-      out[r * cols + c] = v[c] * scale;
+      out[r * cols + c] = Real(C(v[c]) * scale);
   });
 }
 
 /// Batched products of small matrices: out[b] = op(lhs[b]) · op(rhs[b]) with
 /// op(L) of shape m×k and op(R) of shape k×n. Every out[i, j] sums over p in
 /// order; the loops run i, p, j so that the innermost one is contiguous
-/// (a transposed rhs is first copied to k×n).
+/// (a transposed rhs is first copied to k×n). A bf16 product sums each
+/// output in a float register instead, over p in the same order.
 template <typename Real>
 FP_KERNEL void matmul(In<Real> lhs, In<Real> rhs, int64_t batch, int64_t m,
                       int64_t n, int64_t k, bool transposeLhs,
                       bool transposeRhs, Real *out) {
-  parallelFor(batch, m * n * k, [&](int64_t b) {
-    In<Real> l = lhs + b * m * k;
-    In<Real> r = rhs + b * k * n;
-    Real *o = out + b * m * n;
-    std::vector<Real> transposed;
-    if (transposeRhs) {
-      transposed.resize(k * n);
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t p = 0; p < k; ++p)
-          transposed[p * n + j] = r[j * k + p];
-      r = transposed.data();
-    }
-    for (int64_t i = 0; i < m; ++i) {
-      Real *oi = o + i * n;
-      std::fill(oi, oi + n, Real(0));
-      for (int64_t p = 0; p < k; ++p) {
-        const Real lip = transposeLhs ? l[p * m + i] : l[i * k + p];
-        In<Real> rp = r + p * n;
-#pragma omp simd
+  using C = Compute<Real>;
+  if constexpr (std::is_same_v<Real, C>) {
+    parallelFor(batch, m * n * k, [&](int64_t b) {
+      In<Real> l = lhs + b * m * k;
+      In<Real> r = rhs + b * k * n;
+      Real *o = out + b * m * n;
+      std::vector<Real> transposed;
+      if (transposeRhs) {
+        transposed.resize(k * n);
         for (int64_t j = 0; j < n; ++j)
-          oi[j] += lip * rp[j];
+          for (int64_t p = 0; p < k; ++p)
+            transposed[p * n + j] = r[j * k + p];
+        r = transposed.data();
       }
-    }
-  });
+      for (int64_t i = 0; i < m; ++i) {
+        Real *oi = o + i * n;
+        std::fill(oi, oi + n, Real(0));
+        for (int64_t p = 0; p < k; ++p) {
+          const Real lip = transposeLhs ? l[p * m + i] : l[i * k + p];
+          In<Real> rp = r + p * n;
+#pragma omp simd
+          for (int64_t j = 0; j < n; ++j)
+            oi[j] += lip * rp[j];
+        }
+      }
+    });
+  } else {
+    parallelFor(batch, m * n * k, [&](int64_t b) {
+      In<Real> l = lhs + b * m * k;
+      In<Real> r = rhs + b * k * n;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          C sum = 0;
+          for (int64_t p = 0; p < k; ++p)
+            sum += C(transposeLhs ? l[p * m + i] : l[i * k + p]) *
+                   C(transposeRhs ? r[j * k + p] : r[p * n + j]);
+          out[(b * m + i) * n + j] = Real(sum);
+        }
+    });
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -331,7 +387,7 @@ FP_KERNEL void reduce(In<Real> in, const Shape &inShape, const bool *reduced,
       rest /= inShape.extent[d];
     }
     if (kind == Reduction::Sum)
-      acc[offset] += in[index];
+      acc[offset] += Accum<Real>(in[index]);
     else
       acc[offset] = std::max(acc[offset], Accum<Real>(in[index]));
   }
@@ -347,7 +403,7 @@ FP_KERNEL void sumRows(In<Real> in, int64_t rows, int64_t width, Real *out) {
     In<Real> row = in + r * width;
     Accum<Real> sum = 0;
     for (int64_t j = 0; j < width; ++j)
-      sum += row[j];
+      sum += Accum<Real>(row[j]);
     out[r] = Real(sum);
   });
 }
@@ -384,25 +440,24 @@ FP_KERNEL void shift(In<Real> in, int64_t batch, int64_t length,
   });
 }
 
-/// h_t = coeff_t ⊙ h_{t∓1} + input_t along time, from zero.
+/// h_t = coeff_t ⊙ h_{t∓1} + input_t along time, from zero; the state h
+/// is carried in Compute<Real>.
 template <typename Real>
 FP_KERNEL void scan(In<Real> coeff, In<Real> input, int64_t batch,
                     int64_t length, int64_t features, bool reverse, Real *out) {
+  using C = Compute<Real>;
   parallelFor(batch, length * features, [&](int64_t b) {
     int64_t base = b * length * features;
+    std::vector<C> h(features, C(0));
     for (int64_t s = 0; s < length; ++s) {
       int64_t t = reverse ? length - 1 - s : s;
-      int64_t prev = reverse ? t + 1 : t - 1;
       In<Real> c = coeff + base + t * features;
       In<Real> x = input + base + t * features;
-      Real *h = out + base + t * features;
-      if (prev < 0 || prev >= length) {
-        std::memcpy(h, x, sizeof(Real) * features);
-        continue;
+      Real *dst = out + base + t * features;
+      for (int64_t f = 0; f < features; ++f) {
+        h[f] = s == 0 ? C(x[f]) : C(c[f]) * h[f] + C(x[f]);
+        dst[f] = Real(h[f]);
       }
-      In<Real> hp = out + base + prev * features;
-      for (int64_t f = 0; f < features; ++f)
-        h[f] = c[f] * hp[f] + x[f];
     }
   });
 }
@@ -417,29 +472,31 @@ FP_KERNEL void selectiveScan(In<Real> u, In<Real> delta, In<Real> a,
   // A task is one sample and a block of channels; the loops over channels
   // are innermost so that they vectorise, with the state of the block laid
   // out [state, block].
+  // The state and the token's Δ, Δ·u and outputs are Compute<Real>.
+  using C = Compute<Real>;
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (channels + kBlock - 1) / kBlock;
   parallelFor(batch * blocks, length * state * kBlock, [&](int64_t task) {
     const int64_t b = task / blocks, c0 = (task % blocks) * kBlock;
     const int64_t width = std::min(kBlock, channels - c0);
-    std::vector<Real> scratch(2 * state * width, Real(0));
-    Real *st = scratch.data(), *at = st + state * width;
+    std::vector<C> scratch(2 * state * width, C(0));
+    C *st = scratch.data(), *at = st + state * width;
     for (int64_t n = 0; n < state; ++n)
       for (int64_t j = 0; j < width; ++j)
-        at[n * width + j] = a[(c0 + j) * state + n];
-    Real du[kBlock], y[kBlock];
+        at[n * width + j] = C(a[(c0 + j) * state + n]);
+    C dt[kBlock], ut[kBlock], du[kBlock], y[kBlock];
     for (int64_t t = 0; t < length; ++t) {
       const int64_t bt = b * length + t;
-      In<Real> dt = delta + bt * channels + c0;
-      In<Real> ut = u + bt * channels + c0;
       for (int64_t j = 0; j < width; ++j) {
+        dt[j] = C(delta[bt * channels + c0 + j]);
+        ut[j] = C(u[bt * channels + c0 + j]);
         du[j] = dt[j] * ut[j];
         y[j] = 0;
       }
       for (int64_t n = 0; n < state; ++n) {
-        const Real bn = bm[bt * state + n], cn = cm[bt * state + n];
-        Real *sn = st + n * width;
-        In<Real> an = at + n * width;
+        const C bn = C(bm[bt * state + n]), cn = C(cm[bt * state + n]);
+        C *sn = st + n * width;
+        const C *an = at + n * width;
 #pragma omp simd
         for (int64_t j = 0; j < width; ++j) {
           sn[j] = exp(dt[j] * an[j]) * sn[j] + du[j] * bn;
@@ -448,7 +505,7 @@ FP_KERNEL void selectiveScan(In<Real> u, In<Real> delta, In<Real> a,
       }
       Real *dst = out + bt * channels + c0;
       for (int64_t j = 0; j < width; ++j)
-        dst[j] = skip ? y[j] + skip[c0 + j] * ut[j] : y[j];
+        dst[j] = Real(skip ? y[j] + C(skip[c0 + j]) * ut[j] : y[j]);
     }
   });
 }
@@ -459,17 +516,19 @@ template <typename Real>
 FP_KERNEL void causalConv(In<Real> in, In<Real> weight, In<Real> bias,
                           int64_t batch, int64_t length, int64_t channels,
                           int64_t width, Real *out) {
+  using C = Compute<Real>;
   parallelFor(batch * length, channels * width, [&](int64_t bt) {
     int64_t t = bt % length;
     Real *dst = out + bt * channels;
     for (int64_t c = 0; c < channels; ++c) {
-      Real sum = bias ? bias[c] : Real(0);
+      C sum = bias ? C(bias[c]) : C(0);
       for (int64_t k = 0; k < width; ++k) {
         int64_t source = t - width + 1 + k;
         if (source >= 0)
-          sum += weight[c * width + k] * in[(bt - t + source) * channels + c];
+          sum += C(weight[c * width + k]) *
+                 C(in[(bt - t + source) * channels + c]);
       }
-      dst[c] = sum;
+      dst[c] = Real(sum);
     }
   });
 }
@@ -480,51 +539,56 @@ FP_KERNEL void causalConv(In<Real> in, In<Real> weight, In<Real> bias,
 
 /// in / max(‖in‖₂, eps) per row (PyTorch's F.normalize).
 template <typename Real>
-FP_KERNEL void l2norm(In<Real> in, int64_t rows, int64_t width, Real eps,
-                      Real *out) {
+FP_KERNEL void l2norm(In<Real> in, int64_t rows, int64_t width,
+                      Compute<Real> eps, Real *out) {
+  using C = Compute<Real>;
   parallelFor(rows, width, [&](int64_t r) {
     In<Real> x = in + r * width;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t j = 0; j < width; ++j)
-      sum += x[j] * x[j];
-    Real norm = std::max(std::sqrt(sum), eps);
+      sum += C(x[j]) * C(x[j]);
+    C norm = std::max(std::sqrt(sum), eps);
     for (int64_t j = 0; j < width; ++j)
-      out[r * width + j] = x[j] / norm;
+      out[r * width + j] = Real(C(x[j]) / norm);
   });
 }
 
 /// (in − mean) / sqrt(var + eps) · weight + bias per row, biased variance.
 template <typename Real>
 FP_KERNEL void layerNorm(In<Real> in, In<Real> weight, In<Real> bias,
-                         int64_t rows, int64_t width, Real eps, Real *out) {
+                         int64_t rows, int64_t width, Compute<Real> eps,
+                         Real *out) {
+  using C = Compute<Real>;
   parallelFor(rows, width, [&](int64_t r) {
     In<Real> x = in + r * width;
-    Real mean = 0;
+    C mean = 0;
     for (int64_t j = 0; j < width; ++j)
-      mean += x[j];
-    mean /= Real(width);
-    Real var = 0;
+      mean += C(x[j]);
+    mean /= C(width);
+    C var = 0;
     for (int64_t j = 0; j < width; ++j)
-      var += (x[j] - mean) * (x[j] - mean);
-    var /= Real(width);
-    Real inv = Real(1) / std::sqrt(var + eps);
+      var += (C(x[j]) - mean) * (C(x[j]) - mean);
+    var /= C(width);
+    C inv = C(1) / std::sqrt(var + eps);
     for (int64_t j = 0; j < width; ++j)
-      out[r * width + j] = (x[j] - mean) * inv * weight[j] + bias[j];
+      out[r * width + j] =
+          Real((C(x[j]) - mean) * inv * C(weight[j]) + C(bias[j]));
   });
 }
 
 /// in / sqrt(mean(in²) + eps) · weight per row.
 template <typename Real>
 FP_KERNEL void rmsNorm(In<Real> in, In<Real> weight, int64_t rows,
-                       int64_t width, Real eps, Real *out) {
+                       int64_t width, Compute<Real> eps, Real *out) {
+  using C = Compute<Real>;
   parallelFor(rows, width, [&](int64_t r) {
     In<Real> x = in + r * width;
-    Real sum = 0;
+    C sum = 0;
     for (int64_t j = 0; j < width; ++j)
-      sum += x[j] * x[j];
-    Real inv = Real(1) / std::sqrt(sum / Real(width) + eps);
+      sum += C(x[j]) * C(x[j]);
+    C inv = C(1) / std::sqrt(sum / C(width) + eps);
     for (int64_t j = 0; j < width; ++j)
-      out[r * width + j] = x[j] * inv * weight[j];
+      out[r * width + j] = Real(C(x[j]) * inv * C(weight[j]));
   });
 }
 
@@ -532,19 +596,21 @@ FP_KERNEL void rmsNorm(In<Real> in, In<Real> weight, int64_t rows,
 // The fixed-point solver (spec §3)
 //===----------------------------------------------------------------------===//
 
-/// Compiled solver settings of one fp.fixed_point.
 /// Per-sample state of one solve, on the host: best residual ρ*, step size
 /// η and patience π, with the continue rule of spec §3.3 evaluated where
-/// the data is. Arithmetic is in `Real`, as the reference computes it in the
-/// activation dtype.
+/// the data is. Arithmetic is in Compute<Real>: the activation dtype, as
+/// the reference computes it, and float for bf16 iterates (the reference's
+/// bf16 autocast keeps its residuals in float, spec §1.9).
 template <typename Real> class Solver {
+  using C = Compute<Real>;
+
 public:
   Solver(int64_t batch, const SolverSettings &settings, bool training,
          const fp_solver_overrides *overrides)
       : batch(batch), settings(settings),
-        best(batch, std::numeric_limits<Real>::infinity()),
-        eta(batch, Real(settings.relaxStart)),
-        patience(batch, settings.relaxPatience), rho(batch, Real(0)),
+        best(batch, std::numeric_limits<C>::infinity()),
+        eta(batch, C(settings.relaxStart)),
+        patience(batch, settings.relaxPatience), rho(batch, C(0)),
         sorted(batch) {
     tolerance = settings.tolerance;
     quantile = training ? settings.trainQuantile : 1.0;
@@ -576,7 +642,7 @@ public:
       return steps < fixedIters;
     if (steps == 0)
       return true;
-    bool moving = *std::max_element(eta.begin(), eta.end()) >= Real(1e-3);
+    bool moving = *std::max_element(eta.begin(), eta.end()) >= C(1e-3);
     return double(quantileOfBest()) >= tolerance && moving && steps < cap;
   }
 
@@ -587,23 +653,23 @@ public:
   void relax(Real *y, In<Real> fy, int64_t length, int64_t tokenSize) {
     int64_t perSample = length * tokenSize;
     parallelFor(batch, 3 * perSample, [&](int64_t b) {
-      Real worst = rho[b];
+      C worst = rho[b];
       for (int64_t t = 0; t < length; ++t) {
         In<Real> yt = y + b * perSample + t * tokenSize;
         In<Real> ft = fy + b * perSample + t * tokenSize;
-        Real diff = 0, scale = 0;
+        C diff = 0, scale = 0;
         for (int64_t f = 0; f < tokenSize; ++f) {
-          diff = std::max(diff, std::abs(yt[f] - ft[f]));
-          scale = std::max(scale, std::abs(ft[f]));
+          diff = std::max(diff, std::abs(C(yt[f]) - C(ft[f])));
+          scale = std::max(scale, std::abs(C(ft[f])));
         }
-        worst = std::max(worst, diff / (scale + Real(1e-8)));
+        worst = std::max(worst, diff / (scale + C(1e-8)));
       }
       rho[b] = worst;
-      Real e = eta[b], keep = Real(1) - e;
+      C e = eta[b], keep = C(1) - e;
       Real *ys = y + b * perSample;
       In<Real> fs = fy + b * perSample;
       for (int64_t i = 0; i < perSample; ++i)
-        ys[i] = e * fs[i] + keep * ys[i];
+        ys[i] = Real(e * C(fs[i]) + keep * C(ys[i]));
     });
   }
 
@@ -617,7 +683,7 @@ public:
       patience[b] = improved ? settings.relaxPatience : patience[b] - 1;
       if (patience[b] == 0) {
         patience[b] = settings.relaxPatience;
-        eta[b] = eta[b] * Real(settings.relaxDecay);
+        eta[b] = eta[b] * C(settings.relaxDecay);
       }
     }
     ++steps;
@@ -641,23 +707,23 @@ public:
 
 private:
   /// The q-quantile of ρ* with linear interpolation (torch.quantile).
-  Real quantileOfBest() {
+  C quantileOfBest() {
     sorted = best;
     std::sort(sorted.begin(), sorted.end());
-    Real rank = Real(quantile) * Real(batch - 1);
-    Real below = std::floor(rank), above = std::ceil(rank);
-    Real weight = rank - below;
-    Real lo = sorted[int64_t(below)], hi = sorted[int64_t(above)];
+    C rank = C(quantile) * C(batch - 1);
+    C below = std::floor(rank), above = std::ceil(rank);
+    C weight = rank - below;
+    C lo = sorted[int64_t(below)], hi = sorted[int64_t(above)];
     // torch.lerp's two-sided formula.
-    return weight < Real(0.5) ? lo + weight * (hi - lo)
-                              : hi - (hi - lo) * (Real(1) - weight);
+    return weight < C(0.5) ? lo + weight * (hi - lo)
+                           : hi - (hi - lo) * (C(1) - weight);
   }
 
   int64_t batch;
   SolverSettings settings;
-  std::vector<Real> best, eta;
+  std::vector<C> best, eta;
   std::vector<int32_t> patience;
-  std::vector<Real> rho, sorted;
+  std::vector<C> rho, sorted;
   double tolerance = 0, quantile = 1;
   int32_t cap = 1, fixedIters = 0, steps = 0;
 };

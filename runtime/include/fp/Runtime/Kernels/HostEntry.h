@@ -1,5 +1,4 @@
-//===- HostEntry.h - ABI entry points of model libraries ---------*- C++
-//-*-===//
+//===- HostEntry.h - ABI entry points of model libraries -------*- C++ -*-===//
 //
 // The argument checking, workspace layout, dtype dispatch and error protocol
 // shared by every entry point fpc emits (docs/abi.md). A generated library
@@ -32,27 +31,35 @@ inline fp_status fail(fp_status status, std::string message) {
   return status;
 }
 
-/// The forward of one layer for one scalar type.
-template <typename Real>
-using ForwardFn = void (*)(const fp_forward_args &args, char *workspace,
-                           const size_t *offsets);
+/// The forward or backward of one layer for one element type.
+template <typename Args>
+using EntryFn = void (*)(const Args &args, char *workspace,
+                         const size_t *offsets);
 
-/// A layer's forwards on one target; null where the target is not compiled.
-struct TargetForwards {
-  ForwardFn<float> f32 = nullptr;
-  ForwardFn<double> f64 = nullptr;
+/// A layer's functions on one target, one per element type; null where the
+/// element type (or the whole target) is not compiled.
+template <typename Args> struct TargetFunctions {
+  EntryFn<Args> f32 = nullptr;
+  EntryFn<Args> f64 = nullptr;
+  EntryFn<Args> bf16 = nullptr;
+
+  /// The function for `dtype`, or null.
+  EntryFn<Args> get(fp_dtype dtype) const {
+    switch (dtype) {
+    case FP_DTYPE_F32:
+      return f32;
+    case FP_DTYPE_F64:
+      return f64;
+    case FP_DTYPE_BF16:
+      return bf16;
+    }
+    return nullptr;
+  }
+  bool any() const { return f32 || f64 || bf16; }
 };
 
-/// The backward of one layer for one scalar type.
-template <typename Real>
-using BackwardFn = void (*)(const fp_backward_args &args, char *workspace,
-                            const size_t *offsets);
-
-/// A layer's backwards on one target; null where none is compiled.
-struct TargetBackwards {
-  BackwardFn<float> f32 = nullptr;
-  BackwardFn<double> f64 = nullptr;
-};
+using TargetForwards = TargetFunctions<fp_forward_args>;
+using TargetBackwards = TargetFunctions<fp_backward_args>;
 
 /// What the entry points need to know about one layer.
 struct LayerDescriptor {
@@ -73,7 +80,28 @@ struct LayerDescriptor {
 };
 
 inline size_t scalarSize(fp_dtype dtype) {
-  return dtype == FP_DTYPE_F64 ? sizeof(double) : sizeof(float);
+  switch (dtype) {
+  case FP_DTYPE_F64:
+    return sizeof(double);
+  case FP_DTYPE_BF16:
+    return sizeof(fp::bf16);
+  case FP_DTYPE_F32:
+    break;
+  }
+  return sizeof(float);
+}
+
+/// The manifest's spelling of `dtype`.
+inline const char *dtypeName(fp_dtype dtype) {
+  switch (dtype) {
+  case FP_DTYPE_F32:
+    return "f32";
+  case FP_DTYPE_F64:
+    return "f64";
+  case FP_DTYPE_BF16:
+    return "bf16";
+  }
+  return "?";
 }
 
 inline fp_status checkCall(const char *what, const LayerDescriptor &layer,
@@ -85,16 +113,17 @@ inline fp_status checkCall(const char *what, const LayerDescriptor &layer,
                 where + "unknown target " + std::to_string(int(target)));
   const TargetForwards &forwards =
       target == FP_TARGET_CUDA ? layer.cuda : layer.cpu;
-  if (!forwards.f32)
+  if (!forwards.any())
     return fail(FP_ERROR_UNSUPPORTED,
                 where + "this library was compiled without the " +
                     (target == FP_TARGET_CUDA ? "cuda" : "cpu") + " target");
-  if (dtype == FP_DTYPE_BF16)
-    return fail(FP_ERROR_UNSUPPORTED,
-                where + "bf16 is not compiled into this library");
-  if (dtype != FP_DTYPE_F32 && dtype != FP_DTYPE_F64)
+  if (dtype != FP_DTYPE_F32 && dtype != FP_DTYPE_F64 && dtype != FP_DTYPE_BF16)
     return fail(FP_ERROR_INVALID_ARGUMENT,
                 where + "unknown dtype " + std::to_string(int(dtype)));
+  if (!forwards.get(dtype))
+    return fail(FP_ERROR_UNSUPPORTED,
+                where + dtypeName(dtype) +
+                    " is not compiled into this library (fpc --dtypes)");
   if (batch < 1 || length < 1)
     return fail(FP_ERROR_INVALID_ARGUMENT,
                 where + "batch and seq_len must be >= 1, got " +
@@ -160,11 +189,8 @@ inline fp_status forward(const fp_forward_args *args,
   const TargetForwards &forwards =
       args->target == FP_TARGET_CUDA ? layer.cuda : layer.cpu;
   try {
-    char *workspace = static_cast<char *>(args->workspace);
-    if (args->dtype == FP_DTYPE_F32)
-      forwards.f32(*args, workspace, offsets.data());
-    else
-      forwards.f64(*args, workspace, offsets.data());
+    forwards.get(args->dtype)(*args, static_cast<char *>(args->workspace),
+                              offsets.data());
   } catch (const DeviceError &e) {
     return fail(FP_ERROR_DEVICE, where + e.what());
   } catch (const std::exception &e) {
@@ -188,7 +214,7 @@ inline fp_status backward(const fp_backward_args *args,
     return status;
   const TargetBackwards &backwards =
       args->target == FP_TARGET_CUDA ? layer.cudaBackward : layer.cpuBackward;
-  if (!backwards.f32)
+  if (!backwards.get(args->dtype))
     return fail(FP_ERROR_UNSUPPORTED,
                 where + "this library has no compiled backward for the " +
                     (args->target == FP_TARGET_CUDA ? "cuda" : "cpu") +
@@ -223,11 +249,8 @@ inline fp_status backward(const fp_backward_args *args,
             std::to_string(args->workspace ? args->workspace_bytes : 0) +
             " bytes; buffer_sizes() asks for " + std::to_string(needed));
   try {
-    char *workspace = static_cast<char *>(args->workspace);
-    if (args->dtype == FP_DTYPE_F32)
-      backwards.f32(*args, workspace, offsets.data());
-    else
-      backwards.f64(*args, workspace, offsets.data());
+    backwards.get(args->dtype)(*args, static_cast<char *>(args->workspace),
+                               offsets.data());
   } catch (const DeviceError &e) {
     return fail(FP_ERROR_DEVICE, where + e.what());
   } catch (const std::exception &e) {

@@ -2,10 +2,10 @@
 //
 // The host kernels of the ops fp-derive-backward introduces (docs/backward.md):
 // the adjoints that are not compositions of forward kernels. Same
-// conventions as Host.h: dense row-major buffers of one scalar type, a "row"
-// is the trailing feature dimension, `rows` the product of everything before
-// it. Sums over tokens run in token order, so results do not depend on the
-// number of threads.
+// conventions as Host.h: dense row-major buffers of one element type, the
+// arithmetic in Compute<Real>, a "row" is the trailing feature dimension,
+// `rows` the product of everything before it. Sums over tokens run in token
+// order, so results do not depend on the number of threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,9 +23,10 @@ namespace fp::host {
 /// out[i] += in[i]: a parameter gradient accumulated into the caller's.
 template <typename Real>
 FP_KERNEL void accumulate(In<Real> in, int64_t n, Real *out) {
+  using C = Compute<Real>;
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i)
-    out[i] += in[i];
+    out[i] = Real(C(out[i]) + C(in[i]));
 }
 
 /// out[j, i] = in[i, j] for a rows × cols matrix.
@@ -58,6 +59,16 @@ inline void weightGrad(const double *grad, const double *in, int64_t rows,
               rows, 1.0, grad, outFeatures, in, inFeatures, 0.0, out,
               inFeatures);
 }
+/// bf16 operands widened, summed in float, each result rounded once.
+inline void weightGrad(const bf16 *grad, const bf16 *in, int64_t rows,
+                       int64_t outFeatures, int64_t inFeatures, bf16 *out) {
+  std::vector<float> product(outFeatures * inFeatures);
+  weightGrad(widen(grad, rows * outFeatures).data(),
+             widen(in, rows * inFeatures).data(), rows, outFeatures, inFeatures,
+             product.data());
+  for (int64_t i = 0; i < outFeatures * inFeatures; ++i)
+    out[i] = bf16(product[i]);
+}
 
 /// out[j] = Σ_r in[r, j]: a reduction over every token (bias and norm
 /// weight gradients), in token order for each column, accumulated in
@@ -70,7 +81,7 @@ FP_KERNEL void sumColumns(In<Real> in, int64_t rows, int64_t width, Real *out) {
     In<Real> row = in + r * width;
 #pragma omp simd
     for (int64_t j = 0; j < width; ++j)
-      acc[j] += row[j];
+      acc[j] += Accum<Real>(row[j]);
   }
   for (int64_t j = 0; j < width; ++j)
     out[j] = Real(acc[j]);
@@ -129,26 +140,27 @@ FP_KERNEL void reduceMaxGrad(In<Real> in, In<Real> grad, const Shape &inShape,
 /// where the norm exceeds eps, g / eps where the clamp holds.
 template <typename Real>
 FP_KERNEL void l2normGrad(In<Real> in, In<Real> grad, int64_t rows,
-                          int64_t width, Real eps, Real *out) {
+                          int64_t width, Compute<Real> eps, Real *out) {
+  using C = Compute<Real>;
   parallelFor(rows, 2 * width, [&](int64_t r) {
     In<Real> x = in + r * width;
     In<Real> g = grad + r * width;
     Real *dx = out + r * width;
-    Real sum = 0, dot = 0;
+    C sum = 0, dot = 0;
     for (int64_t j = 0; j < width; ++j) {
-      sum += x[j] * x[j];
-      dot += x[j] * g[j];
+      sum += C(x[j]) * C(x[j]);
+      dot += C(x[j]) * C(g[j]);
     }
-    const Real norm = std::sqrt(sum);
+    const C norm = std::sqrt(sum);
     if (!(norm > eps)) {
       for (int64_t j = 0; j < width; ++j)
-        dx[j] = g[j] / eps;
+        dx[j] = Real(C(g[j]) / eps);
       return;
     }
     // y = x / n, so g − y⟨y, g⟩ = g − x · ⟨x, g⟩ / n².
-    const Real along = dot / (norm * norm);
+    const C along = dot / (norm * norm);
     for (int64_t j = 0; j < width; ++j)
-      dx[j] = (g[j] - x[j] * along) / norm;
+      dx[j] = Real((C(g[j]) - C(x[j]) * along) / norm);
   });
 }
 
@@ -163,30 +175,31 @@ template <typename Real>
 FP_KERNEL void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
                               int64_t batch, int64_t length, int64_t channels,
                               int64_t width, Real *dIn, Real *dWeight) {
+  using C = Compute<Real>;
   parallelFor(batch * length, channels * width, [&](int64_t bs) {
     const int64_t s = bs % length, base = bs - s;
     Real *dst = dIn + bs * channels;
     for (int64_t c = 0; c < channels; ++c) {
-      Real sum = 0;
+      C sum = 0;
       for (int64_t k = 0; k < width; ++k) {
         const int64_t t = s + width - 1 - k;
         if (t < length)
-          sum += weight[c * width + k] * grad[(base + t) * channels + c];
+          sum += C(weight[c * width + k]) * C(grad[(base + t) * channels + c]);
       }
-      dst[c] = sum;
+      dst[c] = Real(sum);
     }
   });
   parallelFor(channels, batch * length * width, [&](int64_t c) {
     for (int64_t k = 0; k < width; ++k) {
-      Real sum = 0;
+      C sum = 0;
       for (int64_t b = 0; b < batch; ++b)
         for (int64_t t = 0; t < length; ++t) {
           const int64_t source = t - width + 1 + k;
           if (source >= 0)
-            sum += grad[(b * length + t) * channels + c] *
-                   in[(b * length + source) * channels + c];
+            sum += C(grad[(b * length + t) * channels + c]) *
+                   C(in[(b * length + source) * channels + c]);
         }
-      dWeight[c * width + k] = sum;
+      dWeight[c * width + k] = Real(sum);
     }
   });
 }
@@ -206,63 +219,71 @@ FP_KERNEL void selectiveScanGrad(In<Real> u, In<Real> delta, In<Real> a,
                                  int64_t batch, int64_t length,
                                  int64_t channels, int64_t state, Real *du,
                                  Real *dDelta, Real *dA, Real *dB, Real *dC) {
+  // States, adjoint states and the sums of dA and dB are Compute<Real>.
+  using C = Compute<Real>;
   const int64_t cell = channels * state;
-  std::vector<Real> partialA(batch * cell, Real(0));
+  std::vector<C> partialA(batch * cell, C(0));
   parallelFor(batch, 4 * length * cell, [&](int64_t b) {
     // States S_{−1} = 0, S_0, ..., S_{T−1}: slot t + 1 holds S_t.
-    std::vector<Real> states((length + 1) * cell, Real(0));
+    std::vector<C> states((length + 1) * cell, C(0));
     for (int64_t t = 0; t < length; ++t) {
       const int64_t bt = b * length + t;
-      const Real *prev = states.data() + t * cell;
-      Real *cur = states.data() + (t + 1) * cell;
+      const C *prev = states.data() + t * cell;
+      C *cur = states.data() + (t + 1) * cell;
       for (int64_t i = 0; i < channels; ++i) {
-        const Real dt = delta[bt * channels + i];
-        const Real dtu = dt * u[bt * channels + i];
+        const C dt = C(delta[bt * channels + i]);
+        const C dtu = dt * C(u[bt * channels + i]);
         for (int64_t n = 0; n < state; ++n)
           cur[i * state + n] =
-              std::exp(dt * a[i * state + n]) * prev[i * state + n] +
-              dtu * bm[bt * state + n];
+              std::exp(dt * C(a[i * state + n])) * prev[i * state + n] +
+              dtu * C(bm[bt * state + n]);
       }
     }
-    std::vector<Real> lambda(cell, Real(0));
-    Real *gradA = partialA.data() + b * cell;
+    std::vector<C> lambda(cell, C(0)), sumB(state);
+    C *gradA = partialA.data() + b * cell;
     for (int64_t t = length - 1; t >= 0; --t) {
       const int64_t bt = b * length + t;
-      const Real *prev = states.data() + t * cell;
-      const Real *cur = states.data() + (t + 1) * cell;
+      const C *prev = states.data() + t * cell;
+      const C *cur = states.data() + (t + 1) * cell;
       In<Real> g = grad + bt * channels;
       // Λ_t = g_t C_tᵀ + a_{t+1} ⊙ Λ_{t+1}; lambda holds a_{t+1} ⊙ Λ_{t+1}.
       for (int64_t n = 0; n < state; ++n) {
-        Real sum = 0;
+        C sum = 0;
         for (int64_t i = 0; i < channels; ++i)
-          sum += g[i] * cur[i * state + n];
-        dC[bt * state + n] = sum;
-        dB[bt * state + n] = 0;
+          sum += C(g[i]) * cur[i * state + n];
+        dC[bt * state + n] = Real(sum);
+        sumB[n] = 0;
       }
       for (int64_t i = 0; i < channels; ++i) {
-        const Real dt = delta[bt * channels + i];
-        const Real ut = u[bt * channels + i];
-        Real sumU = 0, sumDelta = 0;
+        const C dt = C(delta[bt * channels + i]);
+        const C ut = C(u[bt * channels + i]);
+        const C gi = C(g[i]);
+        C sumU = 0, sumDelta = 0;
         for (int64_t n = 0; n < state; ++n) {
           const int64_t k = i * state + n;
-          const Real l = g[i] * cm[bt * state + n] + lambda[k];
-          const Real at = std::exp(dt * a[k]);
-          const Real bn = bm[bt * state + n];
+          const C ak = C(a[k]);
+          const C l = gi * C(cm[bt * state + n]) + lambda[k];
+          const C at = std::exp(dt * ak);
+          const C bn = C(bm[bt * state + n]);
           sumU += l * bn;
-          sumDelta += l * (a[k] * at * prev[k] + bn * ut);
+          sumDelta += l * (ak * at * prev[k] + bn * ut);
           gradA[k] += l * dt * at * prev[k];
-          dB[bt * state + n] += l * dt * ut;
+          sumB[n] += l * dt * ut;
           lambda[k] = at * l; // a_t ⊙ Λ_t, for step t − 1
         }
-        du[bt * channels + i] = dt * sumU;
-        dDelta[bt * channels + i] = sumDelta;
+        du[bt * channels + i] = Real(dt * sumU);
+        dDelta[bt * channels + i] = Real(sumDelta);
       }
+      for (int64_t n = 0; n < state; ++n)
+        dB[bt * state + n] = Real(sumB[n]);
     }
   });
-  std::fill(dA, dA + cell, Real(0));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t k = 0; k < cell; ++k)
-      dA[k] += partialA[b * cell + k];
+  for (int64_t k = 0; k < cell; ++k) {
+    C sum = 0;
+    for (int64_t b = 0; b < batch; ++b)
+      sum += partialA[b * cell + k];
+    dA[k] = Real(sum);
+  }
 }
 
 } // namespace fp::host
