@@ -23,8 +23,10 @@
 # tests on CUDA (FP_TEST_DEVICE=cuda), with the solver's loop as a CUDA
 # graph and again queued from the host (FP_CUDA_GRAPHS=0); and runs fp-bench
 # on the configurations of docs/performance.md, on CUDA, compiled and eager
-# side by side (the forward also with FP_CUDA_GRAPHS=0), summarised into
-# one table (tools/bench-summary.py, $OUT/bench-summary.md). Each stage
+# side by side (the forward also with FP_CUDA_GRAPHS=0, and the training
+# step also in bf16: the compiled layer in bf16 against the eager reference
+# under autocast), summarised into one table (tools/bench-summary.py,
+# $OUT/bench-summary.md). Each stage
 # prints a one-line verdict; the exit status is that of the first stage that
 # failed.
 #
@@ -201,6 +203,13 @@ stage_bench() {
         >>"$log" 2>&1 || code=$?
       echo >>"$log"
     done
+    # The training step in bf16, both sides, with their f32 differences.
+    echo "== $name, train, bf16: fp-bench --model $name.so $args --dtype bf16" >>"$log"
+    # shellcheck disable=SC2086 # $args holds separate words
+    "$root/build-gpu/bin/fp-bench" --model "$bundle/bench/$name.so" \
+      --device cuda --mode train --dtype bf16 --repeats "$repeats" $args \
+      >>"$log" 2>&1 || code=$?
+    echo >>"$log"
     # The forward again with the loop queued from the host, for comparison.
     echo "== $name, eval, FP_CUDA_GRAPHS=0: fp-bench --model $name.so $args" >>"$log"
     # shellcheck disable=SC2086 # $args holds separate words

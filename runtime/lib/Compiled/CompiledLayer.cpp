@@ -343,6 +343,18 @@ bool CompiledLayer::hasParameter(const std::string &name) const {
 }
 
 torch::Tensor CompiledLayer::forward(const torch::Tensor &input) {
+  if (!computeDtype || !input.defined() ||
+      input.scalar_type() == *computeDtype)
+    return call(input, params);
+  std::vector<torch::Tensor> cast;
+  cast.reserve(params.size());
+  for (const torch::Tensor &param : params)
+    cast.push_back(param.to(*computeDtype));
+  return call(input.to(*computeDtype), cast).to(input.scalar_type());
+}
+
+torch::Tensor CompiledLayer::call(const torch::Tensor &input,
+                                  const std::vector<torch::Tensor> &values) {
   const Manifest &manifest = lib->manifest();
   const std::string where =
       "layer '" + layerInfo->name + "' of '" + lib->path() + "'";
@@ -374,7 +386,7 @@ torch::Tensor CompiledLayer::forward(const torch::Tensor &input) {
   bool differentiable = false;
   if (torch::GradMode::is_enabled()) {
     differentiable = input.requires_grad();
-    for (const torch::Tensor &param : params)
+    for (const torch::Tensor &param : values)
       differentiable = differentiable || param.requires_grad();
   }
   if (differentiable && !layerInfo->hasBackward(target))
@@ -386,14 +398,14 @@ torch::Tensor CompiledLayer::forward(const torch::Tensor &input) {
 
   std::vector<torch::Tensor> contiguous;
   std::vector<const void *> pointers;
-  contiguous.reserve(params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    const torch::Tensor &param = params[i];
+  contiguous.reserve(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const torch::Tensor &param = values[i];
     if (param.scalar_type() != input.scalar_type() ||
         param.device() != input.device())
       invalid("parameter '" + layerInfo->params[i].name + "' is " +
               describe(param) + " but the input is " + describe(input) +
-              "; convert the layer with to()");
+              "; convert the layer with to(), or set computeDtype");
     contiguous.push_back(param.contiguous());
     pointers.push_back(contiguous.back().data_ptr());
   }

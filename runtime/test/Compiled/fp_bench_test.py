@@ -10,7 +10,9 @@
 # within 1e-8, and on the CPU no kernel counts or peak memory claimed; its
 # roofline section (one line per launch that adds up to the step, measured
 # ceilings, a measured step time) and --cost-only's figures, which follow
-# from the manifest's counts; and tools/bench-summary.py's table of that run.
+# from the manifest's counts; tools/bench-summary.py's table of that run;
+# and a bf16 run: 2-byte elements in the roofline with the host's f32 GEMM
+# ceiling, and both bf16 sides compared with the eager reference in f32.
 #
 # usage: fp_bench_test.py FP_BENCH FIXTURE_LIBRARY [MODELS_DIR]
 #
@@ -128,7 +130,7 @@ def main():
     expect_error(binary, ["--model", "x.so", "--seq-len", "ten"], 2,
                  "--seq-len needs an integer, got 'ten'")
     expect_error(binary, ["--model", "x.so", "--dtype", "f16"], 2,
-                 "--dtype is 'f32' or 'f64', got 'f16'")
+                 "--dtype is 'f32', 'f64' or 'bf16', got 'f16'")
     expect_error(binary, ["--model", "x.so", "--mode", "test"], 2,
                  "--mode is 'eval' or 'train', got 'test'")
     expect_error(binary, ["--model", "x.so", "--warmup", "-1"], 2,
@@ -249,6 +251,37 @@ def main():
               "the roofline gives the measured step against its bound")
         check_summary("== householder1, train: fp-bench ...\n" + result.stdout,
                       sections, fraction)
+
+        # bf16: the compiled layer computes in bf16 over the f32 weights, the
+        # eager reference under autocast; both against the f32 reference.
+        result = run(binary, ["--model", library, "--batch", "2",
+                              "--seq-len", "5", "--dtype", "bf16", "--mode",
+                              "train", "--repeats", "1", "--warmup", "0",
+                              "--threads", "1", "--seed", "7"])
+        check(result.returncode == 0, "a bf16 run exits 0")
+        check("bf16: f32 weights and input; compiled computes in bf16 (cast "
+              "per call), eager under autocast to bf16" in result.stdout,
+              "the bf16 run says what each side computes in")
+        for label in ("forward output", "training-step dL/dx"):
+            figures = re.search(label + r"\s+compiled (\S+), eager (\S+)",
+                                result.stdout)
+            check(figures is not None,
+                  f"bf16: {label} against the f32 reference is reported")
+            if figures:
+                # bf16 rounds at 2^-9 relative; a few roundings through 3
+                # solver steps stay within a few percent.
+                check(float(figures.group(1)) <= 0.05,
+                      f"bf16: the compiled {label} is within 5% of the f32 "
+                      f"reference: {figures.group(1)}")
+        launches = parse_launches(result.stdout[
+            result.stdout.find("roofline of one"):])
+        if len(launches) == 6:
+            check(abs(launches[1][1][1] - (2081 * 10 + 1057 * 1024) * 2 / 1e6)
+                  < 2e-3, f"bf16: the GEMM moves 2-byte elements: "
+                          f"{launches[1][1]}")
+        check("f32 matrix product" in result.stdout and
+              "(the host's bf16 GEMMs run in f32)" in result.stdout,
+              "bf16 on the CPU: the GEMM ceiling is the f32 one the host uses")
     elif library:
         check(False, f"{library} is missing; build the target FpTestModels")
     else:

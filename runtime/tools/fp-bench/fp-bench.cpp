@@ -15,6 +15,12 @@
 // counted them, the machine's measured ceilings, and the step's measured
 // time against the bound they give.
 //
+// With --dtype bf16 both sides compute in bf16 as training would: the
+// compiled layer over f32 weights cast per call (CompiledLayer::computeDtype),
+// the eager reference under autocast to bf16, the reference code's own
+// regime (spec §1.9); an untimed eager run in f32 on the same weights and
+// input measures how far each is from the f32 result.
+//
 // Exit status: 0 done; 1 an error while loading or running; 2 a bad command
 // line (one line on stderr).
 //
@@ -24,6 +30,7 @@
 #include "Roofline.h"
 
 #include "fp/Runtime/HostMemory.h"
+#include "fp/Runtime/Reference/Autocast.h"
 #include "fp/Runtime/ReferenceImport.h"
 
 #include <fmt/format.h>
@@ -79,7 +86,12 @@ options:
                       CUDA and a library compiled with --target=cuda or all
   --batch N           batch size B (default 64)
   --seq-len N         sequence length T (default 17)
-  --dtype f32|f64     element type (default f32)
+  --dtype f32|f64|bf16
+                      element type (default f32); bf16 keeps the weights and
+                      the input in f32 and computes in bf16 as training
+                      does: the compiled layer casts them per call, the
+                      eager reference runs under autocast; both are also
+                      compared with the eager reference in f32
   --mode eval|train   solver rule: evaluation (every sample converges, cap
                       max_iter_eval) or training (quantile, max_iter_train,
                       and the training step is timed too) (default eval)
@@ -158,9 +170,11 @@ Options parseOptions(const std::vector<std::string> &args) {
            options.dtype = torch::kFloat32;
          else if (v == "f64")
            options.dtype = torch::kFloat64;
+         else if (v == "bf16")
+           options.dtype = torch::kBFloat16;
          else
-           throw UsageError(
-               fmt::format("--dtype is 'f32' or 'f64', got '{}'", v));
+           throw UsageError(fmt::format(
+               "--dtype is 'f32', 'f64' or 'bf16', got '{}'", v));
        }},
       {"mode",
        [&](const std::string &v) {
@@ -225,6 +239,19 @@ Options parseOptions(const std::vector<std::string> &args) {
   if (!options.help && options.model.empty())
     throw UsageError("--model PATH is required (see --help)");
   return options;
+}
+
+/// The spelling of a --dtype.
+const char *dtypeName(torch::Dtype dtype) {
+  return dtype == torch::kFloat64    ? "f64"
+         : dtype == torch::kBFloat16 ? "bf16"
+                                     : "f32";
+}
+
+/// The dtype of the weights and the input: f32 for a bf16 run, whose
+/// computation casts them.
+torch::Dtype storageDtype(torch::Dtype dtype) {
+  return dtype == torch::kBFloat16 ? torch::kFloat32 : dtype;
 }
 
 /// Sets the thread count of LibTorch, OpenMP and, when loaded, OpenBLAS.
@@ -440,21 +467,27 @@ void printRoofline(const LayerInfo &layer, CompiledLayer &compiled,
                    const torch::Tensor &input, const Options &options,
                    const torch::Device &device) {
   const int64_t elementBytes = int64_t(torch::elementSize(options.dtype));
-  fp::bench::Ceilings ceilings =
-      fp::bench::measureCeilings(device, options.dtype);
+  // The host kernels multiply bf16 matrices as f32 ones (Host.h); on CUDA
+  // they run on the bf16 tensor cores.
+  const torch::Dtype gemmDtype =
+      options.dtype == torch::kBFloat16 && !options.cuda ? torch::kFloat32
+                                                         : options.dtype;
+  fp::bench::Ceilings ceilings = fp::bench::measureCeilings(device, gemmDtype);
   const double stepSeconds =
       measureStepSeconds(compiled, input, options, device);
-  const char *dtypeName = options.dtype == torch::kFloat64 ? "f64" : "f32";
   fmt::print("roofline of one compiled solver step ({}, B·T = {} tokens):\n",
-             dtypeName, options.batch * options.seqLen);
+             dtypeName(options.dtype), options.batch * options.seqLen);
   fp::bench::StepCost cost =
       fp::bench::printStepCost(layer.iterationCost, options.batch,
                                options.seqLen, elementBytes, &ceilings);
   fmt::print("ceilings measured on this {}: copy {:.1f} GB/s ({} MiB "
-             "buffer), {} matrix product {:.1f} GFLOP/s ({}³)\n",
+             "buffer), {} matrix product {:.1f} GFLOP/s ({}³){}\n",
              options.cuda ? "device" : "CPU", ceilings.bytesPerSecond / 1e9,
-             ceilings.copyBytes >> 20, dtypeName, ceilings.flopsPerSecond / 1e9,
-             ceilings.gemmSize);
+             ceilings.copyBytes >> 20, dtypeName(gemmDtype),
+             ceilings.flopsPerSecond / 1e9, ceilings.gemmSize,
+             gemmDtype != options.dtype
+                 ? " (the host's bf16 GEMMs run in f32)"
+                 : "");
   if (stepSeconds <= 0) {
     fmt::print("step time: not measurable (calls of 10 steps were not slower "
                "than calls of 2); the bound is {:.4f} ms\n\n",
@@ -470,6 +503,43 @@ void printRoofline(const LayerInfo &layer, CompiledLayer &compiled,
              cost.flops / stepSeconds / 1e9, cost.bytes / stepSeconds / 1e9);
 }
 
+/// For a bf16 run: how far the compiled and the eager (autocast) results are
+/// from the eager reference's in f32 on the same weights and input, one
+/// untimed call (and step) of it.
+void printF32Differences(ref::BlockMixer &reference, const ModelConfig &config,
+                         const torch::Tensor &input,
+                         const torch::Tensor &weights, const Timing &compiled,
+                         const Timing &eager, const Timing *compiledStep,
+                         const Timing *eagerStep) {
+  std::shared_ptr<ref::BlockMixer> f32 = ref::makeBlockMixer(config);
+  {
+    torch::NoGradGuard noGrad;
+    auto from = reference.parameters();
+    auto to = f32->parameters();
+    for (size_t i = 0; i < from.size(); ++i)
+      to[i].copy_(from[i]);
+  }
+  f32->to(input.device());
+  f32->train(reference.is_training());
+  torch::Tensor output;
+  {
+    torch::NoGradGuard noGrad;
+    output = f32->forward(input);
+  }
+  fmt::print("bf16 against the eager reference in f32 (max|bf16 - f32| / "
+             "max|f32|; the f32 solve may stop at another step):\n");
+  fmt::print("  forward output          compiled {:.3e}, eager {:.3e}\n",
+             relativeDifference(compiled.output, output),
+             relativeDifference(eager.output, output));
+  if (!compiledStep || !eagerStep)
+    return;
+  torch::Tensor x = input.detach().requires_grad_(true);
+  (f32->forward(x) * weights).sum().backward();
+  fmt::print("  training-step dL/dx     compiled {:.3e}, eager {:.3e}\n",
+             relativeDifference(compiledStep->inputGrad, x.grad()),
+             relativeDifference(eagerStep->inputGrad, x.grad()));
+}
+
 /// --cost-only: the step's FLOPs and bytes for the shape, without running.
 int printCostOnly(const Options &options) {
   std::shared_ptr<const ModelLibrary> library = loadModelLibrary(options.model);
@@ -481,8 +551,8 @@ int printCostOnly(const Options &options) {
       continue;
     }
     fmt::print("layer '{}', one compiled solver step ({}, B = {}, T = {}):\n",
-               layer.name, options.dtype == torch::kFloat64 ? "f64" : "f32",
-               options.batch, options.seqLen);
+               layer.name, dtypeName(options.dtype), options.batch,
+               options.seqLen);
     fp::bench::printStepCost(layer.iterationCost, options.batch, options.seqLen,
                              int64_t(torch::elementSize(options.dtype)),
                              nullptr);
@@ -506,30 +576,33 @@ int run(const Options &options) {
   const Manifest &manifest = library->manifest();
   const LayerInfo &layer = referenceLayerOf(manifest);
   if (!manifest.hasDType(toAbiDType(options.dtype)))
-    throw std::runtime_error(
-        fmt::format("'{}' was not compiled for {}", options.model,
-                    options.dtype == torch::kFloat64 ? "f64" : "f32"));
+    throw std::runtime_error(fmt::format("'{}' was not compiled for {}",
+                                         options.model,
+                                         dtypeName(options.dtype)));
   if (options.reference.empty() &&
       (!manifest.model || manifest.model->name.empty()))
     throw std::runtime_error(fmt::format(
         "'{}' names no model, so its reference is unknown; pass --reference "
         "NAME with the models/*.fp model it was compiled from",
         options.model));
-  ModelConfig config =
-      referenceConfigFor(manifest, options.reference, options.dtype);
+  const bool bf16 = options.dtype == torch::kBFloat16;
+  const torch::Dtype storage = storageDtype(options.dtype);
+  ModelConfig config = referenceConfigFor(manifest, options.reference, storage);
   const std::string modelName =
       options.reference.empty() ? manifest.model->name : options.reference;
 
   torch::manual_seed(options.seed);
   std::shared_ptr<ref::BlockMixer> reference = ref::makeBlockMixer(config);
   auto compiled = std::make_shared<CompiledLayer>(library, layer.name,
-                                                  options.seed, options.dtype);
+                                                  options.seed, storage);
   importReferenceWeights(*reference, *compiled);
+  if (bf16)
+    compiled->computeDtype = torch::kBFloat16;
   reference->to(device);
   compiled->to(device);
   reference->train(options.training);
   compiled->train(options.training);
-  const auto tensorOptions = torch::TensorOptions().dtype(options.dtype);
+  const auto tensorOptions = torch::TensorOptions().dtype(storage);
   torch::Tensor input =
       torch::randn({options.batch, options.seqLen, layer.dModel}, tensorOptions)
           .to(device);
@@ -566,7 +639,11 @@ int run(const Options &options) {
     return compiled->forward(x);
   };
   auto eagerForward = [&](const torch::Tensor &x) {
-    return reference->forward(x);
+    if (!bf16)
+      return reference->forward(x);
+    // The output in the input's dtype, as the compiled side returns it.
+    ref::AutocastGuard autocast(device.type(), torch::kBFloat16);
+    return reference->forward(x).to(x.scalar_type());
   };
   auto compiledIterations = [&] { return compiled->lastIterations; };
   auto eagerIterations = [&] { return reference->lastIterations; };
@@ -596,9 +673,12 @@ int run(const Options &options) {
   fmt::print("          {}, batch {}, seq-len {}, {}, {}, {} repeats after {} "
              "warmup, {} threads, seed {}\n",
              options.cuda ? "cuda" : "cpu", options.batch, options.seqLen,
-             options.dtype == torch::kFloat64 ? "f64" : "f32",
-             options.training ? "train" : "eval", options.repeats,
-             options.warmup, torch::get_num_threads(), options.seed);
+             dtypeName(options.dtype), options.training ? "train" : "eval",
+             options.repeats, options.warmup, torch::get_num_threads(),
+             options.seed);
+  if (bf16)
+    fmt::print("          bf16: f32 weights and input; compiled computes in "
+               "bf16 (cast per call), eager under autocast to bf16\n");
   if (!options.cuda)
     fmt::print("          host allocator: {}\n",
                options.keptFreedMemory
@@ -633,6 +713,11 @@ int run(const Options &options) {
     fmt::print(
         "  training-step dL/dx     {:.3e}\n",
         relativeDifference(compiledStep->inputGrad, eagerStep->inputGrad));
+  if (bf16)
+    printF32Differences(*reference, config, input, weights, compiledForwardTiming,
+                        eagerForwardTiming,
+                        withStep ? &*compiledStep : nullptr,
+                        withStep ? &*eagerStep : nullptr);
   fmt::print("\niterations: per-sample mean of the last call; ms/iteration "
              "and kernels/iter. divide by the largest per-sample count.\n");
   if (counter)

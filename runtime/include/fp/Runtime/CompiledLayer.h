@@ -31,6 +31,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,8 +72,9 @@ public:
   /// Differentiable (see above) when grad mode is on and the input or a
   /// parameter requires grad; the backward holds the input and parameters
   /// and fails if they are modified in place before it runs.
-  /// The call's dtype is the input's; every parameter must have the same
-  /// dtype and device (convert the module with to()). Training mode
+  /// The call's dtype is the input's, or computeDtype; every parameter must
+  /// have the call's dtype and the input's device (convert the module with
+  /// to()) unless computeDtype casts them. Training mode
   /// (is_training()) selects the training quantile and cap. Fills
   /// lastIterations, lastResiduals and lastSteps. Throws std::runtime_error
   /// with the library's message when it reports a failure, and
@@ -112,6 +114,15 @@ public:
   /// mode, unless `max_iter` is set here.
   fp_solver_overrides solverOverrides = keepCompiledSolver();
 
+  /// The element type calls compute in. Unset, a call runs in the input's
+  /// dtype. Set to another one (torch::kBFloat16 for an f32 layer), a call
+  /// casts its input and the parameters to it, differentiably, so that
+  /// gradients reach the parameters in their own dtype, and returns the
+  /// output in the input's dtype: what autocast does for an op it runs in
+  /// lower precision. LibTorch's autocast state does not reach compiled
+  /// layers; this does.
+  std::optional<torch::Dtype> computeDtype;
+
   /// The iteration cap in evaluation mode; < 0 keeps the compiled one.
   void setEvalIterationCap(int64_t cap) { evalCap = cap; }
   /// The quantile of the stop rule in training mode (evaluation always
@@ -121,6 +132,10 @@ public:
 
 private:
   void registerParameters(std::vector<torch::Tensor> values);
+  /// One call of the library's forward on `input` with parameters
+  /// `values` (manifest order), all of the call's dtype.
+  torch::Tensor call(const torch::Tensor &input,
+                     const std::vector<torch::Tensor> &values);
   size_t indexOf(const std::string &name) const;
 
   std::shared_ptr<const ModelLibrary> lib;
