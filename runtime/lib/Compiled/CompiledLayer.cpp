@@ -343,8 +343,7 @@ bool CompiledLayer::hasParameter(const std::string &name) const {
 }
 
 torch::Tensor CompiledLayer::forward(const torch::Tensor &input) {
-  if (!computeDtype || !input.defined() ||
-      input.scalar_type() == *computeDtype)
+  if (!computeDtype || !input.defined() || input.scalar_type() == *computeDtype)
     return call(input, params);
   std::vector<torch::Tensor> cast;
   cast.reserve(params.size());

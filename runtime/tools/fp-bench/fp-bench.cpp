@@ -173,8 +173,8 @@ Options parseOptions(const std::vector<std::string> &args) {
          else if (v == "bf16")
            options.dtype = torch::kBFloat16;
          else
-           throw UsageError(fmt::format(
-               "--dtype is 'f32', 'f64' or 'bf16', got '{}'", v));
+           throw UsageError(
+               fmt::format("--dtype is 'f32', 'f64' or 'bf16', got '{}'", v));
        }},
       {"mode",
        [&](const std::string &v) {
@@ -485,9 +485,8 @@ void printRoofline(const LayerInfo &layer, CompiledLayer &compiled,
              options.cuda ? "device" : "CPU", ceilings.bytesPerSecond / 1e9,
              ceilings.copyBytes >> 20, dtypeName(gemmDtype),
              ceilings.flopsPerSecond / 1e9, ceilings.gemmSize,
-             gemmDtype != options.dtype
-                 ? " (the host's bf16 GEMMs run in f32)"
-                 : "");
+             gemmDtype != options.dtype ? " (the host's bf16 GEMMs run in f32)"
+                                        : "");
   if (stepSeconds <= 0) {
     fmt::print("step time: not measurable (calls of 10 steps were not slower "
                "than calls of 2); the bound is {:.4f} ms\n\n",
@@ -714,8 +713,8 @@ int run(const Options &options) {
         "  training-step dL/dx     {:.3e}\n",
         relativeDifference(compiledStep->inputGrad, eagerStep->inputGrad));
   if (bf16)
-    printF32Differences(*reference, config, input, weights, compiledForwardTiming,
-                        eagerForwardTiming,
+    printF32Differences(*reference, config, input, weights,
+                        compiledForwardTiming, eagerForwardTiming,
                         withStep ? &*compiledStep : nullptr,
                         withStep ? &*eagerStep : nullptr);
   fmt::print("\niterations: per-sample mean of the last call; ms/iteration "
