@@ -185,7 +185,7 @@ protected:
       double value = normal(rng);
       if (floor >= 0)
         value = std::fabs(value) + floor;
-      operand.narrow.push_back(bf16(value));
+      operand.narrow.emplace_back(value);
       operand.wide.push_back(operand.narrow.back());
     }
     return operand;
