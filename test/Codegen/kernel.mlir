@@ -41,10 +41,12 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //  CHECK-NEXT:   template <typename Real>
 //  CHECK-NEXT:   struct Kernel0 {
 //  CHECK-NEXT:     using Scalar = fp::Compute<Real>;
+//  CHECK-NEXT:     struct Registers {};
+//  CHECK-NEXT:     static constexpr int64_t kRegisterState = 0;
 //  CHECK-NEXT:     const Real *in0;
 //  CHECK-NEXT:     const Real *in1;
 //  CHECK-NEXT:     Real *out0;
-//       CHECK:     FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step, Scalar *scratch, Scalar *state) const {
+//       CHECK:     FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step, Scalar *scratch, Scalar *state, Registers &registers) const {
 //  CHECK-NEXT:       const Real *const x0 = in0 + row * 4;
 //  CHECK-NEXT:       const Real *const x1 = in1;
 //  CHECK-NEXT:       Real *const y0 = out0 + row * 4;

@@ -15,6 +15,8 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <iterator>
+#include <limits>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -402,6 +404,69 @@ TEST(HostKernels, FusedScanStepsEqualTheUnfusedScans) {
     }
   }
   EXPECT_EQ(whole, fused) << "scan";
+}
+
+/// One member of a team of `Threads` threads: the rank a device thread
+/// would have, so that a test runs a team's members one after the other.
+template <int Threads> struct MemberOfTeam {
+  int member;
+  int rank() const { return member; }
+  static constexpr int size() { return Threads; }
+  void sync() const {}
+};
+
+/// The state of a selective scan that CUDA threads keep in registers
+/// (ScanRegisters): every member of a team, with channels left over for
+/// the last ones, with and without D, computes the unfused scan exactly,
+/// in f32 and f64. The registers start as NaN: the first step must reset
+/// them.
+template <typename Real> void checkScanInRegisters(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  constexpr int64_t channels = 70, state = 4;
+  constexpr int threads = 32;
+  const int64_t batch = 3, length = 5, tokens = batch * length;
+  auto draw = [&](int64_t n) {
+    std::vector<double> drawn = randomValues(rng, n);
+    return std::vector<Real>(drawn.begin(), drawn.end());
+  };
+  std::vector<Real> u = draw(tokens * channels),
+                    delta = draw(tokens * channels);
+  for (Real &d : delta)
+    d = std::fabs(d) / 4;
+  std::vector<Real> a = draw(channels * state), bm = draw(tokens * state),
+                    cm = draw(tokens * state), skip = draw(channels);
+  using Registers = fp::fused::ScanRegisters<Real, channels, state, threads>;
+  static_assert(Registers::kPerThread == 3);
+  const Real *const skips[] = {skip.data(), nullptr};
+  for (const Real *d : skips) {
+    std::vector<Real> whole(tokens * channels),
+        fused(tokens * channels, std::numeric_limits<Real>::quiet_NaN());
+    fp::host::selectiveScan(u.data(), delta.data(), a.data(), bm.data(),
+                            cm.data(), d, batch, length, channels, state,
+                            whole.data());
+    for (int member = 0; member < threads; ++member) {
+      MemberOfTeam<threads> team{member};
+      Registers registers;
+      for (auto &channel : registers.s)
+        std::fill(std::begin(channel), std::end(channel),
+                  std::numeric_limits<Real>::quiet_NaN());
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t t = 0; t < length; ++t) {
+          int64_t row = b * length + t;
+          fp::fused::selectiveScanStep(
+              team, t == 0, registers, u.data() + row * channels,
+              delta.data() + row * channels, a.data(), bm.data() + row * state,
+              cm.data() + row * state, d, fused.data() + row * channels);
+        }
+      }
+    }
+    EXPECT_EQ(whole, fused) << (d ? "with D" : "without D");
+  }
+}
+
+TEST(HostKernels, ScanStateInRegistersEqualsTheUnfusedScan) {
+  checkScanInRegisters<double>(freshSeed());
+  checkScanInRegisters<float>(freshSeed());
 }
 
 /// The residual of `y` against `fy` for sample `b` of [B, T, F] data: the

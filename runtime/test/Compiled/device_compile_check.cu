@@ -17,9 +17,11 @@ namespace {
 /// `uniform`) into `y`: fused kernels read their inputs (of the call's
 /// element type) and scratch values (of the arithmetic type) and write
 /// either.
-template <typename Team, typename From, typename To, typename State>
+template <typename Team, typename From, typename To, typename State,
+          typename Registers>
 FP_HOST_DEVICE void everyBlock(Team &team, bool first, const From *x,
-                               const From *uniform, To *y, State *state) {
+                               const From *uniform, To *y, State *state,
+                               Registers &registers) {
   using Scalar = fp::Compute<To>;
   fp::fused::unary(team, kernels::Silu(), 16, x, y);
   fp::fused::binary(team, kernels::Mul(), 16, x, uniform, y);
@@ -46,6 +48,10 @@ FP_HOST_DEVICE void everyBlock(Team &team, bool first, const From *x,
                                16, 4, y);
   fp::fused::selectiveScanStep(team, first, state, x, x, uniform, x, x, nullptr,
                                16, 4, y);
+  fp::fused::selectiveScanStep(team, first, registers.scan, x, x, uniform, x, x,
+                               uniform, y);
+  fp::fused::selectiveScanStep(team, first, registers.scan, x, x, uniform, x, x,
+                               nullptr, y);
 }
 
 /// A kernel function object that calls every Fused.h building block, as
@@ -53,18 +59,23 @@ FP_HOST_DEVICE void everyBlock(Team &team, bool first, const From *x,
 /// scratch into the results.
 template <typename Real> struct AllFused {
   using Scalar = fp::Compute<Real>;
+  struct Registers {
+    fp::fused::ScanRegisters<Scalar, 16, 4, kernels::kTeamSize> scan;
+  };
+  static constexpr int64_t kRegisterState = 0;
   const Real *in;
   Real *out;
 
   template <typename Team>
   FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step,
-                                 Scalar *scratch, Scalar *state) const {
+                                 Scalar *scratch, Scalar *state,
+                                 Registers &registers) const {
     const Real *x = in + row * 16;
     Real *y = out + row * 16;
-    everyBlock(team, step == 0, x, in, scratch, state);
+    everyBlock(team, step == 0, x, in, scratch, state, registers);
     team.sync();
     everyBlock(team, step == 0, static_cast<const Scalar *>(scratch),
-               static_cast<const Scalar *>(scratch + 16), y, state);
+               static_cast<const Scalar *>(scratch + 16), y, state, registers);
     team.sync();
   }
 };

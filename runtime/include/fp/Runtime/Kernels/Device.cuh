@@ -279,6 +279,10 @@ __device__ inline unsigned char *sharedBytes() {
 // Fused kernels (fp.kernel; see Fused.h)
 //===----------------------------------------------------------------------===//
 
+/// Threads of the block that computes a token of a fused kernel; fpc's
+/// choice of the scans that keep their state in registers assumes it.
+inline constexpr int kTeamSize = detail::kThreads;
+
 /// The threads of one block computing a token together.
 struct BlockTeam {
   FP_HOST_DEVICE int rank() const {
@@ -420,14 +424,16 @@ __global__ void tokenKernel(Kernel kernel, int64_t rows, int64_t scratch,
   C *buffer = global ? global + int64_t(blockIdx.x) * scratch
                      : reinterpret_cast<C *>(sharedBytes());
   BlockTeam team;
+  typename Kernel::Registers registers;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    kernel(team, r, int64_t(0), buffer, static_cast<C *>(nullptr));
+    kernel(team, r, int64_t(0), buffer, static_cast<C *>(nullptr), registers);
     team.sync(); // the next row reuses the scratch
   }
 }
 
-/// Block b computes sample b's tokens in time order, its scan state zeroed
-/// first.
+/// Block b computes sample b's tokens in time order, its `state` elements
+/// of scan state in memory zeroed first; the scans that keep theirs in
+/// `registers` start them at t = 0.
 template <typename C, typename Kernel>
 __global__ void sampleKernel(Kernel kernel, int64_t length, int64_t scratch,
                              C *global, int64_t state, C *states) {
@@ -438,9 +444,10 @@ __global__ void sampleKernel(Kernel kernel, int64_t length, int64_t scratch,
   for (int64_t i = threadIdx.x; i < state; i += blockDim.x)
     own[i] = C(0);
   BlockTeam team;
+  typename Kernel::Registers registers;
   team.sync();
   for (int64_t t = 0; t < length; ++t) {
-    kernel(team, b * length + t, t, buffer, own);
+    kernel(team, b * length + t, t, buffer, own, registers);
     team.sync();
   }
 }
@@ -461,13 +468,14 @@ inline void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
   detail::LaunchBuffer global(shared ? 0 : bytes * size_t(blocks),
                               detail::stream());
   detail::launch("forEachToken", &detail::tokenKernel<C, Kernel>, blocks,
-                 detail::kThreads, shared ? bytes : 0, detail::stream(), kernel,
-                 rows, scratch, global.as<C>());
+                 kTeamSize, shared ? bytes : 0, detail::stream(), kernel, rows,
+                 scratch, global.as<C>());
 }
 
 /// Runs a kernel whose body holds scans: one block per sample, its tokens
 /// in time order, with `state` elements of scan state per sample, zero at
-/// t = 0.
+/// t = 0. The last Kernel::kRegisterState of them are held in the threads'
+/// registers and get no memory.
 template <typename Real, typename Kernel>
 inline void forEachSample(int64_t batch, int64_t length, int64_t scratch,
                           int64_t state, int64_t cost, const Kernel &kernel) {
@@ -482,11 +490,12 @@ inline void forEachSample(int64_t batch, int64_t length, int64_t scratch,
   const bool shared = bytes <= detail::kMaxFusedSharedBytes;
   detail::LaunchBuffer global(shared ? 0 : bytes * size_t(batch),
                               detail::stream());
-  const size_t stateBytes = size_t(state) * sizeof(C) * size_t(batch);
+  const int64_t inMemory = state - Kernel::kRegisterState;
+  const size_t stateBytes = size_t(inMemory) * sizeof(C) * size_t(batch);
   detail::LaunchBuffer states(stateBytes, detail::stream());
   detail::launch("forEachSample", &detail::sampleKernel<C, Kernel>, batch,
-                 detail::kThreads, shared ? bytes : 0, detail::stream(), kernel,
-                 length, scratch, global.as<C>(), state, states.as<C>());
+                 kTeamSize, shared ? bytes : 0, detail::stream(), kernel,
+                 length, scratch, global.as<C>(), inMemory, states.as<C>());
 }
 
 //===----------------------------------------------------------------------===//

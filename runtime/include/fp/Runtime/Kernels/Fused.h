@@ -6,7 +6,9 @@
 // intermediate values in a scratch buffer that never leaves the kernel. The
 // launchers (forEachToken and forEachSample in Host.h and Device.cuh) run
 // it over all tokens, sample by sample in time order when the body holds a
-// scan, whose state lives between tokens in a per-sample state buffer.
+// scan, whose state lives between tokens in a per-sample state buffer (or,
+// for a selective scan on CUDA, in the registers of the threads that own
+// its channels: ScanRegisters).
 //
 // A token is computed by a team of threads: one on the host
 // (SerialTeam), the threads of a block on CUDA. Every function splits its
@@ -62,6 +64,13 @@ struct SerialTeam {
 #define FP_TEAM_SIMD
 #else
 #define FP_TEAM_SIMD _Pragma("omp simd")
+#endif
+/// Full unrolling of a loop with a constant trip count (CUDA; the host
+/// compiler decides itself).
+#ifdef __CUDA_ARCH__
+#define FP_UNROLL _Pragma("unroll")
+#else
+#define FP_UNROLL
 #endif
 #define FP_TEAM_FOR(i, n)                                                      \
   FP_TEAM_SIMD for (int64_t i = team.rank(); i < (n); i += team.size())
@@ -432,9 +441,64 @@ selectiveScanStep(Team &team, bool first, S *state, const U *u, const D *delta,
   }
 }
 
+/// The selective-scan state that one thread of a team of `Threads` keeps in
+/// registers across a sample's tokens on the device: S[n, c] of the
+/// channels c = rank + k · Threads, k < kPerThread. Every index into it is
+/// a compile-time constant once selectiveScanStep below is unrolled, so that
+/// it stays in registers.
+template <typename S, int64_t Channels, int64_t N, int Threads>
+struct ScanRegisters {
+  static constexpr int64_t kPerThread = (Channels + Threads - 1) / Threads;
+  S s[kPerThread][N];
+};
+
+/// selectiveScanStep with the state in `registers` (team.size() must be
+/// Threads): the first step of a sample (`first`) starts it at zero; A is
+/// read from `a` at every step. Each output sums over n in order in a
+/// register, with the same arithmetic as the device path above, so the two
+/// give equal results.
+template <typename Team, typename S, int64_t Channels, int64_t N, int Threads,
+          typename U, typename D, typename A, typename Bm, typename Cm,
+          typename Skip, typename Out>
+FP_HOST_DEVICE inline void
+selectiveScanStep(Team &team, bool first,
+                  ScanRegisters<S, Channels, N, Threads> &registers, const U *u,
+                  const D *delta, const A *a, const Bm *bm, const Cm *cm,
+                  Skip skip, Out *out) {
+  using fp::host::exp;
+  constexpr bool hasSkip = !std::is_null_pointer_v<Skip>;
+  constexpr int64_t perThread =
+      ScanRegisters<S, Channels, N, Threads>::kPerThread;
+  FP_UNROLL
+  for (int64_t k = 0; k < perThread; ++k) {
+    const int64_t c = team.rank() + k * Threads;
+    if (c >= Channels)
+      continue;
+    S *sc = registers.s[k];
+    if (first) {
+      FP_UNROLL
+      for (int64_t n = 0; n < N; ++n)
+        sc[n] = S(0);
+    }
+    const S dc = S(delta[c]), uc = S(u[c]), du = dc * uc;
+    const A *ac = a + c * N;
+    S y = 0;
+    FP_UNROLL
+    for (int64_t n = 0; n < N; ++n) {
+      sc[n] = exp(dc * S(ac[n])) * sc[n] + du * S(bm[n]);
+      y += sc[n] * S(cm[n]);
+    }
+    if constexpr (hasSkip)
+      out[c] = Out(skip ? y + S(skip[c]) * uc : y);
+    else
+      out[c] = Out(y);
+  }
+}
+
 #undef FP_TEAM_FOR
 #undef FP_TEAM_ACCUMULATE
 #undef FP_TEAM_SIMD
+#undef FP_UNROLL
 
 } // namespace fp::fused
 

@@ -125,9 +125,10 @@ FP_KERNEL void copy(In<Real> in, int64_t n, Real *out) {
 // Fused kernels (fp.kernel; see Fused.h)
 //===----------------------------------------------------------------------===//
 
-/// Runs `kernel(team, row, 0, scratch, nullptr)` for every token row < rows,
-/// in parallel when rows · cost is large; each thread has its own `scratch`
-/// elements of Compute<Real>.
+/// Runs `kernel(team, row, 0, scratch, nullptr, registers)` for every token
+/// row < rows, in parallel when rows · cost is large; each thread has its
+/// own `scratch` elements of Compute<Real>. (`registers` is the kernel's
+/// Registers, which only CUDA fills.)
 template <typename Real, typename Kernel>
 FP_KERNEL void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
                             const Kernel &kernel) {
@@ -136,15 +137,18 @@ FP_KERNEL void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
   {
     std::vector<C> buffer(std::max<int64_t>(scratch, 1));
     fused::SerialTeam team;
+    typename Kernel::Registers registers;
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r)
-      kernel(team, r, int64_t(0), buffer.data(), static_cast<C *>(nullptr));
+      kernel(team, r, int64_t(0), buffer.data(), static_cast<C *>(nullptr),
+             registers);
   }
 }
 
 /// Runs a kernel whose body holds scans: `kernel(team, row, t, scratch,
-/// state)` for every sample's tokens in time order t, with `state`
-/// elements of scan state per sample, zero at t = 0. Scratch and state are
+/// state, registers)` for every sample's tokens in time order t, with
+/// `state` elements of scan state per sample, zero at t = 0 (all of it: on
+/// the host no scan keeps its state in `registers`). Scratch and state are
 /// Compute<Real>.
 template <typename Real, typename Kernel>
 FP_KERNEL void forEachSample(int64_t batch, int64_t length, int64_t scratch,
@@ -155,12 +159,13 @@ FP_KERNEL void forEachSample(int64_t batch, int64_t length, int64_t scratch,
   {
     std::vector<C> buffer(std::max<int64_t>(scratch + state, 1));
     fused::SerialTeam team;
+    typename Kernel::Registers registers;
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < batch; ++b) {
       C *st = buffer.data() + scratch;
       std::fill(st, st + state, C(0));
       for (int64_t t = 0; t < length; ++t)
-        kernel(team, b * length + t, t, buffer.data(), st);
+        kernel(team, b * length + t, t, buffer.data(), st, registers);
     }
   }
 }

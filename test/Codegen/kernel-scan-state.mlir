@@ -1,0 +1,57 @@
+// RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-host | FileCheck %s
+// RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=CUDA
+
+// Where a fused kernel's scans keep their state. On CUDA a selective scan
+// whose state fits 128 values per thread of a 256-thread team keeps it in
+// registers (4 channels × 2 states here); one that does not (4096 channels
+// × 16 states: 16 × 16 per thread) and every plain scan keep theirs in the
+// per-sample state buffer. The register-held slots come last in that
+// buffer, which the host uses whole and the device allocates without them.
+
+module attributes {fp.models = [{d_model = 4 : i64, layer = @scans, n_layers = 1 : i64, name = "scans", norm = "rms_norm", norm_eps = 1.000000e-05 : f64, pad_vocab_multiple = 8 : i64, tie_embeddings = true, vocab = 11 : i64}]} {
+  func.func @scans(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer} {
+    %wbig = fp.param "big.weight" init <ones> : tensor<4096x4xf32>
+    %abig = fp.param "big.A" init <ones> : tensor<4096x16xf32>
+    %wbc = fp.param "big.bc" init <ones> : tensor<16x4xf32>
+    %a = fp.param "small.A" init <ones> : tensor<4x2xf32>
+    %wsmall = fp.param "small.bc" init <ones> : tensor<2x4xf32>
+    %d = fp.param "small.D" init <ones> : tensor<4xf32>
+    %big = fp.linear %x, %wbig : (tensor<?x?x4xf32>, tensor<4096x4xf32>) -> tensor<?x?x4096xf32>
+    %bc16 = fp.linear %x, %wbc : (tensor<?x?x4xf32>, tensor<16x4xf32>) -> tensor<?x?x16xf32>
+    %bc2 = fp.linear %x, %wsmall : (tensor<?x?x4xf32>, tensor<2x4xf32>) -> tensor<?x?x2xf32>
+    %k:3 = fp.kernel (%ub = %big, %ab = %abig, %bb = %bc16, %u = %x, %as = %a, %bs = %bc2, %ds = %d) : (tensor<?x?x4096xf32>, tensor<4096x16xf32>, tensor<?x?x16xf32>, tensor<?x?x4xf32>, tensor<4x2xf32>, tensor<?x?x2xf32>, tensor<4xf32>) -> (tensor<?x?x4096xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
+      %s1 = fp.selective_scan %ub, %ub, %ab, %bb, %bb : tensor<?x?x4096xf32>, tensor<4096x16xf32>, tensor<?x?x16xf32>
+      %s2 = fp.selective_scan %u, %u, %as, %bs, %bs skip %ds : tensor<?x?x4xf32>, tensor<4x2xf32>, tensor<?x?x2xf32>, tensor<4xf32>
+      %sig = fp.sigmoid %u : tensor<?x?x4xf32>
+      %h = fp.scan %sig, %u : tensor<?x?x4xf32>
+      fp.yield %s1, %s2, %h : tensor<?x?x4096xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
+    }
+    %sum = arith.addf %k#1, %k#2 : tensor<?x?x4xf32>
+    return %sum : tensor<?x?x4xf32>
+  }
+}
+
+// CHECK-LABEL: struct Kernel0 {
+//  CHECK-NEXT:   using Scalar = fp::Compute<Real>;
+//  CHECK-NEXT:   // Scan state a CUDA thread keeps across the sample's tokens.
+//  CHECK-NEXT:   struct Registers {
+//  CHECK-NEXT:     #ifdef __CUDA_ARCH__
+//  CHECK-NEXT:     fp::fused::ScanRegisters<Scalar, 4, 2, kernels::kTeamSize> scan0;
+//  CHECK-NEXT:     #endif
+//  CHECK-NEXT:   };
+//  CHECK-NEXT:   static constexpr int64_t kRegisterState = 16;
+//       CHECK:   FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step, Scalar *scratch, Scalar *state, Registers &registers) const {
+//       CHECK:     // fp.selective_scan
+//  CHECK-NEXT:     fp::fused::selectiveScanStep(team, step == 0, state + 0, x0, x0, x1, x2, x2, nullptr, 4096, 16, y0);
+//       CHECK:     // fp.selective_scan
+//  CHECK-NEXT:     #ifdef __CUDA_ARCH__
+//  CHECK-NEXT:     fp::fused::selectiveScanStep(team, step == 0, registers.scan0, x3, x3, x4, x5, x5, x6, y1);
+//  CHECK-NEXT:     #else
+//  CHECK-NEXT:     fp::fused::selectiveScanStep(team, step == 0, state + 131076, x3, x3, x4, x5, x5, x6, 4, 2, y1);
+//  CHECK-NEXT:     #endif
+//       CHECK:     fp::fused::scanStep(team, state + 131072, {{v[0-9]+}}, x3, 4, y2);
+//       CHECK: kernels::forEachSample<Real>(B, T, {{[0-9]+}}, 131092, {{[0-9]+}}, Kernel0<Real>{
+
+// CUDA: namespace kernels = fp::cuda;
+// CUDA: static constexpr int64_t kRegisterState = 16;
+// CUDA: kernels::forEachSample<Real>(B, T, {{[0-9]+}}, 131092, {{[0-9]+}}, Kernel0<Real>{
