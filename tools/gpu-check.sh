@@ -110,6 +110,22 @@ if(NOT TARGET fmt::fmt)
 endif()
 set(fmt_FOUND TRUE)
 EOF
+  # CBLAS for the host-kernel tests (FpCompiledTests includes Host.h and
+  # links OpenBLAS, as model libraries do): its headers, and the library
+  # with what it loads in lib/, also under the name the linker looks for
+  # (run puts the bundle on CMAKE_PREFIX_PATH).
+  local cblas
+  cblas=$(dirname "$(readlink -f /usr/include/x86_64-linux-gnu/cblas.h)")
+  cp "$cblas"/*.h "$bundle/deps/include/"
+  for lib in /usr/lib/x86_64-linux-gnu/libopenblas.so.0 $(ldd \
+    /usr/lib/x86_64-linux-gnu/libopenblas.so.0 | awk '$3 ~ /^\// {print $3}'); do
+    case "$(basename "$lib")" in
+    libc.so* | libm.so* | libdl.so* | librt.so* | libpthread.so* | \
+      libstdc++.so* | libgcc_s.so*) ;;
+    *) [[ -e "$bundle/lib/$(basename "$lib")" ]] || cp -L "$lib" "$bundle/lib/" ;;
+    esac
+  done
+  ln -sf libopenblas.so.0 "$bundle/lib/libopenblas.so"
   rm -rf "$carried"
   mkdir -p "$carried"
   tar -C "$bundle" -cJf "$carried/bundle.tar.xz" .
@@ -153,7 +169,7 @@ print(os.path.dirname(c.__file__))' 2>/dev/null) || cupti=
   fi
   cmake -G Ninja -S "$root" -B "$root/build-gpu" -DCMAKE_BUILD_TYPE=Release \
     -DFP_BUILD_COMPILER=OFF -DFP_ENABLE_CUDA=ON \
-    -DCMAKE_PREFIX_PATH="$deps;$torch_prefix" \
+    -DCMAKE_PREFIX_PATH="$deps;$bundle;$torch_prefix" \
     ${cupti:+-DFP_CUPTI_ROOT="$cupti"} || return
   cmake --build "$root/build-gpu"
 }
