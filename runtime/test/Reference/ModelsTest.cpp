@@ -1,8 +1,9 @@
 //===- ModelsTest.cpp - Reference models and primitives ---------*- C++ -*-===//
 //
-// The primitives against naive loops, the LM wrapper's structure and
-// initialisation (spec §6), causality of every reference model, convergence
-// of the FP-Mamba solve, and the factory's errors.
+// The primitives against naive loops and the selective scan's kernels
+// against its loop, the LM wrapper's structure and initialisation (spec §6),
+// causality of every reference model, convergence of the FP-Mamba solve,
+// and the factory's errors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +60,81 @@ TEST(Primitives, SelectiveScanMatchesNaiveLoops) {
         EXPECT_NEAR(ya[b][t][i], out, 1e-12);
       }
     }
+}
+
+/// The scan's operands, fresh random, on `device` in `dtype`, each
+/// requiring its gradient.
+std::vector<torch::Tensor> scanOperands(torch::Dtype dtype,
+                                        torch::Device device) {
+  const int64_t B = 3, T = 9, d = 70, N = 5;
+  auto options = f64();
+  std::vector<torch::Tensor> operands = {
+      torch::randn({B, T, d}, options),             // u
+      torch::rand({B, T, d}, options) * 0.5 + 0.05, // delta
+      -torch::rand({d, N}, options) * 2 - 0.5,      // A
+      torch::randn({B, T, N}, options),             // B
+      torch::randn({B, T, N}, options),             // C
+      torch::randn({d}, options)};                  // D
+  for (torch::Tensor &t : operands)
+    t = t.to(device, dtype).detach().requires_grad_(true);
+  return operands;
+}
+
+/// selectiveScanKernels against the loop in value and in the gradients of
+/// ⟨w, y⟩ for every operand, on the same operands; max relative error.
+double kernelsAgainstLoop(torch::Dtype dtype, torch::Device device) {
+  std::vector<torch::Tensor> x = scanOperands(dtype, device);
+  std::vector<torch::Tensor> y = scanOperands(dtype, device);
+  {
+    torch::NoGradGuard noGrad;
+    for (size_t i = 0; i < x.size(); ++i)
+      y[i].copy_(x[i]);
+  }
+  torch::Tensor loop = selectiveScanLoop(x[0], x[1], x[2], x[3], x[4], x[5]);
+  torch::Tensor kernels =
+      selectiveScanKernels(y[0], y[1], y[2], y[3], y[4], y[5]);
+  EXPECT_EQ(kernels.scalar_type(), dtype);
+  torch::Tensor w = torch::randn_like(loop);
+  (loop * w).sum().backward();
+  (kernels * w).sum().backward();
+  auto relative = [](const torch::Tensor &actual,
+                     const torch::Tensor &expected) {
+    torch::Tensor a = actual.to(torch::kFloat64).cpu();
+    torch::Tensor e = expected.to(torch::kFloat64).cpu();
+    return ((a - e).abs().max() / e.abs().max()).item<double>();
+  };
+  double worst = relative(kernels, loop);
+  const char *names[] = {"u", "delta", "A", "B", "C", "D"};
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_TRUE(y[i].grad().defined()) << names[i];
+    if (y[i].grad().defined())
+      worst = std::max(worst, relative(y[i].grad(), x[i].grad()));
+  }
+  return worst;
+}
+
+TEST(Primitives, SelectiveScanKernelsMatchTheLoop) {
+  EXPECT_LE(kernelsAgainstLoop(torch::kFloat64, torch::kCPU), 1e-12);
+  EXPECT_LE(kernelsAgainstLoop(torch::kFloat32, torch::kCPU), 1e-5);
+}
+
+TEST(Primitives, SelectiveScanKernelsMatchTheLoopOnCuda) {
+  if (!torch::cuda::is_available())
+    GTEST_SKIP() << "no CUDA device";
+  ASSERT_TRUE(haveCudaScanKernels())
+      << "LibTorch sees a CUDA device, but this build has no CUDA kernels "
+         "for the reference's selective scan";
+  EXPECT_LE(kernelsAgainstLoop(torch::kFloat64, torch::kCUDA), 1e-12);
+  EXPECT_LE(kernelsAgainstLoop(torch::kFloat32, torch::kCUDA), 1e-5);
+}
+
+TEST(Primitives, SelectiveScanKernelsRejectMismatchedShapes) {
+  std::vector<torch::Tensor> x = scanOperands(torch::kFloat64, torch::kCPU);
+  EXPECT_THROW(selectiveScanKernels(x[0], x[1], x[2].t(), x[3], x[4], x[5]),
+               std::invalid_argument);
+  EXPECT_THROW(
+      selectiveScanKernels(x[0], x[1], x[2], x[3].narrow(1, 0, 2), x[4], x[5]),
+      std::invalid_argument);
 }
 
 TEST(Primitives, CausalConvMatchesNaiveLoops) {

@@ -31,6 +31,7 @@
 
 #include "fp/Runtime/HostMemory.h"
 #include "fp/Runtime/Reference/Autocast.h"
+#include "fp/Runtime/Reference/Primitives.h"
 #include "fp/Runtime/ReferenceImport.h"
 
 #include <fmt/format.h>
@@ -675,6 +676,11 @@ int run(const Options &options) {
              dtypeName(options.dtype), options.training ? "train" : "eval",
              options.repeats, options.warmup, torch::get_num_threads(),
              options.seed);
+  fmt::print("          eager selective scan: {}\n",
+             options.cuda && ref::haveCudaScanKernels()
+                 ? "one CUDA kernel forward and one backward, as the "
+                   "reference code's (mamba_ssm's selective_scan_cuda)"
+                 : "a loop of LibTorch ops over time");
   if (bf16)
     fmt::print("          bf16: f32 weights and input; compiled computes in "
                "bf16 (cast per call), eager under autocast to bf16\n");

@@ -35,9 +35,36 @@ torch::Tensor causalConv(const torch::Tensor &x, const torch::Tensor &weight,
 ///   S_t = exp(Δ_t ⊗ A) ⊙ S_{t−1} + (Δ_t ⊙ u_t) ⊗ B_t
 ///   y_t = S_t C_t + D ⊙ u_t
 /// u, delta: [B, T, d]; A: [d, N]; Bm, Cm: [B, T, N]; D: [d] or undefined.
+/// On CUDA tensors, where the build has the CUDA kernels
+/// (haveCudaScanKernels()), selectiveScanKernels; elsewhere
+/// selectiveScanLoop.
 torch::Tensor selectiveScan(const torch::Tensor &u, const torch::Tensor &delta,
                             const torch::Tensor &A, const torch::Tensor &Bm,
                             const torch::Tensor &Cm, const torch::Tensor &D);
+
+/// selectiveScan as a loop over time in LibTorch ops, on any device: the
+/// numeric oracle, with autograd's gradients.
+torch::Tensor selectiveScanLoop(const torch::Tensor &u,
+                                const torch::Tensor &delta,
+                                const torch::Tensor &A, const torch::Tensor &Bm,
+                                const torch::Tensor &Cm,
+                                const torch::Tensor &D);
+
+/// selectiveScan as the reference code runs it on CUDA (mamba_ssm's
+/// selective_scan_cuda): one scan kernel forward and one backward pass under
+/// an autograd function, here the runtime's kernels of fp.selective_scan
+/// (fp::host's on CPU tensors, fp::cuda's on CUDA tensors), with the D ⊙ u
+/// term in LibTorch ops. bf16 and f16 operands compute in f32, as that
+/// kernel does, and the result has u's dtype. Throws std::runtime_error for
+/// CUDA tensors where !haveCudaScanKernels().
+torch::Tensor
+selectiveScanKernels(const torch::Tensor &u, const torch::Tensor &delta,
+                     const torch::Tensor &A, const torch::Tensor &Bm,
+                     const torch::Tensor &Cm, const torch::Tensor &D);
+
+/// Whether this build runs selectiveScanKernels on CUDA tensors: LibTorch
+/// with CUDA and nvcc at build time.
+bool haveCudaScanKernels();
 
 /// h_t = a_t ⊙ h_{t−1} + b_t along dimension 1 from h_{−1} = 0.
 torch::Tensor linearRecurrence(const torch::Tensor &a, const torch::Tensor &b);
