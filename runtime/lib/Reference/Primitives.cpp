@@ -48,30 +48,33 @@ torch::Tensor fp::rt::ref::causalConv(const torch::Tensor &x,
 
 torch::Tensor
 fp::rt::ref::selectiveScan(const torch::Tensor &u, const torch::Tensor &delta,
-                           const torch::Tensor &A, const torch::Tensor &Bm,
-                           const torch::Tensor &Cm, const torch::Tensor &D) {
+                           const torch::Tensor &a, const torch::Tensor &bm,
+                           const torch::Tensor &cm, const torch::Tensor &skip) {
   if (u.is_cuda() && haveCudaScanKernels())
-    return selectiveScanKernels(u, delta, A, Bm, Cm, D);
-  return selectiveScanLoop(u, delta, A, Bm, Cm, D);
+    return selectiveScanKernels(u, delta, a, bm, cm, skip);
+  return selectiveScanLoop(u, delta, a, bm, cm, skip);
 }
 
-torch::Tensor fp::rt::ref::selectiveScanLoop(
-    const torch::Tensor &u, const torch::Tensor &delta, const torch::Tensor &A,
-    const torch::Tensor &Bm, const torch::Tensor &Cm, const torch::Tensor &D) {
+torch::Tensor fp::rt::ref::selectiveScanLoop(const torch::Tensor &u,
+                                             const torch::Tensor &delta,
+                                             const torch::Tensor &a,
+                                             const torch::Tensor &bm,
+                                             const torch::Tensor &cm,
+                                             const torch::Tensor &skip) {
   int64_t length = u.size(1);
   // [B, T, d, N] decay and input terms.
-  torch::Tensor decay = torch::exp(delta.unsqueeze(-1) * A);
-  torch::Tensor input = (delta * u).unsqueeze(-1) * Bm.unsqueeze(2);
+  torch::Tensor decay = torch::exp(delta.unsqueeze(-1) * a);
+  torch::Tensor input = (delta * u).unsqueeze(-1) * bm.unsqueeze(2);
   torch::Tensor state = torch::zeros_like(decay.select(1, 0));
   std::vector<torch::Tensor> outputs;
   outputs.reserve(length);
   for (int64_t t = 0; t < length; ++t) {
     state = decay.select(1, t) * state + input.select(1, t);
-    outputs.push_back((state * Cm.select(1, t).unsqueeze(1)).sum(-1));
+    outputs.push_back((state * cm.select(1, t).unsqueeze(1)).sum(-1));
   }
   torch::Tensor y = torch::stack(outputs, 1);
-  if (D.defined())
-    y = y + D * u;
+  if (skip.defined())
+    y = y + skip * u;
   return y;
 }
 

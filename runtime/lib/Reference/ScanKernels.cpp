@@ -47,8 +47,8 @@ struct Extents {
   int64_t batch, length, channels, state;
 };
 
-Extents extentsOf(const torch::Tensor &u, const torch::Tensor &A) {
-  return {u.size(0), u.size(1), u.size(2), A.size(1)};
+Extents extentsOf(const torch::Tensor &u, const torch::Tensor &a) {
+  return {u.size(0), u.size(1), u.size(2), a.size(1)};
 }
 
 template <typename Real> const Real *in(const torch::Tensor &t) {
@@ -57,37 +57,37 @@ template <typename Real> const Real *in(const torch::Tensor &t) {
 
 template <typename Real>
 void scanForward(const torch::Tensor &u, const torch::Tensor &delta,
-                 const torch::Tensor &A, const torch::Tensor &Bm,
-                 const torch::Tensor &Cm, torch::Tensor &out) {
-  const Extents e = extentsOf(u, A);
+                 const torch::Tensor &a, const torch::Tensor &bm,
+                 const torch::Tensor &cm, torch::Tensor &out) {
+  const Extents e = extentsOf(u, a);
   Real *y = out.data_ptr<Real>();
   if (u.is_cuda())
     fp::rt::ref::cuda::selectiveScan<Real>(
-        in<Real>(u), in<Real>(delta), in<Real>(A), in<Real>(Bm), in<Real>(Cm),
+        in<Real>(u), in<Real>(delta), in<Real>(a), in<Real>(bm), in<Real>(cm),
         e.batch, e.length, e.channels, e.state, y, streamOf(u));
   else
-    fp::host::selectiveScan<Real>(in<Real>(u), in<Real>(delta), in<Real>(A),
-                                  in<Real>(Bm), in<Real>(Cm), nullptr, e.batch,
+    fp::host::selectiveScan<Real>(in<Real>(u), in<Real>(delta), in<Real>(a),
+                                  in<Real>(bm), in<Real>(cm), nullptr, e.batch,
                                   e.length, e.channels, e.state, y);
 }
 
 template <typename Real>
 void scanBackward(const torch::Tensor &u, const torch::Tensor &delta,
-                  const torch::Tensor &A, const torch::Tensor &Bm,
-                  const torch::Tensor &Cm, const torch::Tensor &grad,
+                  const torch::Tensor &a, const torch::Tensor &bm,
+                  const torch::Tensor &cm, const torch::Tensor &grad,
                   torch::autograd::variable_list &out) {
-  const Extents e = extentsOf(u, A);
+  const Extents e = extentsOf(u, a);
   Real *du = out[0].data_ptr<Real>(), *dDelta = out[1].data_ptr<Real>(),
        *dA = out[2].data_ptr<Real>(), *dB = out[3].data_ptr<Real>(),
        *dC = out[4].data_ptr<Real>();
   if (u.is_cuda())
     fp::rt::ref::cuda::selectiveScanGrad<Real>(
-        in<Real>(u), in<Real>(delta), in<Real>(A), in<Real>(Bm), in<Real>(Cm),
+        in<Real>(u), in<Real>(delta), in<Real>(a), in<Real>(bm), in<Real>(cm),
         in<Real>(grad), e.batch, e.length, e.channels, e.state, du, dDelta, dA,
         dB, dC, streamOf(u));
   else
     fp::host::selectiveScanGrad<Real>(
-        in<Real>(u), in<Real>(delta), in<Real>(A), in<Real>(Bm), in<Real>(Cm),
+        in<Real>(u), in<Real>(delta), in<Real>(a), in<Real>(bm), in<Real>(cm),
         in<Real>(grad), e.batch, e.length, e.channels, e.state, du, dDelta, dA,
         dB, dC);
 }
@@ -100,14 +100,14 @@ public:
   static torch::Tensor forward(torch::autograd::AutogradContext *ctx,
                                const torch::Tensor &u,
                                const torch::Tensor &delta,
-                               const torch::Tensor &A, const torch::Tensor &Bm,
-                               const torch::Tensor &Cm) {
+                               const torch::Tensor &a, const torch::Tensor &bm,
+                               const torch::Tensor &cm) {
     torch::Tensor out = torch::empty_like(u);
     if (u.scalar_type() == torch::kDouble)
-      scanForward<double>(u, delta, A, Bm, Cm, out);
+      scanForward<double>(u, delta, a, bm, cm, out);
     else
-      scanForward<float>(u, delta, A, Bm, Cm, out);
-    ctx->save_for_backward({u, delta, A, Bm, Cm});
+      scanForward<float>(u, delta, a, bm, cm, out);
+    ctx->save_for_backward({u, delta, a, bm, cm});
     return out;
   }
 
@@ -115,34 +115,34 @@ public:
   backward(torch::autograd::AutogradContext *ctx,
            torch::autograd::variable_list grads) {
     torch::autograd::variable_list saved = ctx->get_saved_variables();
-    const torch::Tensor &u = saved[0], &delta = saved[1], &A = saved[2],
-                        &Bm = saved[3], &Cm = saved[4];
+    const torch::Tensor &u = saved[0], &delta = saved[1], &a = saved[2],
+                        &bm = saved[3], &cm = saved[4];
     torch::Tensor grad = grads[0].contiguous();
     torch::autograd::variable_list out = {
-        torch::empty_like(u), torch::empty_like(delta), torch::empty_like(A),
-        torch::empty_like(Bm), torch::empty_like(Cm)};
+        torch::empty_like(u), torch::empty_like(delta), torch::empty_like(a),
+        torch::empty_like(bm), torch::empty_like(cm)};
     if (u.scalar_type() == torch::kDouble)
-      scanBackward<double>(u, delta, A, Bm, Cm, grad, out);
+      scanBackward<double>(u, delta, a, bm, cm, grad, out);
     else
-      scanBackward<float>(u, delta, A, Bm, Cm, grad, out);
+      scanBackward<float>(u, delta, a, bm, cm, grad, out);
     return out;
   }
 };
 
 void checkShapes(const torch::Tensor &u, const torch::Tensor &delta,
-                 const torch::Tensor &A, const torch::Tensor &Bm,
-                 const torch::Tensor &Cm) {
-  const bool ok = u.dim() == 3 && delta.sizes() == u.sizes() && A.dim() == 2 &&
-                  A.size(0) == u.size(2) && Bm.dim() == 3 &&
-                  Bm.size(0) == u.size(0) && Bm.size(1) == u.size(1) &&
-                  Bm.size(2) == A.size(1) && Cm.sizes() == Bm.sizes();
+                 const torch::Tensor &a, const torch::Tensor &bm,
+                 const torch::Tensor &cm) {
+  const bool ok = u.dim() == 3 && delta.sizes() == u.sizes() && a.dim() == 2 &&
+                  a.size(0) == u.size(2) && bm.dim() == 3 &&
+                  bm.size(0) == u.size(0) && bm.size(1) == u.size(1) &&
+                  bm.size(2) == a.size(1) && cm.sizes() == bm.sizes();
   if (!ok)
     throw std::invalid_argument(
         "selectiveScanKernels: expected u and delta [B, T, d], A [d, N], B "
         "and C [B, T, N]; got u " +
         std::string(c10::str(u.sizes())) + ", delta " +
-        c10::str(delta.sizes()) + ", A " + c10::str(A.sizes()) + ", B " +
-        c10::str(Bm.sizes()) + ", C " + c10::str(Cm.sizes()));
+        c10::str(delta.sizes()) + ", A " + c10::str(a.sizes()) + ", B " +
+        c10::str(bm.sizes()) + ", C " + c10::str(cm.sizes()));
 }
 
 } // namespace
@@ -155,23 +155,26 @@ bool fp::rt::ref::haveCudaScanKernels() {
 #endif
 }
 
-torch::Tensor fp::rt::ref::selectiveScanKernels(
-    const torch::Tensor &u, const torch::Tensor &delta, const torch::Tensor &A,
-    const torch::Tensor &Bm, const torch::Tensor &Cm, const torch::Tensor &D) {
-  checkShapes(u, delta, A, Bm, Cm);
+torch::Tensor fp::rt::ref::selectiveScanKernels(const torch::Tensor &u,
+                                                const torch::Tensor &delta,
+                                                const torch::Tensor &a,
+                                                const torch::Tensor &bm,
+                                                const torch::Tensor &cm,
+                                                const torch::Tensor &skip) {
+  checkShapes(u, delta, a, bm, cm);
   // One compute type for every operand: double if they all are, else f32.
   const bool wide = u.scalar_type() == torch::kDouble &&
                     delta.scalar_type() == torch::kDouble &&
-                    A.scalar_type() == torch::kDouble &&
-                    Bm.scalar_type() == torch::kDouble &&
-                    Cm.scalar_type() == torch::kDouble;
+                    a.scalar_type() == torch::kDouble &&
+                    bm.scalar_type() == torch::kDouble &&
+                    cm.scalar_type() == torch::kDouble;
   const torch::Dtype compute = wide ? torch::kDouble : torch::kFloat;
   auto prepare = [&](const torch::Tensor &t) {
     return t.to(compute).contiguous();
   };
   torch::Tensor y = SelectiveScanFunction::apply(
-      prepare(u), prepare(delta), prepare(A), prepare(Bm), prepare(Cm));
-  if (D.defined())
-    y = y + D * u;
+      prepare(u), prepare(delta), prepare(a), prepare(bm), prepare(cm));
+  if (skip.defined())
+    y = y + skip * u;
   return y.to(u.scalar_type());
 }

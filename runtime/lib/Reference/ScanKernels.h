@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FP_RUNTIME_LIB_REFERENCE_SCANKERNELS_H
+#ifndef FP_RUNTIME_LIB_REFERENCE_SCANKERNELS_H // NOLINT(llvm-header-guard)
 #define FP_RUNTIME_LIB_REFERENCE_SCANKERNELS_H
 
 #include <cstdint>

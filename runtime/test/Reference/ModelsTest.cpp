@@ -34,25 +34,25 @@ TEST(Primitives, ShiftMovesAlongTimeWithZeros) {
 }
 
 TEST(Primitives, SelectiveScanMatchesNaiveLoops) {
-  const int64_t B = 2, T = 5, d = 3, N = 4;
-  torch::Tensor u = torch::randn({B, T, d}, f64());
-  torch::Tensor delta = torch::rand({B, T, d}, f64()) + 0.1;
-  torch::Tensor A = -torch::rand({d, N}, f64()) - 0.5;
-  torch::Tensor Bm = torch::randn({B, T, N}, f64());
-  torch::Tensor Cm = torch::randn({B, T, N}, f64());
-  torch::Tensor D = torch::randn({d}, f64());
-  torch::Tensor y = selectiveScan(u, delta, A, Bm, Cm, D);
+  const int64_t batch = 2, length = 5, d = 3, states = 4;
+  torch::Tensor u = torch::randn({batch, length, d}, f64());
+  torch::Tensor delta = torch::rand({batch, length, d}, f64()) + 0.1;
+  torch::Tensor a = -torch::rand({d, states}, f64()) - 0.5;
+  torch::Tensor bm = torch::randn({batch, length, states}, f64());
+  torch::Tensor cm = torch::randn({batch, length, states}, f64());
+  torch::Tensor skipWeight = torch::randn({d}, f64());
+  torch::Tensor y = selectiveScan(u, delta, a, bm, cm, skipWeight);
   auto ua = u.accessor<double, 3>(), da = delta.accessor<double, 3>();
-  auto aa = A.accessor<double, 2>();
-  auto ba = Bm.accessor<double, 3>();
-  auto ca = Cm.accessor<double, 3>(), ya = y.accessor<double, 3>();
-  auto skip = D.accessor<double, 1>();
-  for (int64_t b = 0; b < B; ++b)
+  auto aa = a.accessor<double, 2>();
+  auto ba = bm.accessor<double, 3>();
+  auto ca = cm.accessor<double, 3>(), ya = y.accessor<double, 3>();
+  auto skip = skipWeight.accessor<double, 1>();
+  for (int64_t b = 0; b < batch; ++b)
     for (int64_t i = 0; i < d; ++i) {
-      std::vector<double> state(N, 0.0);
-      for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> state(states, 0.0);
+      for (int64_t t = 0; t < length; ++t) {
         double out = skip[i] * ua[b][t][i];
-        for (int64_t n = 0; n < N; ++n) {
+        for (int64_t n = 0; n < states; ++n) {
           state[n] = std::exp(da[b][t][i] * aa[i][n]) * state[n] +
                      da[b][t][i] * ba[b][t][n] * ua[b][t][i];
           out += ca[b][t][n] * state[n];
@@ -66,15 +66,15 @@ TEST(Primitives, SelectiveScanMatchesNaiveLoops) {
 /// requiring its gradient.
 std::vector<torch::Tensor> scanOperands(torch::Dtype dtype,
                                         torch::Device device) {
-  const int64_t B = 3, T = 9, d = 70, N = 5;
+  const int64_t batch = 3, length = 9, d = 70, n = 5;
   auto options = f64();
   std::vector<torch::Tensor> operands = {
-      torch::randn({B, T, d}, options),             // u
-      torch::rand({B, T, d}, options) * 0.5 + 0.05, // delta
-      -torch::rand({d, N}, options) * 2 - 0.5,      // A
-      torch::randn({B, T, N}, options),             // B
-      torch::randn({B, T, N}, options),             // C
-      torch::randn({d}, options)};                  // D
+      torch::randn({batch, length, d}, options),             // u
+      torch::rand({batch, length, d}, options) * 0.5 + 0.05, // delta
+      -torch::rand({d, n}, options) * 2 - 0.5,               // A
+      torch::randn({batch, length, n}, options),             // B
+      torch::randn({batch, length, n}, options),             // C
+      torch::randn({d}, options)};                           // D
   for (torch::Tensor &t : operands)
     t = t.to(device, dtype).detach().requires_grad_(true);
   return operands;
@@ -278,7 +278,8 @@ TEST(FPMamba, SolveConvergesToAFixedPoint) {
 }
 
 TEST(Factory, RejectsBadConfigurations) {
-  auto expectError = [](ModelConfig config, const std::string &fragment) {
+  auto expectError = [](const ModelConfig &config,
+                        const std::string &fragment) {
     try {
       makeReferenceModel(config);
       FAIL() << "expected an error mentioning '" << fragment << "'";
