@@ -1,5 +1,4 @@
-//===- Pipeline.cpp - The fp compilation pipeline -----------------*- C++
-//-*-===//
+//===- Pipeline.cpp - The fp compilation pipeline ---------------*- C++ -*-===//
 //
 // The stage functions of Pipeline.h and the `fp-pipeline` registration.
 //
@@ -36,10 +35,12 @@ void mlir::fp::addBackwardDerivation(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-void mlir::fp::addFusion(OpPassManager &pm) {
+void mlir::fp::addFusion(OpPassManager &pm, bool fuseScans) {
   OpPassManager &func = pm.nest<func::FuncOp>();
   func.addPass(createFpMergeLinears());
-  func.addPass(createFpFuseMixScan());
+  FpFuseMixScanOptions fusion;
+  fusion.fuseScans = fuseScans;
+  func.addPass(createFpFuseMixScan(fusion));
   func.addPass(createCSEPass());
 }
 
@@ -59,7 +60,7 @@ void mlir::fp::buildFpPipeline(OpPassManager &pm,
   if (options.backward)
     addBackwardDerivation(pm);
   if (options.fuse)
-    addFusion(pm);
+    addFusion(pm, options.fuseScans);
   addLoopLowering(pm);
   addBufferPlanning(pm);
 }

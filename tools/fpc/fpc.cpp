@@ -130,6 +130,13 @@ cl::opt<bool> noFuse("no-fuse",
                               "a kernel of its own (skip fp-merge-linears and "
                               "fp-fuse-mix-scan)"),
                      cl::cat(fpcCategory));
+cl::opt<bool> noFuseScans(
+    "no-fuse-scans",
+    cl::desc("Keep scans out of fused kernels: the per-token work around a "
+             "scan runs in per-token kernels and the scan in a kernel of its "
+             "own, parallel over samples and channels (on a GPU, for batches "
+             "too small to fill it with one block per sample)"),
+    cl::cat(fpcCategory));
 cl::opt<bool> withBackward(
     "backward",
     cl::desc("Derive and compile each layer's backward (fp-derive-backward) "
@@ -542,6 +549,7 @@ int main(int argc, char **argv) {
     return 1;
   fp::FpPipelineOptions pipelineOptions;
   pipelineOptions.fuse = !noFuse;
+  pipelineOptions.fuseScans = !noFuseScans;
   pipelineOptions.backward = withBackward;
   fp::buildFpPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))

@@ -24,6 +24,13 @@ struct FpPipelineOptions : public PassPipelineOptions<FpPipelineOptions> {
       llvm::cl::desc("merge the GEMMs of one input in fixed-point bodies and "
                      "group per-token work and scans into fp.kernel ops"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> fuseScans{
+      *this, "fuse-scans",
+      llvm::cl::desc("with fuse: fuse each forward scan with the per-token "
+                     "work around it (one kernel per sample); without, that "
+                     "work runs in per-token kernels and the scan in a kernel "
+                     "of its own, parallel over samples and channels"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> backward{
       *this, "backward",
       llvm::cl::desc("derive every layer's backward (fp-derive-backward)"),
@@ -41,8 +48,9 @@ void addHoisting(OpPassManager &pm);
 void addBackwardDerivation(OpPassManager &pm);
 
 /// Merges the linear maps of one input in fixed-point bodies into one GEMM,
-/// then groups per-token chains, mixers and scans into kernels.
-void addFusion(OpPassManager &pm);
+/// then groups per-token chains and mixers, and with `fuseScans` the scans
+/// among them, into kernels.
+void addFusion(OpPassManager &pm, bool fuseScans = true);
 
 /// Lowers fixed-point loops to scf.while with explicit solver steps.
 void addLoopLowering(OpPassManager &pm);
