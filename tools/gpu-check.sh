@@ -21,7 +21,8 @@
 # source and header-only fmt and nlohmann_json; runs every runtime test on
 # the CPU against the bundled libraries; runs the compiled-vs-eager model
 # tests on CUDA (FP_TEST_DEVICE=cuda), with the solver's loop as a CUDA
-# graph and again queued from the host (FP_CUDA_GRAPHS=0); and runs fp-bench
+# graph, again queued from the host (FP_CUDA_GRAPHS=0), and on two models
+# built with their scans unfused (fpc --no-fuse-scans); and runs fp-bench
 # on the configurations of docs/performance.md, on CUDA, compiled and eager
 # side by side (the forward also with FP_CUDA_GRAPHS=0, and the training
 # step also in bf16: the compiled layer in bf16 against the eager reference
@@ -77,13 +78,21 @@ prepare() {
     echo "gpu-check: compiling $name (cpu + cuda sm_$arch, with backward)"
     "$fpc" "$model" "${flags[@]}" -o "$bundle/models/$name.so"
   done
-  local name source set args
+  # The models the test stage also runs with their scans unfused.
+  mkdir -p "$bundle/models-split"
+  for name in fp_mamba_householder1 fp_mamba_lm; do
+    echo "gpu-check: compiling $name with --no-fuse-scans"
+    "$fpc" "$root/models/$name.fp" --no-fuse-scans "${flags[@]}" \
+      -o "$bundle/models-split/$name.so"
+  done
+  local source set args
   while IFS='|' read -r name source set args; do
     echo "gpu-check: compiling benchmark $name ($source $set)"
     # shellcheck disable=SC2086 # $set holds separate words
     "$fpc" "$root/$source" $set "${flags[@]}" -o "$bundle/bench/$name.so"
   done < <(bench_configs)
-  strip --strip-unneeded "$bundle"/models/*.so "$bundle"/bench/*.so
+  strip --strip-unneeded "$bundle"/models/*.so "$bundle"/models-split/*.so \
+    "$bundle"/bench/*.so
 
   # Shared libraries the model libraries need beyond glibc, the C++
   # runtime and CUDA's own (which the GPU machine has).
@@ -206,6 +215,15 @@ stage_test() {
     "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
     >"$log" 2>&1 || code=$?
   verdict "compiled vs eager models (cuda, FP_CUDA_GRAPHS=0)" $code "$log"
+  grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
+  # Two models built with their scans unfused (fpc --no-fuse-scans).
+  log="$out/gpu-models-split.log"
+  code=0
+  FP_TEST_DEVICE=cuda FP_TEST_MODELS_DIR="$bundle/models-split" \
+    "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
+    --gtest_filter='*/fp_mamba_householder1:*/fp_mamba_lm' \
+    >"$log" 2>&1 || code=$?
+  verdict "compiled vs eager models, scans unfused (cuda)" $code "$log"
   grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
 }
 
