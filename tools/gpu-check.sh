@@ -12,9 +12,11 @@
 #                                   gpu-check/bundle.tar.xz (gpu-check/ is
 #                                   git-ignored; carry it there)
 #   tools/gpu-check.sh run [STAGE]  on the GPU machine, from the repository
-#                                   root: STAGE is build, test, bench or all
-#                                   (the default), logs under $OUT (else
-#                                   build-gpu/out)
+#                                   root: STAGE is build, test (test-cpu,
+#                                   then test-cuda), bench or all (the
+#                                   default), logs under $OUT (else
+#                                   build-gpu/out); one stage per call keeps
+#                                   each call short
 #
 # `run` builds the runtime (FP_BUILD_COMPILER=OFF) in build-gpu/ against the
 # LibTorch of the machine's python3, with GoogleTest built from the bundled
@@ -193,17 +195,21 @@ stage_build() {
   [[ $code -eq 0 ]] || tail -30 "$log"
 }
 
-stage_test() {
+# The runtime's tests on the CPU, the libraries included (the CUDA
+# variants of its kernel tests run where they find the GPU).
+stage_test_cpu() {
   local log="$out/ctest.log" code=0
-  export FP_TEST_MODELS_DIR="$bundle/models"
-  # The runtime's tests on the CPU, the libraries included.
-  ctest --test-dir "$root/build-gpu" -j 8 --output-on-failure \
+  FP_TEST_MODELS_DIR="$bundle/models" \
+    ctest --test-dir "$root/build-gpu" -j 8 --output-on-failure \
     >"$log" 2>&1 || code=$?
   verdict "runtime tests (cpu)" $code "$log"
   tail -5 "$log"
-  # Compiled vs eager on CUDA: forward and one-step gradients of every model.
-  log="$out/gpu-models.log"
-  code=0
+}
+
+# Compiled vs eager on CUDA: forward and one-step gradients of every model.
+stage_test_cuda() {
+  local log="$out/gpu-models.log" code=0
+  export FP_TEST_MODELS_DIR="$bundle/models"
   FP_TEST_DEVICE=cuda "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
     >"$log" 2>&1 || code=$?
   verdict "compiled vs eager models (cuda)" $code "$log"
@@ -277,16 +283,23 @@ run() {
   export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   case "$stage" in
   build) stage_build ;;
-  test) stage_test ;;
+  test)
+    stage_test_cpu
+    stage_test_cuda
+    ;;
+  test-cpu) stage_test_cpu ;;
+  test-cuda) stage_test_cuda ;;
   bench) stage_bench ;;
   all)
     stage_build
     if [[ $status -eq 0 ]]; then
-      stage_test
+      stage_test_cpu
+      stage_test_cuda
       stage_bench
     fi
     ;;
-  *) die "unknown stage '$stage'; one of build, test, bench, all" ;;
+  *) die "unknown stage '$stage'; one of build, test, test-cpu, test-cuda," \
+    "bench, all" ;;
   esac
   return "$status"
 }
@@ -298,7 +311,8 @@ run)
   run "$@"
   ;;
 *)
-  echo "usage: tools/gpu-check.sh prepare | run [build|test|bench|all]" >&2
+  echo "usage: tools/gpu-check.sh prepare |" \
+    "run [build|test|test-cpu|test-cuda|bench|all]" >&2
   exit 2
   ;;
 esac
