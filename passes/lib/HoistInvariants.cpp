@@ -1,9 +1,9 @@
-//===- HoistInvariants.cpp - Move invariant work out of fixed points -*- C++
-//-*-===//
+//===- HoistInvariants.cpp - Move invariant work out of fixed points ------===//
 //
 // fp-hoist-invariants: makes weight normalisation explicit, splits linear
-// maps of partly invariant concatenations by column blocks, and hoists every
-// operation of a fixed-point body that does not depend on the iterate.
+// maps of partly invariant concatenations by column blocks and of partly
+// invariant sums by terms, and hoists every operation of a fixed-point body
+// that does not depend on the iterate.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,6 +104,46 @@ struct SplitInvariantConcat : public OpRewritePattern<LinearOp> {
   }
 };
 
+/// Inside a fixed-point body,
+///   fp.linear (arith.addf %x, %ybar), %w bias %b
+/// with %x defined outside the loop and %ybar inside becomes
+///   fp.linear %x, %w bias %b  +  fp.linear %ybar, %w
+/// so that the first term can be hoisted and the sum joins the per-token
+/// work after the GEMM (FP-Mamba's symmetric mixer input x + ȳ).
+struct SplitInvariantSum : public OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LinearOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getGain())
+      return failure();
+    auto sum = op.getInput().getDefiningOp<arith::AddFOp>();
+    if (!sum || sum.getLhs().getType() != sum.getRhs().getType())
+      return failure();
+    auto loop = op->getParentOfType<FixedPointOp>();
+    if (!loop || !loop->isProperAncestor(sum))
+      return failure();
+    auto loopLike = cast<LoopLikeOpInterface>(loop.getOperation());
+    Value invariant = sum.getLhs(), variant = sum.getRhs();
+    if (!loopLike.isDefinedOutsideOfLoop(invariant))
+      std::swap(invariant, variant);
+    if (!loopLike.isDefinedOutsideOfLoop(invariant) ||
+        loopLike.isDefinedOutsideOfLoop(variant))
+      return rewriter.notifyMatchFailure(
+          op, "the sum is not partly loop-invariant");
+
+    Location loc = op.getLoc();
+    Value fixed =
+        LinearOp::create(rewriter, loc, op.getType(), invariant, op.getWeight(),
+                         /*gain=*/Value(), op.getBias());
+    Value moving = LinearOp::create(rewriter, loc, op.getType(), variant,
+                                    op.getWeight(), /*gain=*/Value(),
+                                    /*bias=*/Value());
+    rewriter.replaceOpWithNewOp<arith::AddFOp>(op, fixed, moving);
+    return success();
+  }
+};
+
 struct FpHoistInvariantsPass
     : public fp::impl::FpHoistInvariantsBase<FpHoistInvariantsPass> {
   using FpHoistInvariantsBase::FpHoistInvariantsBase;
@@ -137,5 +177,5 @@ void mlir::fp::populateMaterializeWeightNormPatterns(
 
 void mlir::fp::populateSplitInvariantConcatPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<SplitInvariantConcat>(patterns.getContext());
+  patterns.add<SplitInvariantConcat, SplitInvariantSum>(patterns.getContext());
 }

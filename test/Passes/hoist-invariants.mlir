@@ -90,6 +90,57 @@ func.func @no_split_outside_loops(%x: tensor<?x?x4xf32>, %z: tensor<?x?x4xf32>,
 
 // -----
 
+// W (ȳ + x) with x invariant: W x and the bias before the loop, W ȳ inside,
+// the sum after the GEMM.
+// CHECK-LABEL: func.func @split_sum
+//  CHECK-SAME:     (%[[Y0:.*]]: tensor<?x?x4xf32>, %[[X:.*]]: tensor<?x?x4xf32>, %[[W:.*]]: tensor<6x4xf32>, %[[B:.*]]: tensor<6xf32>)
+//       CHECK:   %[[PX:.*]] = fp.linear %[[X]], %[[W]] bias %[[B]]
+//       CHECK:   fp.fixed_point (%[[Y:.*]] = %[[Y0]])
+//       CHECK:     %[[S:.*]] = fp.shift %[[Y]] by 1
+//   CHECK-NOT:     arith.addf %[[S]]
+//       CHECK:     %[[PY:.*]] = fp.linear %[[S]], %[[W]] :
+//       CHECK:     %[[SUM:.*]] = arith.addf %[[PX]], %[[PY]]
+//       CHECK:     fp.slice %[[SUM]]
+// NOSPLIT-LABEL: func.func @split_sum
+//       NOSPLIT:   fp.fixed_point
+//       NOSPLIT:     arith.addf
+//       NOSPLIT:     fp.linear
+func.func @split_sum(%y0: tensor<?x?x4xf32>, %x: tensor<?x?x4xf32>,
+                     %w: tensor<6x4xf32>, %b: tensor<6xf32>) -> tensor<?x?x4xf32> {
+  %r, %n = fp.fixed_point (%y = %y0) : tensor<?x?x4xf32>
+      solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 10, max_iter_eval = 10, relax_start = 1.0, relax_decay = 0.9, relax_patience = 5>
+      backward <one_step> {
+    %s = fp.shift %y by 1 : tensor<?x?x4xf32>
+    %p = arith.addf %s, %x : tensor<?x?x4xf32>
+    %l = fp.linear %p, %w bias %b : (tensor<?x?x4xf32>, tensor<6x4xf32>, tensor<6xf32>) -> tensor<?x?x6xf32>
+    %o = fp.slice %l[0 : 4] : tensor<?x?x6xf32> -> tensor<?x?x4xf32>
+    fp.yield %o : tensor<?x?x4xf32>
+  }
+  return %r : tensor<?x?x4xf32>
+}
+
+// -----
+
+// Declined: both terms of the sum depend on the iterate.
+// CHECK-LABEL: func.func @no_split_when_sum_all_variant
+//       CHECK:   fp.fixed_point
+//       CHECK:     %[[P:.*]] = arith.addf
+//       CHECK:     fp.linear %[[P]]
+//   CHECK-NOT:     fp.linear
+func.func @no_split_when_sum_all_variant(%y0: tensor<?x?x4xf32>, %w: tensor<4x4xf32>) -> tensor<?x?x4xf32> {
+  %r, %n = fp.fixed_point (%y = %y0) : tensor<?x?x4xf32>
+      solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 10, max_iter_eval = 10, relax_start = 1.0, relax_decay = 0.9, relax_patience = 5>
+      backward <one_step> {
+    %s = fp.shift %y by 1 : tensor<?x?x4xf32>
+    %p = arith.addf %s, %y : tensor<?x?x4xf32>
+    %l = fp.linear %p, %w : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
+    fp.yield %l : tensor<?x?x4xf32>
+  }
+  return %r : tensor<?x?x4xf32>
+}
+
+// -----
+
 // Invariant elementwise work leaves the loop; work on the iterate stays.
 // CHECK-LABEL: func.func @licm
 //       CHECK:   %[[E:.*]] = math.exp

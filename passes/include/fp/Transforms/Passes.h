@@ -29,8 +29,8 @@ namespace fp {
 /// Rewrites weight-normalised linear maps into fp.weight_norm + fp.linear.
 void populateMaterializeWeightNormPatterns(RewritePatternSet &patterns);
 
-/// Splits linear maps of concatenations inside fixed-point bodies whose
-/// operands are partly loop-invariant.
+/// Splits linear maps of concatenations and sums inside fixed-point bodies
+/// whose operands are partly loop-invariant.
 void populateSplitInvariantConcatPatterns(RewritePatternSet &patterns);
 
 /// Whether fp-fuse-mix-scan may put `op` into an fp.kernel: it computes

@@ -22,7 +22,9 @@ def FpHoistInvariants : Pass<"fp-hoist-invariants", "func::FuncOp"> {
     - A linear map of a concatenation inside a fixed-point body whose
       operands are partly defined outside it, `W [x; ȳ]`, is split by
       column blocks into `W_x x + W_y ȳ` (the bias goes with the invariant
-      part), so the `x` half can leave the loop.
+      part), so the `x` half can leave the loop. A linear map of a sum
+      with one invariant term, `W (x + ȳ)`, becomes `W x + W ȳ` in the
+      same way.
     - Every operation of a fixed-point body whose operands are all defined
       outside it is then hoisted (loop-invariant code motion through the
       op's `LoopLikeOpInterface`), innermost loops first.
@@ -38,14 +40,14 @@ def FpHoistInvariants : Pass<"fp-hoist-invariants", "func::FuncOp"> {
     // after: W_x x before the loop, W_y ȳ inside
     ```
 
-    The split changes the order of floating-point summation of the linear
+    The splits change the order of floating-point summation of the linear
     map (two partial products instead of one), which is within rounding.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::fp::FPDialect"];
   let options = [
     Option<"splitConcat", "split-concat", "bool", /*default=*/"true",
-           "split linear maps of partly invariant concatenations">,
+           "split linear maps of partly invariant concatenations and sums">,
   ];
 }
 
