@@ -13,8 +13,9 @@
 #                                   git-ignored; carry it there)
 #   tools/gpu-check.sh run [STAGE]  on the GPU machine, from the repository
 #                                   root: STAGE is build, test (test-cpu,
-#                                   then test-cuda), bench or all (the
-#                                   default), logs under $OUT (else
+#                                   then test-cuda), bench [CONFIG...] (all
+#                                   configurations, or those named) or all
+#                                   (the default), logs under $OUT (else
 #                                   build-gpu/out); one stage per call keeps
 #                                   each call short
 #
@@ -174,16 +175,18 @@ build_runtime() {
     return
   cupti=$(python3 -c 'import os, nvidia.cuda_cupti as c;
 print(os.path.dirname(c.__file__))' 2>/dev/null) || cupti=
-  if [[ ! -f "$deps/lib/cmake/GTest/GTestConfig.cmake" ]]; then
-    cmake -G Ninja -S "$deps/src/googletest" -B "$deps/build-gtest" \
-      -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$deps" \
+  # GoogleTest is installed beside the bundle, which a newer one replaces.
+  local gtest="$root/build-gpu/gtest"
+  if [[ ! -f "$gtest/lib/cmake/GTest/GTestConfig.cmake" ]]; then
+    cmake -G Ninja -S "$deps/src/googletest" -B "$gtest/build" \
+      -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$gtest" \
       -DCMAKE_CXX_FLAGS="-D_GLIBCXX_USE_CXX11_ABI=$abi" -DBUILD_GMOCK=ON ||
       return
-    cmake --build "$deps/build-gtest" --target install || return
+    cmake --build "$gtest/build" --target install || return
   fi
   cmake -G Ninja -S "$root" -B "$root/build-gpu" -DCMAKE_BUILD_TYPE=Release \
     -DFP_BUILD_COMPILER=OFF -DFP_ENABLE_CUDA=ON \
-    -DCMAKE_PREFIX_PATH="$deps;$bundle;$torch_prefix" \
+    -DCMAKE_PREFIX_PATH="$gtest;$deps;$bundle;$torch_prefix" \
     ${cupti:+-DFP_CUPTI_ROOT="$cupti"} || return
   cmake --build "$root/build-gpu"
 }
@@ -233,11 +236,20 @@ stage_test_cuda() {
   grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
 }
 
+# Runs fp-bench on the configurations named in $@, or on all of them.
 stage_bench() {
   local log="$out/bench.log" code=0 repeats="${FP_BENCH_REPEATS:-3}"
+  local only=" $* " known
+  known=" $(bench_configs | cut -d'|' -f1 | tr '\n' ' ')"
+  local name
+  for name in "$@"; do
+    [[ "$known" == *" $name "* ]] ||
+      die "unknown benchmark configuration '$name'; one of$known"
+  done
   : >"$log"
-  local name source set args mode
+  local source set args mode
   while IFS='|' read -r name source set args; do
+    [[ $# -eq 0 || "$only" == *" $name "* ]] || continue
     for mode in eval train; do
       echo "== $name, $mode: fp-bench --model $name.so $args" >>"$log"
       # shellcheck disable=SC2086 # $args holds separate words
@@ -270,13 +282,19 @@ stage_bench() {
 
 run() {
   local stage=${1:-all}
+  [[ $# -eq 0 ]] || shift
   bundle="$root/build-gpu/bundle"
-  if [[ ! -d "$bundle/models" ]]; then
-    [[ -f "$carried/bundle.tar.xz" ]] ||
-      die "no $carried/bundle.tar.xz; run 'tools/gpu-check.sh prepare' on a" \
-        "machine with fpc and carry gpu-check"
+  # Unpack the carried bundle unless this one is unpacked already.
+  local stamp="$bundle/.unpacked-from"
+  [[ -f "$carried/bundle.tar.xz" || -d "$bundle/models" ]] ||
+    die "no $carried/bundle.tar.xz; run 'tools/gpu-check.sh prepare' on a" \
+      "machine with fpc and carry gpu-check"
+  if [[ -f "$carried/bundle.tar.xz" ]] &&
+    ! cmp -s <(cksum <"$carried/bundle.tar.xz") "$stamp"; then
+    rm -rf "$bundle"
     mkdir -p "$bundle"
     tar -C "$bundle" -xJf "$carried/bundle.tar.xz"
+    cksum <"$carried/bundle.tar.xz" >"$stamp"
   fi
   out="${OUT:-$root/build-gpu/out}"
   mkdir -p "$out"
@@ -289,7 +307,7 @@ run() {
     ;;
   test-cpu) stage_test_cpu ;;
   test-cuda) stage_test_cuda ;;
-  bench) stage_bench ;;
+  bench) stage_bench "$@" ;;
   all)
     stage_build
     if [[ $status -eq 0 ]]; then
@@ -312,7 +330,7 @@ run)
   ;;
 *)
   echo "usage: tools/gpu-check.sh prepare |" \
-    "run [build|test|test-cpu|test-cuda|bench|all]" >&2
+    "run [build|test|test-cpu|test-cuda|bench [CONFIG...]|all]" >&2
   exit 2
   ;;
 esac

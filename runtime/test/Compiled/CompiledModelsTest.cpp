@@ -784,7 +784,7 @@ TEST_P(CompiledModels, Bf16IsAsAccurateAsTheReferenceInBf16) {
                           ? ": not compared, bf16 keeps at most a digit of it"
                           : "")
                   << std::endl;
-        if (moved[index] <= chaoticBf16Sensitivity)
+        if (moved[index] <= chaoticBf16Sensitivity) {
           EXPECT_LE(error, 3 * moved[index])
               << quantity << ": the compiled bf16 error " << error
               << " exceeds 3x the bf16 references' (autocast " << autocastError
@@ -792,6 +792,7 @@ TEST_P(CompiledModels, Bf16IsAsAccurateAsTheReferenceInBf16) {
               << ") and 3x what one more bf16 rounding does to the exact value "
                  "("
               << moved[index] << ")";
+        }
       }
       return std::make_tuple(error, autocastError, storageError);
     };

@@ -39,6 +39,7 @@
 
 #if FP_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <cuda.h> // cuuint64_t, the type of a pool's memory attributes
 #include <cuda_runtime.h>
 #endif
 
