@@ -24,12 +24,14 @@
 # source and header-only fmt and nlohmann_json; runs every runtime test on
 # the CPU against the bundled libraries; runs the compiled-vs-eager model
 # tests on CUDA (FP_TEST_DEVICE=cuda), with the solver's loop as a CUDA
-# graph, again queued from the host (FP_CUDA_GRAPHS=0), and on two models
-# built with their scans unfused (fpc --no-fuse-scans); and runs fp-bench
+# graph, again queued from the host (FP_CUDA_GRAPHS=0), on two models
+# built with their scans unfused (fpc --no-fuse-scans), and with each
+# sample's tokens in three chunks (FP_TIME_CHUNKS=3); and runs fp-bench
 # on the configurations of docs/performance.md, on CUDA, compiled and eager
 # side by side (the forward also with FP_CUDA_GRAPHS=0, and the training
 # step also in bf16: the compiled layer in bf16 against the eager reference
-# under autocast), summarised into one table (tools/bench-summary.py,
+# under autocast; config LM's training step also with one block per sample,
+# FP_TIME_CHUNKS=1), summarised into one table (tools/bench-summary.py,
 # $OUT/bench-summary.md). Each stage
 # prints a one-line verdict; the exit status is that of the first stage that
 # failed.
@@ -234,6 +236,15 @@ stage_test_cuda() {
     >"$log" 2>&1 || code=$?
   verdict "compiled vs eager models, scans unfused (cuda)" $code "$log"
   grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
+  # Fused scans with each sample in three chunks (FP_TIME_CHUNKS).
+  log="$out/gpu-models-chunked.log"
+  code=0
+  FP_TEST_DEVICE=cuda FP_TIME_CHUNKS=3 \
+    "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
+    --gtest_filter='*/fp_mamba_householder1:*/fp_mamba_lm:*/fp_rnn' \
+    >"$log" 2>&1 || code=$?
+  verdict "compiled vs eager models, samples in chunks (cuda)" $code "$log"
+  grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
 }
 
 # Runs fp-bench on the configurations named in $@, or on all of them.
@@ -272,6 +283,16 @@ stage_bench() {
       --model "$bundle/bench/$name.so" --device cuda --mode eval \
       --repeats "$repeats" $args >>"$log" 2>&1 || code=$?
     echo >>"$log"
+    # Config LM's fused kernel runs each sample in chunks (16 samples leave
+    # the GPU idle); its training step again with one block per sample.
+    if [[ "$name" == lm ]]; then
+      echo "== $name, train, FP_TIME_CHUNKS=1: fp-bench --model $name.so $args" >>"$log"
+      # shellcheck disable=SC2086 # $args holds separate words
+      FP_TIME_CHUNKS=1 "$root/build-gpu/bin/fp-bench" \
+        --model "$bundle/bench/$name.so" --device cuda --mode train \
+        --repeats "$repeats" $args >>"$log" 2>&1 || code=$?
+      echo >>"$log"
+    fi
   done < <(bench_configs)
   verdict "benchmarks (cuda)" $code "$log"
   cat "$log"

@@ -12,6 +12,9 @@
 //     FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step,
 //                                    Scalar *scratch, Scalar *state,
 //                                    Registers &registers) const;
+//     static constexpr bool kChunkable = ...;
+//     static constexpr int64_t kCarry = ...;
+//     // Where kChunkable: summarize, saveCarry and loadCarry.
 //   };
 //
 // whose call computes token `row` (the `step`-th of its sample when the
@@ -27,13 +30,23 @@
 // bf16). Every op is one call of a Fused.h function followed by a team
 // synchronisation.
 //
+// A kernel whose scans can run a sample's tokens in chunks (Fused.h,
+// "Chunked execution") is kChunkable: no scan reads another scan's result,
+// every selective scan's A is a uniform input, and nothing a scan reads is
+// written to a result. Its `summarize` runs the ops the scans read and the
+// scans' summary steps (no result is written), `saveCarry` stores the
+// scans' carries (kCarry elements per chunk) and `loadCarry` starts them
+// from the carries of the chunks before.
+//
 //===----------------------------------------------------------------------===//
 
 #include "fp/Codegen/KernelEmitter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
@@ -167,6 +180,13 @@ private:
   /// The member of `registers` of each selective scan whose state lives in
   /// registers on CUDA.
   llvm::DenseMap<Operation *, std::string> registerMembers;
+  /// Where each scan's carry starts in a chunk's carry.
+  llvm::DenseMap<Operation *, int64_t> carryOffsets;
+  /// The declarations of the call's pointers: each input's at the token's
+  /// row, each result's, and each intermediate value's scratch slot.
+  SmallVector<std::pair<Value, std::string>> inputLines;
+  SmallVector<std::string> outputLines;
+  SmallVector<std::pair<Value, std::string>> scratchDeclarations;
   /// Numbers the intermediate values and the shape arrays of the call.
   int64_t nextValue = 0, nextArray = 0;
 
@@ -176,16 +196,25 @@ private:
   const std::string &ptr(Value value) const {
     return pointers.find(value)->second;
   }
-  std::string allocateScratch(ArrayRef<Operation *> ops);
+  int64_t
+  allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
+                  SmallVectorImpl<std::pair<Value, std::string>> &declarations);
   LogicalResult emitOp(Operation *op);
+  bool summarySlice(ArrayRef<Operation *> ops,
+                    SmallVectorImpl<Operation *> &slice) const;
+  LogicalResult emitChunkMembers(ArrayRef<Operation *> ops);
 };
 
 } // namespace
 
-/// Assigns a scratch slot to every op result that is neither a reshape nor
-/// a directly yielded value: a linear scan in body order, where a slot is
-/// reused by a later value that fits once its value's last reader has run.
-std::string KernelEmitter::allocateScratch(ArrayRef<Operation *> ops) {
+/// Assigns a scratch slot to every result of `ops` that is neither a reshape
+/// nor has a pointer yet (a directly yielded value): a linear scan in body
+/// order, where a slot is reused by a later value that fits once its
+/// value's last reader has run. With `toTheEnd`, yielded values live to the
+/// end. Returns the scratch size.
+int64_t KernelEmitter::allocateScratch(
+    ArrayRef<Operation *> ops, bool toTheEnd,
+    SmallVectorImpl<std::pair<Value, std::string>> &declarations) {
   llvm::DenseMap<Operation *, int64_t> index;
   for (auto [i, op] : llvm::enumerate(ops))
     index[op] = i;
@@ -197,14 +226,14 @@ std::string KernelEmitter::allocateScratch(ArrayRef<Operation *> ops) {
   // A yielded value that is not computed into its result (a reshape of an
   // intermediate value) is copied there after the last op: its storage
   // lives to the end.
-  for (Value value : kernel.getYield().getValues())
-    lastUse[root(value)] = static_cast<int64_t>(ops.size());
+  if (toTheEnd)
+    for (Value value : kernel.getYield().getValues())
+      lastUse[root(value)] = static_cast<int64_t>(ops.size());
 
   struct Slot {
     int64_t offset, size, freeAfter;
   };
   SmallVector<Slot> slots;
-  std::string declarations;
   int64_t next = 0;
   for (Operation *op : ops) {
     for (Value result : op->getResults()) {
@@ -227,13 +256,13 @@ std::string KernelEmitter::allocateScratch(ArrayRef<Operation *> ops) {
         chosen->freeAfter = here; // a dead result still occupies its slot
       std::string name = "v" + std::to_string(nextValue++);
       pointers[result] = name;
-      declarations += llvm::formatv("Scalar *const {0} = scratch + {1};\n",
-                                    name, chosen->offset)
-                          .str();
+      declarations.emplace_back(
+          result, llvm::formatv("Scalar *const {0} = scratch + {1};", name,
+                                chosen->offset)
+                      .str());
     }
   }
-  launch.scratch = next;
-  return declarations;
+  return next;
 }
 
 FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
@@ -255,12 +284,12 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     if (auto reshape = dyn_cast<ReshapeOp>(op))
       roots[reshape] = root(reshape.getInput());
   }
-  SmallVector<std::string> prologue;
   for (auto [i, arg] : llvm::enumerate(body->getArguments())) {
     TokenShape shape(arg.getType());
     std::string name = "x" + std::to_string(i);
     pointers[arg] = name;
-    prologue.push_back(
+    inputLines.emplace_back(
+        arg,
         shape.perToken
             ? llvm::formatv("const Real *const {0} = in{1} + row * {2};", name,
                             i, shape.elements())
@@ -269,16 +298,16 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   }
   for (auto [j, value] : llvm::enumerate(yield.getValues())) {
     std::string name = "y" + std::to_string(j);
-    prologue.push_back(llvm::formatv("Real *const {0} = out{1} + row * {2};",
-                                     name, j,
-                                     TokenShape(value.getType()).elements()));
+    outputLines.push_back(
+        llvm::formatv("Real *const {0} = out{1} + row * {2};", name, j,
+                      TokenShape(value.getType()).elements()));
     // A value the body computes goes straight to the first result that
     // yields it.
     if (value.getDefiningOp() && !isa<ReshapeOp>(value.getDefiningOp()) &&
         !pointers.count(value))
       pointers[value] = name;
   }
-  std::string scratch = allocateScratch(ops);
+  launch.scratch = allocateScratch(ops, /*toTheEnd=*/true, scratchDeclarations);
   for (Operation *op : ops)
     if (auto reshape = dyn_cast<ReshapeOp>(op))
       pointers[reshape] = ptr(reshape.getInput());
@@ -294,11 +323,12 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
         inRegisters.push_back(scan);
         continue;
       }
+      TokenShape a(scan.getA().getType());
       stateOffsets[op] = launch.state;
-      launch.state += 2 * TokenShape(scan.getA().getType()).elements();
+      launch.state += 2 * a.elements() + a.dims[0];
     } else if (auto scan = dyn_cast<ScanOp>(op)) {
       stateOffsets[op] = launch.state;
-      launch.state += TokenShape(scan.getType()).elements();
+      launch.state += 2 * TokenShape(scan.getType()).elements();
     }
   }
   SmallVector<std::string> registerFields;
@@ -312,8 +342,8 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
                       a.dims[0], a.dims[1], member));
     registerMembers[scan] = member;
     stateOffsets[scan] = launch.state;
-    launch.state += 2 * a.elements();
-    registerState += 2 * a.elements();
+    launch.state += 2 * a.elements() + a.dims[0];
+    registerState += 2 * a.elements() + a.dims[0];
   }
 
   std::string where = locationComment(kernel.getLoc());
@@ -338,41 +368,43 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   for (size_t j = 0; j < yield.getValues().size(); ++j)
     w.line("Real *out{0};", j);
   w.blank();
-  w.text("template <typename Team>");
-  auto call = w.block(
-      "FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step, "
-      "Scalar *scratch, Scalar *state, Registers &registers) const");
-  for (const std::string &line : prologue)
-    w.text(line);
-  StringRef rest = scratch;
-  while (!rest.empty()) {
-    auto [line, tail] = rest.split('\n');
-    w.text(line);
-    rest = tail;
+  {
+    w.text("template <typename Team>");
+    auto call = w.block(
+        "FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step, "
+        "Scalar *scratch, Scalar *state, Registers &registers) const");
+    for (const auto &line : inputLines)
+      w.text(line.second);
+    for (const std::string &line : outputLines)
+      w.text(line);
+    for (const auto &declaration : scratchDeclarations)
+      w.text(declaration.second);
+    w.text("(void)row;");
+    w.text("(void)step;");
+    w.text("(void)scratch;");
+    w.text("(void)state;");
+    w.text("(void)registers;");
+    for (Operation *op : ops) {
+      if (isa<ReshapeOp>(op))
+        continue;
+      std::string at = locationComment(op->getLoc());
+      w.line("// {0}{1}{2}", op->getName().getStringRef(),
+             at.empty() ? "" : " at ", at);
+      if (failed(emitOp(op)))
+        return failure();
+      w.text("team.sync();");
+    }
+    // Results not computed in place: a reshaped or repeated value.
+    for (auto [j, value] : llvm::enumerate(yield.getValues())) {
+      std::string target = "y" + std::to_string(j);
+      if (ptr(value) == target)
+        continue;
+      w.line("fp::fused::copy(team, {0}, {1}, {2});",
+             TokenShape(value.getType()).elements(), ptr(value), target);
+    }
   }
-  w.text("(void)row;");
-  w.text("(void)step;");
-  w.text("(void)scratch;");
-  w.text("(void)state;");
-  w.text("(void)registers;");
-  for (Operation *op : ops) {
-    if (isa<ReshapeOp>(op))
-      continue;
-    std::string at = locationComment(op->getLoc());
-    w.line("// {0}{1}{2}", op->getName().getStringRef(),
-           at.empty() ? "" : " at ", at);
-    if (failed(emitOp(op)))
-      return failure();
-    w.text("team.sync();");
-  }
-  // Results not computed in place: a reshaped or repeated value.
-  for (auto [j, value] : llvm::enumerate(yield.getValues())) {
-    std::string target = "y" + std::to_string(j);
-    if (ptr(value) == target)
-      continue;
-    w.line("fp::fused::copy(team, {0}, {1}, {2});",
-           TokenShape(value.getType()).elements(), ptr(value), target);
-  }
+  if (failed(emitChunkMembers(ops)))
+    return failure();
   return launch;
 }
 
@@ -532,6 +564,244 @@ LogicalResult KernelEmitter::emitOp(Operation *op) {
       .Default([&](Operation *other) {
         return other->emitOpError("cannot emit this operation in a kernel");
       });
+}
+
+/// The ops a chunk's summary pass runs, in body order: every scan and what
+/// its operands are computed from. False when the kernel cannot run in
+/// chunks (see the file comment).
+bool KernelEmitter::summarySlice(ArrayRef<Operation *> ops,
+                                 SmallVectorImpl<Operation *> &slice) const {
+  Operation *kernelOp = const_cast<KernelOp &>(kernel).getOperation();
+  llvm::SmallPtrSet<Operation *, 16> needed;
+  SmallVector<Value> worklist;
+  bool anyScan = false;
+  for (Operation *op : ops) {
+    if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
+      auto a = dyn_cast<BlockArgument>(scan.getA());
+      if (!a || TokenShape(a.getType()).perToken)
+        return false;
+      // The summary step reads neither C nor D.
+      worklist.append({scan.getU(), scan.getDelta(), scan.getB()});
+    } else if (isa<ScanOp>(op)) {
+      llvm::append_range(worklist, op->getOperands());
+    } else {
+      continue;
+    }
+    anyScan = true;
+    needed.insert(op);
+  }
+  if (!anyScan)
+    return false;
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || def->getParentOp() != kernelOp)
+      continue;
+    if (isa<SelectiveScanOp, ScanOp>(def))
+      return false; // a scan reads another scan's result
+    if (!needed.insert(def).second)
+      continue;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  for (Operation *op : ops)
+    if (needed.contains(op))
+      slice.push_back(op);
+  return true;
+}
+
+/// kChunkable and kCarry, and for a chunkable kernel its summarize,
+/// saveCarry and loadCarry.
+LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
+  SmallVector<Operation *> slice;
+  if (!launch.sequential || !summarySlice(ops, slice)) {
+    w.text("static constexpr bool kChunkable = false;");
+    w.text("static constexpr int64_t kCarry = 0;");
+    return success();
+  }
+  SmallVector<Operation *> scans;
+  int64_t carry = 0;
+  for (Operation *op : slice) {
+    if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
+      TokenShape a(scan.getA().getType());
+      carryOffsets[op] = carry;
+      carry += a.elements() + a.dims[0];
+      scans.push_back(op);
+    } else if (auto scan = dyn_cast<ScanOp>(op)) {
+      carryOffsets[op] = carry;
+      carry += 2 * TokenShape(scan.getType()).elements();
+      scans.push_back(op);
+    }
+  }
+  w.blank();
+  w.text("// Chunked execution (Fused.h): the scans' carry per chunk.");
+  w.text("static constexpr bool kChunkable = true;");
+  w.line("static constexpr int64_t kCarry = {0};", carry);
+
+  // The pointer expression of a selective scan's A: a uniform input.
+  auto inputOf = [&](Value value) {
+    return "in" + std::to_string(cast<BlockArgument>(value).getArgNumber());
+  };
+  // Emits `device` for a scan whose state is in registers on CUDA, and
+  // `host` (its state in memory) for the host, or alone otherwise.
+  auto perTarget = [&](Operation *scan, const std::string &device,
+                       const std::string &host) {
+    if (!registerMembers.count(scan)) {
+      w.text(host);
+      return;
+    }
+    w.text("#ifdef __CUDA_ARCH__");
+    w.text(device);
+    w.text("#else");
+    w.text(host);
+    w.text("#endif");
+  };
+
+  // summarize: the slice, each scan as its summary step, with scratch slots
+  // of its own: the summary pass writes no result, so values the full call
+  // computes into its results live in scratch here. (The scans' results
+  // keep their pointers and get no slot.)
+  auto fullPointers = pointers;
+  SmallVector<Operation *> computed;
+  for (Operation *op : slice) {
+    if (isa<SelectiveScanOp, ScanOp>(op))
+      continue;
+    computed.push_back(op);
+    for (Value result : op->getResults())
+      if (root(result) == result)
+        pointers.erase(result);
+  }
+  SmallVector<std::pair<Value, std::string>> summaryDeclarations;
+  launch.scratch =
+      std::max(launch.scratch,
+               allocateScratch(slice, /*toTheEnd=*/false, summaryDeclarations));
+  for (Operation *op : computed)
+    if (auto reshape = dyn_cast<ReshapeOp>(op))
+      pointers[reshape] = ptr(reshape.getInput());
+  llvm::DenseSet<Value> used;
+  for (Operation *op : slice) {
+    if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
+      for (Value operand :
+           {scan.getU(), scan.getDelta(), scan.getA(), scan.getB()})
+        used.insert(root(operand));
+      continue;
+    }
+    for (Value operand : op->getOperands())
+      used.insert(root(operand));
+    for (Value result : op->getResults())
+      used.insert(root(result));
+  }
+  w.blank();
+  w.text("// Computes what the scans read for token `row` and steps them "
+         "without results.");
+  w.text("template <typename Team>");
+  {
+    auto block = w.block("FP_HOST_DEVICE void summarize(Team &team, int64_t "
+                         "row, bool first, Scalar *scratch, Scalar *state, "
+                         "Registers &registers) const");
+    for (const auto &[value, line] : inputLines)
+      if (used.contains(value))
+        w.text(line);
+    for (const auto &declaration : summaryDeclarations)
+      w.text(declaration.second);
+    w.text("(void)row;");
+    w.text("(void)scratch;");
+    w.text("(void)state;");
+    w.text("(void)registers;");
+    for (Operation *op : slice) {
+      if (isa<ReshapeOp>(op))
+        continue;
+      std::string at = locationComment(op->getLoc());
+      w.line("// {0}{1}{2}", op->getName().getStringRef(),
+             at.empty() ? "" : " at ", at);
+      if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
+        TokenShape a(scan.getA().getType());
+        std::string operands = llvm::formatv(
+            "{0}, {1}, {2}, {3}", ptr(scan.getU()), ptr(scan.getDelta()),
+            ptr(scan.getA()), ptr(scan.getB()));
+        perTarget(op,
+                  llvm::formatv("fp::fused::selectiveScanSummaryStep(team, "
+                                "first, registers.{0}, {1});",
+                                registerMembers.lookup(op), operands),
+                  llvm::formatv("fp::fused::selectiveScanSummaryStep(team, "
+                                "first, state + {0}, {1}, {2}, {3});",
+                                stateOffsetOf(op), operands, a.dims[0],
+                                a.dims[1]));
+      } else if (auto scan = dyn_cast<ScanOp>(op)) {
+        w.line("fp::fused::scanSummaryStep(team, first, state + {0}, {1}, "
+               "{2}, {3});",
+               stateOffsetOf(op), ptr(scan.getCoeff()), ptr(scan.getInput()),
+               TokenShape(scan.getType()).elements());
+      } else if (failed(emitOp(op))) {
+        return failure();
+      }
+      w.text("team.sync();");
+    }
+  }
+  pointers = std::move(fullPointers);
+
+  w.blank();
+  w.text("// Stores the scans' carry at the end of a chunk.");
+  w.text("template <typename Team>");
+  {
+    auto block = w.block("FP_HOST_DEVICE void saveCarry(Team &team, const "
+                         "Scalar *state, const Registers &registers, Scalar "
+                         "*carry) const");
+    w.text("(void)state;");
+    w.text("(void)registers;");
+    for (Operation *op : scans) {
+      int64_t offset = carryOffsets.lookup(op);
+      if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
+        TokenShape a(scan.getA().getType());
+        perTarget(op,
+                  llvm::formatv("fp::fused::saveSelectiveScanCarry(team, "
+                                "registers.{0}, carry + {1});",
+                                registerMembers.lookup(op), offset),
+                  llvm::formatv("fp::fused::saveSelectiveScanCarry(team, "
+                                "state + {0}, {1}, {2}, carry + {3});",
+                                stateOffsetOf(op), a.dims[0], a.dims[1],
+                                offset));
+      } else {
+        w.line("fp::fused::saveScanCarry(team, state + {0}, {1}, carry + "
+               "{2});",
+               stateOffsetOf(op),
+               TokenShape(op->getResult(0).getType()).elements(), offset);
+      }
+    }
+  }
+
+  w.blank();
+  w.text("// Starts the scans from the carries of the `count` chunks before "
+         "this one.");
+  w.text("template <typename Team>");
+  {
+    auto block = w.block("FP_HOST_DEVICE void loadCarry(Team &team, Scalar "
+                         "*state, Registers &registers, const Scalar "
+                         "*carries, int64_t count) const");
+    w.text("(void)state;");
+    w.text("(void)registers;");
+    for (Operation *op : scans) {
+      int64_t offset = carryOffsets.lookup(op);
+      if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
+        TokenShape a(scan.getA().getType());
+        perTarget(op,
+                  llvm::formatv("fp::fused::loadSelectiveScanCarry(team, "
+                                "registers.{0}, {1}, carries + {2}, kCarry, "
+                                "count);",
+                                registerMembers.lookup(op),
+                                inputOf(scan.getA()), offset),
+                  llvm::formatv("fp::fused::loadSelectiveScanCarry(team, "
+                                "state + {0}, {1}, {2}, {3}, carries + {4}, "
+                                "kCarry, count);",
+                                stateOffsetOf(op), inputOf(scan.getA()),
+                                a.dims[0], a.dims[1], offset));
+      } else {
+        w.line("fp::fused::loadScanCarry(team, state + {0}, {1}, carries + "
+               "{2}, kCarry, count);",
+               stateOffsetOf(op),
+               TokenShape(op->getResult(0).getType()).elements(), offset);
+      }
+    }
+  }
+  return success();
 }
 
 FailureOr<KernelLaunch> mlir::fp::codegen::emitKernelFunctor(CodeWriter &w,

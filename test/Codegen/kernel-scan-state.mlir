@@ -7,6 +7,14 @@
 // × 16 states: 16 × 16 per thread) and every plain scan keep theirs in the
 // per-sample state buffer. The register-held slots come last in that
 // buffer, which the host uses whole and the device allocates without them.
+// A selective scan's slots are S, Aᵀ and ΣΔ (2 · 4096 · 16 + 4096 for the
+// large one), a plain scan's h and P (2 · 4).
+//
+// Both kernels' scans are linear, but only the first can run a sample in
+// chunks: in the second, a scan reads another scan's result. The first gets
+// the summary pass (the ops its scans read and their summary steps, no
+// result written) and the carry of each scan, [S | ΣΔ] or [h | P], in body
+// order.
 
 module attributes {fp.models = [{d_model = 4 : i64, layer = @scans, n_layers = 1 : i64, name = "scans", norm = "rms_norm", norm_eps = 1.000000e-05 : f64, pad_vocab_multiple = 8 : i64, tie_embeddings = true, vocab = 11 : i64}]} {
   func.func @scans(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer} {
@@ -26,8 +34,15 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @scans, n_layers = 1
       %h = fp.scan %sig, %u : tensor<?x?x4xf32>
       fp.yield %s1, %s2, %h : tensor<?x?x4096xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
     }
+    %chained = fp.kernel (%u = %x) : (tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+      %sig = fp.sigmoid %u : tensor<?x?x4xf32>
+      %h1 = fp.scan %sig, %u : tensor<?x?x4xf32>
+      %h2 = fp.scan %sig, %h1 : tensor<?x?x4xf32>
+      fp.yield %h2 : tensor<?x?x4xf32>
+    }
     %sum = arith.addf %k#1, %k#2 : tensor<?x?x4xf32>
-    return %sum : tensor<?x?x4xf32>
+    %all = arith.addf %sum, %chained : tensor<?x?x4xf32>
+    return %all : tensor<?x?x4xf32>
   }
 }
 
@@ -39,7 +54,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @scans, n_layers = 1
 //  CHECK-NEXT:     fp::fused::ScanRegisters<Scalar, 4, 2, kernels::kTeamSize> scan0;
 //  CHECK-NEXT:     #endif
 //  CHECK-NEXT:   };
-//  CHECK-NEXT:   static constexpr int64_t kRegisterState = 16;
+//  CHECK-NEXT:   static constexpr int64_t kRegisterState = 20;
 //       CHECK:   FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step, Scalar *scratch, Scalar *state, Registers &registers) const {
 //       CHECK:     // fp.selective_scan
 //  CHECK-NEXT:     fp::fused::selectiveScanStep(team, step == 0, state + 0, x0, x0, x1, x2, x2, nullptr, 4096, 16, y0);
@@ -47,11 +62,34 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @scans, n_layers = 1
 //  CHECK-NEXT:     #ifdef __CUDA_ARCH__
 //  CHECK-NEXT:     fp::fused::selectiveScanStep(team, step == 0, registers.scan0, x3, x3, x4, x5, x5, x6, y1);
 //  CHECK-NEXT:     #else
-//  CHECK-NEXT:     fp::fused::selectiveScanStep(team, step == 0, state + 131076, x3, x3, x4, x5, x5, x6, 4, 2, y1);
+//  CHECK-NEXT:     fp::fused::selectiveScanStep(team, step == 0, state + 135176, x3, x3, x4, x5, x5, x6, 4, 2, y1);
 //  CHECK-NEXT:     #endif
-//       CHECK:     fp::fused::scanStep(team, state + 131072, {{v[0-9]+}}, x3, 4, y2);
-//       CHECK: kernels::forEachSample<Real>(B, T, {{[0-9]+}}, 131092, {{[0-9]+}}, Kernel0<Real>{
+//       CHECK:     fp::fused::scanStep(team, state + 135168, {{v[0-9]+}}, x3, 4, y2);
+//       CHECK:   static constexpr bool kChunkable = true;
+//  CHECK-NEXT:   static constexpr int64_t kCarry = 69652;
+//       CHECK:   FP_HOST_DEVICE void summarize(Team &team, int64_t row, bool first, Scalar *scratch, Scalar *state, Registers &registers) const {
+//   CHECK-NOT:     y{{[0-9]}}
+//       CHECK:     fp::fused::selectiveScanSummaryStep(team, first, state + 0, x0, x0, x1, x2, 4096, 16);
+//       CHECK:     fp::fused::selectiveScanSummaryStep(team, first, registers.scan0, x3, x3, x4, x5);
+//  CHECK-NEXT:     #else
+//  CHECK-NEXT:     fp::fused::selectiveScanSummaryStep(team, first, state + 135176, x3, x3, x4, x5, 4, 2);
+//       CHECK:     fp::fused::unary(team, kernels::Sigmoid(), 4, x3, [[SIG:v[0-9]+]]);
+//       CHECK:     fp::fused::scanSummaryStep(team, first, state + 135168, [[SIG]], x3, 4);
+//       CHECK:   FP_HOST_DEVICE void saveCarry(
+//       CHECK:     fp::fused::saveSelectiveScanCarry(team, state + 0, 4096, 16, carry + 0);
+//       CHECK:     fp::fused::saveSelectiveScanCarry(team, registers.scan0, carry + 69632);
+//       CHECK:     fp::fused::saveScanCarry(team, state + 135168, 4, carry + 69644);
+//       CHECK:   FP_HOST_DEVICE void loadCarry(
+//       CHECK:     fp::fused::loadSelectiveScanCarry(team, state + 0, in1, 4096, 16, carries + 0, kCarry, count);
+//       CHECK:     fp::fused::loadSelectiveScanCarry(team, registers.scan0, in4, carries + 69632, kCarry, count);
+//       CHECK:     fp::fused::loadScanCarry(team, state + 135168, 4, carries + 69644, kCarry, count);
+//       CHECK: struct Kernel1 {
+//       CHECK:     fp::fused::scanStep(team, state + 8, {{v[0-9]+}}, {{v[0-9]+}}, 4, y0);
+//       CHECK:   static constexpr bool kChunkable = false;
+//  CHECK-NEXT:   static constexpr int64_t kCarry = 0;
+//   CHECK-NOT:   summarize
+//       CHECK: kernels::forEachSample<Real>(B, T, {{[0-9]+}}, 135196, {{[0-9]+}}, Kernel0<Real>{
 
 // CUDA: namespace kernels = fp::cuda;
-// CUDA: static constexpr int64_t kRegisterState = 16;
-// CUDA: kernels::forEachSample<Real>(B, T, {{[0-9]+}}, 131092, {{[0-9]+}}, Kernel0<Real>{
+// CUDA: static constexpr int64_t kRegisterState = 20;
+// CUDA: kernels::forEachSample<Real>(B, T, {{[0-9]+}}, 135196, {{[0-9]+}}, Kernel0<Real>{

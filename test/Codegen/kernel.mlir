@@ -75,7 +75,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CHECK:       fp::fused::copy(team, 4, [[E]], y0);
 //       CHECK:   void forward(
 //       CHECK:     kernels::forEachToken<Real>(B * T, 8, 16, Kernel0<Real>{in, p0, [[K:s[0-9]+]]});
-//       CHECK:     kernels::forEachSample<Real>(B, T, 8, 4, 16, Kernel1<Real>{[[K]], in, [[OUT:s[0-9]+]]});
+//       CHECK:     kernels::forEachSample<Real>(B, T, 8, 8, 16, Kernel1<Real>{[[K]], in, [[OUT:s[0-9]+]]});
 //       CHECK:     kernels::copy([[OUT]], B * T * 4, static_cast<Real *>(args.output));
 
 // The CUDA unit has the same function objects, over fp::cuda's launchers.
@@ -84,4 +84,4 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CUDA:   struct Kernel0 {
 //       CUDA:       fp::fused::rmsNorm(team, v2, x1, 1, 4, Scalar(1.0000000000000001e-05), y0);
 //       CUDA:     kernels::forEachToken<Real>(B * T, 8, 16, Kernel0<Real>{in, p0, {{s[0-9]+}}});
-//       CUDA:     kernels::forEachSample<Real>(B, T, 8, 4, 16, Kernel1<Real>{
+//       CUDA:     kernels::forEachSample<Real>(B, T, 8, 8, 16, Kernel1<Real>{

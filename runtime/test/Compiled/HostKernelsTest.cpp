@@ -469,6 +469,170 @@ TEST(HostKernels, ScanStateInRegistersEqualsTheUnfusedScan) {
   checkScanInRegisters<float>(freshSeed());
 }
 
+/// The largest |x − y| relative to the largest |y|.
+double relativeDifference(const std::vector<double> &x,
+                          const std::vector<double> &y) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    diff = std::max(diff, std::fabs(x[i] - y[i]));
+    scale = std::max(scale, std::fabs(y[i]));
+  }
+  return diff / scale;
+}
+
+/// Chunked execution (Fused.h): for every sample, the carries of all its
+/// chunks but the last from summary steps, then every chunk with its scans
+/// started from the carries before it, as the launchers do. `summary(row,
+/// first, state)`, `save(state, carry)`, `load(state, carries, count)` and
+/// `step(row, t, state)` are one scan's; `stateSize` and `carrySize` its
+/// sizes.
+template <typename Summary, typename Save, typename Load, typename Step>
+void runInChunks(int64_t batch, int64_t length, int64_t chunks,
+                 int64_t stateSize, int64_t carrySize, const Summary &summary,
+                 const Save &save, const Load &load, const Step &step) {
+  const int64_t span = (length + chunks - 1) / chunks;
+  chunks = (length + span - 1) / span;
+  std::vector<double> carries(chunks * carrySize), state(stateSize);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t k = 0; k + 1 < chunks; ++k) {
+      std::fill(state.begin(), state.end(), 0.0);
+      for (int64_t t = k * span; t < (k + 1) * span; ++t)
+        summary(b * length + t, t == k * span, state.data());
+      save(state.data(), carries.data() + k * carrySize);
+    }
+    for (int64_t k = 0; k < chunks; ++k) {
+      std::fill(state.begin(), state.end(), 0.0);
+      if (k > 0)
+        load(state.data(), carries.data(), k);
+      for (int64_t t = k * span; t < std::min(length, (k + 1) * span); ++t)
+        step(b * length + t, t, state.data());
+    }
+  }
+}
+
+TEST(HostKernels, ScansInChunksEqualTheSequentialScans) {
+  // Each sample's tokens split into 2, 3 and (one per token) 11 chunks:
+  // fp.scan, and the selective scan with its state in memory and in the
+  // registers of every member of a 32-thread team (3 channels per member,
+  // the last ones short), match the sequential host scans to rounding (f64).
+  std::mt19937_64 rng(freshSeed());
+  constexpr int64_t channels = 70, stateSize = 4;
+  constexpr int threads = 32;
+  const int64_t batch = 2, length = 11, tokens = batch * length;
+  std::vector<double> u = randomValues(rng, tokens * channels),
+                      delta = randomValues(rng, tokens * channels),
+                      a = randomValues(rng, channels * stateSize),
+                      bm = randomValues(rng, tokens * stateSize),
+                      cm = randomValues(rng, tokens * stateSize),
+                      skip = randomValues(rng, channels);
+  for (double &d : delta)
+    d = std::fabs(d) / 4;
+  for (double &x : a)
+    x = -std::fabs(x);
+  std::vector<double> coeff = randomValues(rng, tokens * channels);
+  for (double &c : coeff)
+    c /= 2;
+
+  std::vector<double> selective(tokens * channels), plain(tokens * channels);
+  fp::host::selectiveScan(u.data(), delta.data(), a.data(), bm.data(),
+                          cm.data(), skip.data(), batch, length, channels,
+                          stateSize, selective.data());
+  fp::host::scan(coeff.data(), u.data(), batch, length, channels, false,
+                 plain.data());
+
+  fp::fused::SerialTeam serial;
+  for (int64_t chunks : {2, 3, 11}) {
+    SCOPED_TRACE("chunks " + std::to_string(chunks));
+    std::vector<double> out(tokens * channels, 0.0);
+    runInChunks(
+        batch, length, chunks, 2 * channels, 2 * channels,
+        [&](int64_t row, bool first, double *state) {
+          fp::fused::scanSummaryStep(serial, first, state,
+                                     coeff.data() + row * channels,
+                                     u.data() + row * channels, channels);
+        },
+        [&](const double *state, double *carry) {
+          fp::fused::saveScanCarry(serial, state, channels, carry);
+        },
+        [&](double *state, const double *carries, int64_t count) {
+          fp::fused::loadScanCarry(serial, state, channels, carries,
+                                   2 * channels, count);
+        },
+        [&](int64_t row, int64_t, double *state) {
+          fp::fused::scanStep(serial, state, coeff.data() + row * channels,
+                              u.data() + row * channels, channels,
+                              out.data() + row * channels);
+        });
+    EXPECT_LE(relativeDifference(out, plain), 1e-13) << "fp.scan";
+
+    const int64_t states = stateSize * channels, carrySize = states + channels;
+    std::fill(out.begin(), out.end(), 0.0);
+    runInChunks(
+        batch, length, chunks, 2 * states + channels, carrySize,
+        [&](int64_t row, bool first, double *state) {
+          fp::fused::selectiveScanSummaryStep(
+              serial, first, state, u.data() + row * channels,
+              delta.data() + row * channels, a.data(),
+              bm.data() + row * stateSize, channels, stateSize);
+        },
+        [&](const double *state, double *carry) {
+          fp::fused::saveSelectiveScanCarry(serial, state, channels, stateSize,
+                                            carry);
+        },
+        [&](double *state, const double *carries, int64_t count) {
+          fp::fused::loadSelectiveScanCarry(serial, state, a.data(), channels,
+                                            stateSize, carries, carrySize,
+                                            count);
+        },
+        [&](int64_t row, int64_t t, double *state) {
+          fp::fused::selectiveScanStep(
+              serial, t == 0, state, u.data() + row * channels,
+              delta.data() + row * channels, a.data(),
+              bm.data() + row * stateSize, cm.data() + row * stateSize,
+              skip.data(), channels, stateSize, out.data() + row * channels);
+        });
+    EXPECT_LE(relativeDifference(out, selective), 1e-13)
+        << "selective scan, state in memory";
+
+    using Registers =
+        fp::fused::ScanRegisters<double, channels, stateSize, threads>;
+    std::vector<double> fromRegisters(tokens * channels, 0.0);
+    for (int member = 0; member < threads; ++member) {
+      MemberOfTeam<threads> team{member};
+      Registers registers;
+      for (auto &channel : registers.s)
+        std::fill(std::begin(channel), std::end(channel),
+                  std::numeric_limits<double>::quiet_NaN());
+      std::fill(std::begin(registers.sumDelta), std::end(registers.sumDelta),
+                std::numeric_limits<double>::quiet_NaN());
+      runInChunks(
+          batch, length, chunks, 0, carrySize,
+          [&](int64_t row, bool first, double *) {
+            fp::fused::selectiveScanSummaryStep(
+                team, first, registers, u.data() + row * channels,
+                delta.data() + row * channels, a.data(),
+                bm.data() + row * stateSize);
+          },
+          [&](const double *, double *carry) {
+            fp::fused::saveSelectiveScanCarry(team, registers, carry);
+          },
+          [&](double *, const double *carries, int64_t count) {
+            fp::fused::loadSelectiveScanCarry(team, registers, a.data(),
+                                              carries, carrySize, count);
+          },
+          [&](int64_t row, int64_t t, double *) {
+            fp::fused::selectiveScanStep(
+                team, t == 0, registers, u.data() + row * channels,
+                delta.data() + row * channels, a.data(),
+                bm.data() + row * stateSize, cm.data() + row * stateSize,
+                skip.data(), fromRegisters.data() + row * channels);
+          });
+    }
+    EXPECT_LE(relativeDifference(fromRegisters, selective), 1e-13)
+        << "selective scan, state in registers";
+  }
+}
+
 /// The residual of `y` against `fy` for sample `b` of [B, T, F] data: the
 /// largest relative inf-norm distance over its tokens (spec §3.2).
 double residualOf(const std::vector<double> &y, const std::vector<double> &fy,

@@ -54,6 +54,29 @@ FP_HOST_DEVICE void everyBlock(Team &team, bool first, const From *x,
                                nullptr, y);
 }
 
+/// Calls the building blocks of chunked execution (Fused.h): summary steps,
+/// and a carry stored and loaded, for scans with their state in memory and
+/// in registers.
+template <typename Team, typename From, typename State, typename Registers>
+FP_HOST_DEVICE void everyChunkBlock(Team &team, bool first, const From *x,
+                                    const From *uniform, State *state,
+                                    Registers &registers, State *carry,
+                                    int64_t count) {
+  fp::fused::scanSummaryStep(team, first, state, x, x, 16);
+  fp::fused::saveScanCarry(team, state, 16, carry);
+  fp::fused::loadScanCarry(team, state, 16, carry, 32, count);
+  fp::fused::selectiveScanSummaryStep(team, first, state, x, x, uniform, x, 16,
+                                      4);
+  fp::fused::saveSelectiveScanCarry(team, state, 16, 4, carry);
+  fp::fused::loadSelectiveScanCarry(team, state, uniform, 16, 4, carry, 80,
+                                    count);
+  fp::fused::selectiveScanSummaryStep(team, first, registers.scan, x, x,
+                                      uniform, x);
+  fp::fused::saveSelectiveScanCarry(team, registers.scan, carry);
+  fp::fused::loadSelectiveScanCarry(team, registers.scan, uniform, carry, 80,
+                                    count);
+}
+
 /// A kernel function object that calls every Fused.h building block, as
 /// fpc's fp.kernel functors do: from the inputs into scratch, and from
 /// scratch into the results.
@@ -77,6 +100,33 @@ template <typename Real> struct AllFused {
     everyBlock(team, step == 0, static_cast<const Scalar *>(scratch),
                static_cast<const Scalar *>(scratch + 16), y, state, registers);
     team.sync();
+  }
+
+  // Chunked execution, as fpc's chunkable functors have it.
+  static constexpr bool kChunkable = true;
+  static constexpr int64_t kCarry = 80;
+  template <typename Team>
+  FP_HOST_DEVICE void summarize(Team &team, int64_t row, bool first,
+                                Scalar *scratch, Scalar *state,
+                                Registers &registers) const {
+    everyChunkBlock(team, first, in + row * 16, in, state, registers, scratch,
+                    1);
+    team.sync();
+  }
+  template <typename Team>
+  FP_HOST_DEVICE void saveCarry(Team &team, const Scalar *state,
+                                const Registers &registers,
+                                Scalar *carry) const {
+    fp::fused::saveSelectiveScanCarry(team, state, 16, 4, carry);
+    fp::fused::saveSelectiveScanCarry(team, registers.scan, carry);
+  }
+  template <typename Team>
+  FP_HOST_DEVICE void loadCarry(Team &team, Scalar *state, Registers &registers,
+                                const Scalar *carries, int64_t count) const {
+    fp::fused::loadSelectiveScanCarry(team, state, in, 16, 4, carries, kCarry,
+                                      count);
+    fp::fused::loadSelectiveScanCarry(team, registers.scan, in, carries, kCarry,
+                                      count);
   }
 };
 

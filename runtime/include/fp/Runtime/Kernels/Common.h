@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -233,6 +234,31 @@ inline size_t layoutBuffers(const BufferSpec *specs, int count, int64_t batch,
     total += elements * scalarSize;
   }
   return total;
+}
+
+/// Tokens a chunk holds at least when the launchers split a sample's tokens
+/// into chunks on their own (Fused.h, "Chunked execution").
+inline constexpr int64_t kMinChunkTokens = 64;
+
+/// Chunks each sample's `length` tokens are split into for a kernel whose
+/// scans allow it, on a machine that runs `parallel` teams at once: one
+/// when `batch` samples occupy every team, else enough that batch · chunks
+/// teams do, each chunk of at least kMinChunkTokens tokens. The environment
+/// variable FP_TIME_CHUNKS=K sets K instead (at most one chunk per token;
+/// 1 turns chunking off).
+inline int64_t timeChunks(int64_t batch, int64_t length, int64_t parallel) {
+  if (const char *forced = std::getenv("FP_TIME_CHUNKS"); forced && *forced) {
+    char *end = nullptr;
+    const long long chunks = std::strtoll(forced, &end, 10);
+    if (*end != '\0' || chunks < 1)
+      throw std::invalid_argument(std::string("FP_TIME_CHUNKS=") + forced +
+                                  ": expected a positive integer");
+    return std::min<int64_t>(chunks, std::max<int64_t>(length, 1));
+  }
+  if (batch >= parallel || length < 2 * kMinChunkTokens)
+    return 1;
+  const int64_t wanted = (parallel + batch - 1) / batch;
+  return std::max<int64_t>(1, std::min(wanted, length / kMinChunkTokens));
 }
 
 /// A failed CUDA or cuBLAS call; entry points report it as FP_ERROR_DEVICE.

@@ -63,6 +63,7 @@ using fp::host::layoutBuffers;
 using fp::host::Reduction;
 using fp::host::Shape;
 using fp::host::SolverSettings;
+using fp::host::timeChunks;
 
 using fp::host::exp;
 using fp::host::sigmoid;
@@ -431,25 +432,75 @@ __global__ void tokenKernel(Kernel kernel, int64_t rows, int64_t scratch,
   }
 }
 
-/// Block b computes sample b's tokens in time order, its `state` elements
-/// of scan state in memory zeroed first; the scans that keep theirs in
-/// `registers` start them at t = 0.
+/// Block i computes chunk k = i mod chunks of sample b = i / chunks (the
+/// tokens [k · span, (k + 1) · span) of it, in time order), its `state`
+/// elements of scan state in memory zeroed first; the scans that keep
+/// theirs in `registers` start them at t = 0. A chunk after the first
+/// starts its scans from the carries of the chunks before it (Fused.h,
+/// "Chunked execution"). One chunk: the whole sample.
 template <typename C, typename Kernel>
-__global__ void sampleKernel(Kernel kernel, int64_t length, int64_t scratch,
-                             C *global, int64_t state, C *states) {
-  const int64_t b = blockIdx.x;
+__global__ void sampleKernel(Kernel kernel, int64_t length, int64_t span,
+                             int64_t chunks, int64_t scratch, C *global,
+                             int64_t state, C *states, const C *carries) {
+  const int64_t i = blockIdx.x, b = i / chunks, k = i % chunks;
   C *buffer =
-      global ? global + b * scratch : reinterpret_cast<C *>(sharedBytes());
-  C *own = states + b * state;
-  for (int64_t i = threadIdx.x; i < state; i += blockDim.x)
-    own[i] = C(0);
+      global ? global + i * scratch : reinterpret_cast<C *>(sharedBytes());
+  C *own = states + i * state;
+  for (int64_t e = threadIdx.x; e < state; e += blockDim.x)
+    own[e] = C(0);
   BlockTeam team;
   typename Kernel::Registers registers;
   team.sync();
-  for (int64_t t = 0; t < length; ++t) {
+  if constexpr (Kernel::kChunkable) {
+    if (k > 0) {
+      kernel.loadCarry(team, own, registers,
+                       carries + b * chunks * Kernel::kCarry, k);
+      team.sync();
+    }
+  }
+  const int64_t end = std::min(length, (k + 1) * span);
+  for (int64_t t = k * span; t < end; ++t) {
     kernel(team, b * length + t, t, buffer, own, registers);
     team.sync();
   }
+}
+
+/// Pass 1 of a chunked kernel: block i computes the carry of chunk
+/// k = i mod (chunks − 1) of sample b = i / (chunks − 1), every chunk of a
+/// sample but its last, into carries[b · chunks + k].
+template <typename C, typename Kernel>
+__global__ void chunkCarryKernel(Kernel kernel, int64_t length, int64_t span,
+                                 int64_t chunks, int64_t scratch, C *global,
+                                 int64_t state, C *states, C *carries) {
+  const int64_t i = blockIdx.x, b = i / (chunks - 1), k = i % (chunks - 1);
+  C *buffer =
+      global ? global + i * scratch : reinterpret_cast<C *>(sharedBytes());
+  C *own = states + i * state;
+  for (int64_t e = threadIdx.x; e < state; e += blockDim.x)
+    own[e] = C(0);
+  BlockTeam team;
+  typename Kernel::Registers registers;
+  team.sync();
+  for (int64_t t = k * span; t < (k + 1) * span; ++t)
+    kernel.summarize(team, b * length + t, t == k * span, buffer, own,
+                     registers); // ends with a team synchronisation
+  kernel.saveCarry(team, own, registers,
+                   carries + (b * chunks + k) * Kernel::kCarry);
+}
+
+/// Blocks of `kernel` (kTeamSize threads, `shared` bytes of dynamic shared
+/// memory) the current device runs at once.
+template <typename... Params>
+inline int64_t residentBlocks(void (*kernel)(Params...), size_t shared) {
+  int device = 0, multiprocessors = 0, perMultiprocessor = 0;
+  check(cudaGetDevice(&device), "forEachSample");
+  check(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount,
+                               device),
+        "forEachSample");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &perMultiprocessor, kernel, kTeamSize, shared),
+        "forEachSample");
+  return int64_t(multiprocessors) * std::max(perMultiprocessor, 1);
 }
 
 } // namespace detail
@@ -475,7 +526,10 @@ inline void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
 /// Runs a kernel whose body holds scans: one block per sample, its tokens
 /// in time order, with `state` elements of scan state per sample, zero at
 /// t = 0. The last Kernel::kRegisterState of them are held in the threads'
-/// registers and get no memory.
+/// registers and get no memory. When the batch leaves the device's blocks
+/// idle and the kernel is Kernel::kChunkable, each sample's tokens run in
+/// chunks, one block each, after a launch that computes the chunks'
+/// carries (timeChunks; Fused.h, "Chunked execution").
 template <typename Real, typename Kernel>
 inline void forEachSample(int64_t batch, int64_t length, int64_t scratch,
                           int64_t state, int64_t cost, const Kernel &kernel) {
@@ -483,19 +537,41 @@ inline void forEachSample(int64_t batch, int64_t length, int64_t scratch,
   if (batch <= 0 || length <= 0)
     return;
   using C = Compute<Real>;
-  if (batch > detail::kMaxBlocks)
-    throw DeviceError("fp::cuda::forEachSample: batch " +
-                      std::to_string(batch) + " exceeds the grid limit");
   const size_t bytes = size_t(scratch) * sizeof(C);
   const bool shared = bytes <= detail::kMaxFusedSharedBytes;
-  detail::LaunchBuffer global(shared ? 0 : bytes * size_t(batch),
+  const size_t sharedBytes = shared ? bytes : 0;
+  int64_t chunks = 1;
+  if constexpr (Kernel::kChunkable)
+    chunks = timeChunks(
+        batch, length,
+        detail::residentBlocks(&detail::sampleKernel<C, Kernel>, sharedBytes));
+  const int64_t span = (length + chunks - 1) / chunks;
+  chunks = (length + span - 1) / span;
+  const int64_t blocks = batch * chunks;
+  if (blocks > detail::kMaxBlocks)
+    throw DeviceError("fp::cuda::forEachSample: " + std::to_string(batch) +
+                      " samples in " + std::to_string(chunks) +
+                      " chunks exceed the grid limit");
+  detail::LaunchBuffer global(shared ? 0 : bytes * size_t(blocks),
                               detail::stream());
   const int64_t inMemory = state - Kernel::kRegisterState;
-  const size_t stateBytes = size_t(inMemory) * sizeof(C) * size_t(batch);
-  detail::LaunchBuffer states(stateBytes, detail::stream());
-  detail::launch("forEachSample", &detail::sampleKernel<C, Kernel>, batch,
-                 kTeamSize, shared ? bytes : 0, detail::stream(), kernel,
-                 length, scratch, global.as<C>(), inMemory, states.as<C>());
+  detail::LaunchBuffer states(size_t(inMemory) * sizeof(C) * size_t(blocks),
+                              detail::stream());
+  detail::LaunchBuffer carries(
+      chunks > 1 ? size_t(Kernel::kCarry) * sizeof(C) * size_t(blocks) : 0,
+      detail::stream());
+  if constexpr (Kernel::kChunkable) {
+    if (chunks > 1)
+      detail::launch("forEachSample (chunk carries)",
+                     &detail::chunkCarryKernel<C, Kernel>, batch * (chunks - 1),
+                     kTeamSize, sharedBytes, detail::stream(), kernel, length,
+                     span, chunks, scratch, global.as<C>(), inMemory,
+                     states.as<C>(), carries.as<C>());
+  }
+  detail::launch("forEachSample", &detail::sampleKernel<C, Kernel>, blocks,
+                 kTeamSize, sharedBytes, detail::stream(), kernel, length, span,
+                 chunks, scratch, global.as<C>(), inMemory, states.as<C>(),
+                 static_cast<const C *>(carries.as<C>()));
 }
 
 //===----------------------------------------------------------------------===//

@@ -26,6 +26,9 @@
 #include "fp/Runtime/Kernels/Fused.h"
 
 #include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -50,6 +53,15 @@ public:
 
 /// Work below this many scalar operations stays on the calling thread.
 inline constexpr int64_t kParallelGrain = 1 << 15;
+
+/// The threads a parallel region runs on.
+inline int64_t maxThreads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
 
 //===----------------------------------------------------------------------===//
 // Loops
@@ -149,23 +161,66 @@ FP_KERNEL void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
 /// state, registers)` for every sample's tokens in time order t, with
 /// `state` elements of scan state per sample, zero at t = 0 (all of it: on
 /// the host no scan keeps its state in `registers`). Scratch and state are
-/// Compute<Real>.
+/// Compute<Real>. When there are fewer samples than threads and the kernel
+/// is Kernel::kChunkable, each sample's tokens run in chunks on threads of
+/// their own (timeChunks; Fused.h, "Chunked execution").
 template <typename Real, typename Kernel>
 FP_KERNEL void forEachSample(int64_t batch, int64_t length, int64_t scratch,
                              int64_t state, int64_t cost,
                              const Kernel &kernel) {
   using C = Compute<Real>;
-#pragma omp parallel if (batch * length * cost >= kParallelGrain && batch > 1)
-  {
-    std::vector<C> buffer(std::max<int64_t>(scratch + state, 1));
-    fused::SerialTeam team;
-    typename Kernel::Registers registers;
+  const bool parallel = batch * length * cost >= kParallelGrain;
+  int64_t chunks = 1;
+  if constexpr (Kernel::kChunkable)
+    chunks = timeChunks(batch, length, parallel ? maxThreads() : 1);
+  if (chunks == 1) {
+#pragma omp parallel if (parallel && batch > 1)
+    {
+      std::vector<C> buffer(std::max<int64_t>(scratch + state, 1));
+      fused::SerialTeam team;
+      typename Kernel::Registers registers;
 #pragma omp for schedule(static)
-    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t b = 0; b < batch; ++b) {
+        C *st = buffer.data() + scratch;
+        std::fill(st, st + state, C(0));
+        for (int64_t t = 0; t < length; ++t)
+          kernel(team, b * length + t, t, buffer.data(), st, registers);
+      }
+    }
+    return;
+  }
+  if constexpr (Kernel::kChunkable) {
+    const int64_t span = (length + chunks - 1) / chunks;
+    chunks = (length + span - 1) / span;
+    // Pass 1: the carry of every chunk but each sample's last.
+    std::vector<C> carries(size_t(batch * chunks * Kernel::kCarry));
+#pragma omp parallel if (parallel)
+    {
+      std::vector<C> buffer(std::max<int64_t>(scratch + state, 1));
       C *st = buffer.data() + scratch;
-      std::fill(st, st + state, C(0));
-      for (int64_t t = 0; t < length; ++t)
-        kernel(team, b * length + t, t, buffer.data(), st, registers);
+      fused::SerialTeam team;
+      typename Kernel::Registers registers;
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < batch * (chunks - 1); ++i) {
+        const int64_t b = i / (chunks - 1), k = i % (chunks - 1);
+        std::fill(st, st + state, C(0));
+        for (int64_t t = k * span; t < (k + 1) * span; ++t)
+          kernel.summarize(team, b * length + t, t == k * span, buffer.data(),
+                           st, registers);
+        kernel.saveCarry(team, st, registers,
+                         carries.data() + (b * chunks + k) * Kernel::kCarry);
+      }
+      // Pass 2: every chunk, its scans started from the carries before it.
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < batch * chunks; ++i) {
+        const int64_t b = i / chunks, k = i % chunks;
+        std::fill(st, st + state, C(0));
+        if (k > 0)
+          kernel.loadCarry(team, st, registers,
+                           carries.data() + b * chunks * Kernel::kCarry, k);
+        for (int64_t t = k * span; t < std::min(length, (k + 1) * span); ++t)
+          kernel(team, b * length + t, t, buffer.data(), st, registers);
+      }
     }
   }
 }
