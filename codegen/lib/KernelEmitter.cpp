@@ -784,9 +784,9 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
         TokenShape a(scan.getA().getType());
         perTarget(op,
                   llvm::formatv("fp::fused::loadSelectiveScanCarry(team, "
-                                "registers.{0}, {1}, carries + {2}, kCarry, "
-                                "count);",
-                                registerMembers.lookup(op),
+                                "registers.{0}, state + {1}, {2}, carries + "
+                                "{3}, kCarry, count);",
+                                registerMembers.lookup(op), stateOffsetOf(op),
                                 inputOf(scan.getA()), offset),
                   llvm::formatv("fp::fused::loadSelectiveScanCarry(team, "
                                 "state + {0}, {1}, {2}, {3}, carries + {4}, "

@@ -81,7 +81,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @scans, n_layers = 1
 //       CHECK:     fp::fused::saveScanCarry(team, state + 135168, 4, carry + 69644);
 //       CHECK:   FP_HOST_DEVICE void loadCarry(
 //       CHECK:     fp::fused::loadSelectiveScanCarry(team, state + 0, in1, 4096, 16, carries + 0, kCarry, count);
-//       CHECK:     fp::fused::loadSelectiveScanCarry(team, registers.scan0, in4, carries + 69632, kCarry, count);
+//       CHECK:     fp::fused::loadSelectiveScanCarry(team, registers.scan0, state + 135176, in4, carries + 69632, kCarry, count);
 //       CHECK:     fp::fused::loadScanCarry(team, state + 135168, 4, carries + 69644, kCarry, count);
 //       CHECK: struct Kernel1 {
 //       CHECK:     fp::fused::scanStep(team, state + 8, {{v[0-9]+}}, {{v[0-9]+}}, 4, y0);

@@ -596,7 +596,8 @@ TEST(HostKernels, ScansInChunksEqualTheSequentialScans) {
 
     using Registers =
         fp::fused::ScanRegisters<double, channels, stateSize, threads>;
-    std::vector<double> fromRegisters(tokens * channels, 0.0);
+    std::vector<double> fromRegisters(tokens * channels, 0.0),
+        memory(states, std::numeric_limits<double>::quiet_NaN());
     for (int member = 0; member < threads; ++member) {
       MemberOfTeam<threads> team{member};
       Registers registers;
@@ -617,8 +618,9 @@ TEST(HostKernels, ScansInChunksEqualTheSequentialScans) {
             fp::fused::saveSelectiveScanCarry(team, registers, carry);
           },
           [&](double *, const double *carries, int64_t count) {
-            fp::fused::loadSelectiveScanCarry(team, registers, a.data(),
-                                              carries, carrySize, count);
+            fp::fused::loadSelectiveScanCarry(team, registers, memory.data(),
+                                              a.data(), carries, carrySize,
+                                              count);
           },
           [&](int64_t row, int64_t t, double *) {
             fp::fused::selectiveScanStep(

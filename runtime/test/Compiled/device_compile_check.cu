@@ -73,8 +73,8 @@ FP_HOST_DEVICE void everyChunkBlock(Team &team, bool first, const From *x,
   fp::fused::selectiveScanSummaryStep(team, first, registers.scan, x, x,
                                       uniform, x);
   fp::fused::saveSelectiveScanCarry(team, registers.scan, carry);
-  fp::fused::loadSelectiveScanCarry(team, registers.scan, uniform, carry, 80,
-                                    count);
+  fp::fused::loadSelectiveScanCarry(team, registers.scan, state, uniform, carry,
+                                    80, count);
 }
 
 /// A kernel function object that calls every Fused.h building block, as
@@ -125,8 +125,8 @@ template <typename Real> struct AllFused {
                                 const Scalar *carries, int64_t count) const {
     fp::fused::loadSelectiveScanCarry(team, state, in, 16, 4, carries, kCarry,
                                       count);
-    fp::fused::loadSelectiveScanCarry(team, registers.scan, in, carries, kCarry,
-                                      count);
+    fp::fused::loadSelectiveScanCarry(team, registers.scan, state, in, carries,
+                                      kCarry, count);
   }
 };
 

@@ -465,13 +465,24 @@ __global__ void sampleKernel(Kernel kernel, int64_t length, int64_t span,
   }
 }
 
+/// Blocks per SM that chunkCarryKernel asks ptxas to fit: two where the
+/// scans' register state is at most config LM's (1536 channels of 16
+/// states, 96 values per thread), which then takes 128 registers, as the
+/// per-sample kernel does, instead of 146; one above, where two would spill.
+inline constexpr int64_t kTwoBlockRegisterState = 2 * 1536 * 16 + 1536;
+template <typename Kernel> constexpr int carryBlocksPerMultiprocessor() {
+  return Kernel::kRegisterState <= kTwoBlockRegisterState ? 2 : 1;
+}
+
 /// Pass 1 of a chunked kernel: block i computes the carry of chunk
 /// k = i mod (chunks − 1) of sample b = i / (chunks − 1), every chunk of a
 /// sample but its last, into carries[b · chunks + k].
 template <typename C, typename Kernel>
-__global__ void chunkCarryKernel(Kernel kernel, int64_t length, int64_t span,
-                                 int64_t chunks, int64_t scratch, C *global,
-                                 int64_t state, C *states, C *carries) {
+__global__ void __launch_bounds__(kTeamSize,
+                                  carryBlocksPerMultiprocessor<Kernel>())
+    chunkCarryKernel(Kernel kernel, int64_t length, int64_t span,
+                     int64_t chunks, int64_t scratch, C *global, int64_t state,
+                     C *states, C *carries) {
   const int64_t i = blockIdx.x, b = i / (chunks - 1), k = i % (chunks - 1);
   C *buffer =
       global ? global + i * scratch : reinterpret_cast<C *>(sharedBytes());
@@ -554,7 +565,9 @@ inline void forEachSample(int64_t batch, int64_t length, int64_t scratch,
                       " chunks exceed the grid limit");
   detail::LaunchBuffer global(shared ? 0 : bytes * size_t(blocks),
                               detail::stream());
-  const int64_t inMemory = state - Kernel::kRegisterState;
+  // In chunks, a scan held in registers is started from memory: its slots
+  // are allocated too.
+  const int64_t inMemory = chunks > 1 ? state : state - Kernel::kRegisterState;
   detail::LaunchBuffer states(size_t(inMemory) * sizeof(C) * size_t(blocks),
                               detail::stream());
   detail::LaunchBuffer carries(
