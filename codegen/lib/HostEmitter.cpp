@@ -189,6 +189,10 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
   }
   if (auto constant = dyn_cast<arith::ConstantOp>(op))
     return emitConstant(constant);
+  // Emitted with the relaxation before it (relaxAndUpdate).
+  if (auto update = dyn_cast<SolverUpdateOp>(op);
+      update && relaxEndingStep(update))
+    return success();
 
   std::string where = locationComment(op->getLoc());
   w.line("// {0}{1}{2}", op->getName().getStringRef(),
@@ -380,7 +384,8 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       })
       .Case([&](SolverRelaxOp relax) {
         Value iterate = relax.getCurrent();
-        w.line("{0}.relax({1}, {2}, {3}, {4});", solverName, name(iterate),
+        w.line("{0}.{1}({2}, {3}, {4}, {5});", solverName,
+               endsStep(relax) ? "relaxAndUpdate" : "relax", name(iterate),
                name(relax.getNext()), shape(iterate).product(1, 2),
                shape(iterate).product(2, shape(iterate).rank()));
         return success();

@@ -201,11 +201,12 @@ static FailureOr<LaunchCost> launchCost(Operation *op) {
 }
 
 /// Whether `op`, at the top level of a step, is a launch of its own: the
-/// solver's bookkeeping, or an op that computes a tensor (not a reshape,
-/// which is a view, or a constant).
+/// solver's bookkeeping unless the relaxation before it does it
+/// (relaxEndingStep), or an op that computes a tensor (not a reshape, which
+/// is a view, or a constant).
 static bool isLaunch(Operation *op) {
-  if (isa<SolverUpdateOp>(op))
-    return true;
+  if (auto update = dyn_cast<SolverUpdateOp>(op))
+    return !relaxEndingStep(update);
   if (isa<ReshapeOp, arith::ConstantOp>(op))
     return false;
   return llvm::any_of(op->getResultTypes(),

@@ -439,3 +439,15 @@ mlir::fp::codegen::planLayers(ModuleOp module) {
                             "function carries 'fp.layer')");
   return plans;
 }
+
+SolverRelaxOp mlir::fp::codegen::relaxEndingStep(SolverUpdateOp update) {
+  auto relax = dyn_cast_or_null<SolverRelaxOp>(update->getPrevNode());
+  if (!relax || relax.getState() != update.getState())
+    return {};
+  return relax;
+}
+
+bool mlir::fp::codegen::endsStep(SolverRelaxOp relax) {
+  auto update = dyn_cast_or_null<SolverUpdateOp>(relax->getNextNode());
+  return update && relaxEndingStep(update) == relax;
+}

@@ -46,9 +46,8 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK:       kernels::shift([[Y]], B, T, 4, 1, [[S:s[0-9]+]]);
 //       CHECK:       kernels::unary(kernels::Sigmoid(), B * T * 4, [[S]], [[C:s[0-9]+]]);
 //       CHECK:       kernels::scan([[C]], [[XA]], B, T, 4, false, [[H:s[0-9]+]]);
-//       CHECK:       [[SOLVER]].relax([[Y]], [[H]], T, 4);
-//       CHECK:       [[SOLVER]].update();
-//       CHECK:     });
+//       CHECK:       [[SOLVER]].relaxAndUpdate([[Y]], [[H]], T, 4);
+//  CHECK-NEXT:     });
 //       CHECK:     [[SOLVER]].report(args.stats);
 //       CHECK:     kernels::unary(kernels::Silu(), B * T * 4, [[Y]], [[G:s[0-9]+]]);
 //       CHECK:     kernels::copy([[G]], B * T * 4, static_cast<Real *>(args.output));
@@ -63,7 +62,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK: FP_MODEL_EXPORT const char *fp_model_manifest(void) {
 //  CHECK-NEXT:   return "{\"abi_version\":2,
 //  CHECK-SAME:   \"layers\":[{\"backward_targets\":[],\"d_model\":4,\"entry_points\":{\"backward\":\"fp_tiny_backward\",\"buffer_sizes\":\"fp_tiny_buffer_sizes\",\"forward\":\"fp_tiny_forward\"},
-//  CHECK-SAME:   \"iteration_cost\":{\"launches\":[{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"fp.shift\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":16},\"op\":\"fp.sigmoid\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":12},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"op\":\"fp.scan\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":12},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":32},\"op\":\"fp.solver_relax\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"fp.solver_update\"}]},
+//  CHECK-SAME:   \"iteration_cost\":{\"launches\":[{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"fp.shift\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":16},\"op\":\"fp.sigmoid\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":12},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"op\":\"fp.scan\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":12},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":32},\"op\":\"fp.solver_relax\"}]},
 //  CHECK-SAME:   \"name\":\"tiny\",\"params\":[{\"init\":{\"kind\":\"fan_in_uniform\"},\"name\":\"in_proj.weight\",\"shape\":[8,4],\"weight_decay\":true}],
 //  CHECK-SAME:   \"solver\":{\"backward\":\"one_step\",\"max_iter_eval\":9,\"max_iter_train\":7,\"relax_decay\":0.90000000000000002,\"relax_patience\":3,\"relax_start\":0.98999999999999999,\"tolerance\":0.10000000000000001,\"train_quantile\":0.75}}]
 //  CHECK-SAME:   \"model\":{\"d_model\":4,\"final_norm\":\"rms_norm\",\"name\":\"tiny\",\"norm_eps\":1.0000000000000001e-05,\"pad_vocab_multiple\":8,\"stack\":[\"tiny\",\"tiny\"],\"tied_head\":true,\"vocab\":11}
@@ -80,8 +79,8 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //  CUDA:     kernels::Scope scope(args.stream);
 //  CUDA:     [[SOLVER:solver[0-9]+]].loop([&] {
 //  CUDA:       kernels::scan(
-//  CUDA:       [[SOLVER]].relax(
-//  CUDA:       [[SOLVER]].update();
+//  CUDA:       [[SOLVER]].relaxAndUpdate(
+//  CUDA-NEXT:     });
 //  CUDA:   template void forward<float>(const fp_forward_args &args, char *workspace, const size_t *offsets);
 //  CUDA:   template void forward<double>(const fp_forward_args &args, char *workspace, const size_t *offsets);
 //  CUDA:   template void forward<fp::bf16>(const fp_forward_args &args, char *workspace, const size_t *offsets);

@@ -201,6 +201,8 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   });
   solver.report(args.stats);
   (void)solver.numSteps();
+  kernels::Solver<Real> merged(B, kSolver, args.training != 0, args.solver);
+  merged.loop([&] { merged.relaxAndUpdate(out, in, T, 16); });
 
   // DeviceGradients.cuh
   kernels::accumulate(in, 8, out);

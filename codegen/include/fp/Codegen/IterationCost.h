@@ -11,7 +11,9 @@
 // reads each of its inputs once (only the columns its slices use) and writes
 // its results once, keeping every intermediate value on chip; a linear map
 // reads its input and weights and writes its result once; a top-level op of
-// an unfused loop reads its operands and writes its results. FLOPs count one
+// an unfused loop reads its operands and writes its results; the solver's
+// bookkeeping (fp.solver_update) is part of the launch of the relaxation
+// right before it (relaxEndingStep), else one of its own. FLOPs count one
 // per arithmetic operation or elementary function in an op's definition
 // (dialect/include/fp/Dialect/FpOps.td), e.g. 2·K per output of a linear map
 // and 7 per (token, channel, state) of a selective scan.

@@ -140,6 +140,13 @@ private:
 /// order; fails when there is none or one cannot be emitted.
 FailureOr<std::vector<LayerPlan>> planLayers(ModuleOp module);
 
+/// The fp.solver_relax that `update` ends a step with in one launch: the
+/// op right before it, when that relaxes an iterate of the same solver.
+/// Null when the update is a launch of its own.
+SolverRelaxOp relaxEndingStep(SolverUpdateOp update);
+/// Whether `relax` and the fp.solver_update after it are one launch.
+bool endsStep(SolverRelaxOp relax);
+
 } // namespace mlir::fp::codegen
 
 #endif // FP_CODEGEN_LAYERPLAN_H

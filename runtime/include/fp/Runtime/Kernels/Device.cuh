@@ -1341,8 +1341,9 @@ namespace detail {
 
 /// Device-side counters of one solve.
 struct SolverControl {
-  int32_t steps;   // steps taken while running
-  int32_t running; // the continue rule, evaluated for the next step
+  int32_t steps;    // steps taken while running
+  int32_t running;  // the continue rule, evaluated for the next step
+  uint32_t arrived; // blocks of the current relax-and-decide launch done
 };
 
 /// The constants of one solve, resolved on the host as Host.h does.
@@ -1402,23 +1403,23 @@ __global__ void solverInitKernel(SolverState<Real> state, Real eta,
   if (firstThread() == 0) {
     state.control->steps = 0;
     state.control->running = 1;
+    state.control->arrived = 0;
   }
 }
 
-/// Residual and relaxation of one step. A block takes a chunk of tokens of
-/// one sample; a group of `group` lanes (a power of two ≤ 32) takes one
-/// token at a time: it reads y and fy once, relaxes y in place and reduces
-/// the token's max |y − fy| and max |fy| by shuffles. The block's largest
-/// token ratio goes into rho[b] by an exact atomic max. The arithmetic, and
-/// the solver's state, is Compute<Real>.
+/// Residual and relaxation of one iterate, the part of the grid's work that
+/// falls to this block. A block takes a chunk of tokens of one sample; a
+/// group of `group` lanes (a power of two ≤ 32) takes one token at a time:
+/// it reads y and fy once, relaxes y in place and reduces the token's
+/// max |y − fy| and max |fy| by shuffles. The block's largest token ratio
+/// goes into rho[b] by an exact atomic max. The arithmetic, and the
+/// solver's state, is Compute<Real>.
 template <typename Real>
-__global__ void solverRelaxKernel(Real *y, const Real *fy, int64_t length,
-                                  int64_t tokenSize, int64_t tokensPerChunk,
-                                  int64_t chunks, int group,
-                                  SolverState<Compute<Real>> state) {
+__device__ void relaxChunks(Real *y, const Real *fy, int64_t length,
+                            int64_t tokenSize, int64_t tokensPerChunk,
+                            int64_t chunks, int group,
+                            const SolverState<Compute<Real>> &state) {
   using C = Compute<Real>;
-  if (!state.control->running)
-    return;
   const MaxOp maxOf;
   const int groups = int(blockDim.x) / group;
   const int groupIndex = int(threadIdx.x) / group;
@@ -1456,6 +1457,15 @@ __global__ void solverRelaxKernel(Real *y, const Real *fy, int64_t length,
   }
 }
 
+template <typename Real>
+__global__ void solverRelaxKernel(Real *y, const Real *fy, int64_t length,
+                                  int64_t tokenSize, int64_t tokensPerChunk,
+                                  int64_t chunks, int group,
+                                  SolverState<Compute<Real>> state) {
+  if (state.control->running)
+    relaxChunks(y, fy, length, tokenSize, tokensPerChunk, chunks, group, state);
+}
+
 /// Sorts data[0, n) ascending (n a power of two) with the whole block; ends
 /// synchronised.
 template <typename Real> __device__ void bitonicSort(Real *data, int64_t n) {
@@ -1476,25 +1486,21 @@ template <typename Real> __device__ void bitonicSort(Real *data, int64_t n) {
     }
 }
 
-/// The bookkeeping of one step, in one block: best-so-far, patience and
-/// step-size decay per sample (Host.h's Solver::step), the step counter,
-/// and the continue rule for the next step (Host.h's shouldContinue), which
-/// it publishes to the host.
+/// The bookkeeping of one step of a running solve, by one block:
+/// best-so-far, patience and step-size decay per sample (Host.h's
+/// Solver::update), the step counter, and the continue rule for the next
+/// step (Host.h's shouldContinue), which it publishes to the host. Reads ρ
+/// from L2 (`__ldcg`): other blocks of the same launch may have written it.
 template <typename Real>
-__global__ void solverDecideKernel(SolverRule<Real> rule,
-                                   SolverState<Real> state) {
+__device__ void decideStep(const SolverRule<Real> &rule,
+                           const SolverState<Real> &state) {
   SolverControl *control = state.control;
-  if (!control->running) {
-    if (state.inGraph && threadIdx.x == 0)
-      cudaGraphSetConditional(state.loopCondition, 0);
-    return;
-  }
   const int32_t steps = control->steps + 1;
   Real *sorted = state.sortScratch ? state.sortScratch
                                    : reinterpret_cast<Real *>(sharedBytes());
   bool moving = false;
   for (int64_t b = threadIdx.x; b < state.batch; b += blockDim.x) {
-    const Real rho = state.rho[b], best = state.best[b];
+    const Real rho = __ldcg(state.rho + b), best = state.best[b];
     state.rho[b] = Real(0);
     const bool improved = rho < best;
     const Real newBest = rho < best ? rho : best; // std::min(best, rho)
@@ -1538,6 +1544,61 @@ __global__ void solverDecideKernel(SolverRule<Real> rule,
     if (state.inGraph)
       cudaGraphSetConditional(state.loopCondition, running ? 1u : 0u);
   }
+}
+
+/// Ends a step whose solve has stopped: the graph's loop ends too.
+template <typename Real>
+__device__ void stopLoop(const SolverState<Real> &state) {
+  if (state.inGraph && blockIdx.x == 0 && threadIdx.x == 0)
+    cudaGraphSetConditional(state.loopCondition, 0);
+}
+
+/// The bookkeeping of one step in a launch of its own (one block).
+template <typename Real>
+__global__ void solverDecideKernel(SolverRule<Real> rule,
+                                   SolverState<Real> state) {
+  if (state.control->running)
+    decideStep(rule, state);
+  else
+    stopLoop(state);
+}
+
+/// Whether this block is the last of its grid to get here, counted in
+/// `arrived`, which the last block resets for the next launch. The global
+/// writes the other blocks made before they arrived are visible to it.
+/// Every thread of the block must call it.
+__device__ inline bool lastBlockToArrive(uint32_t *arrived) {
+  __shared__ bool last;
+  __threadfence(); // this thread's writes reach the device before it counts
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(arrived, 1u) == gridDim.x - 1;
+    if (last)
+      *arrived = 0;
+  }
+  __syncthreads();
+  if (last)
+    __threadfence();
+  return last;
+}
+
+/// Residual and relaxation of a step's last iterate, and the step's
+/// bookkeeping by whichever block finishes its share of the relaxation
+/// last: one launch where relax() and update() take two.
+template <typename Real>
+__global__ void solverRelaxAndDecideKernel(Real *y, const Real *fy,
+                                           int64_t length, int64_t tokenSize,
+                                           int64_t tokensPerChunk,
+                                           int64_t chunks, int group,
+                                           SolverRule<Compute<Real>> rule,
+                                           SolverState<Compute<Real>> state) {
+  if (!state.control->running) {
+    stopLoop(state);
+    return;
+  }
+  relaxChunks(y, fy, length, tokenSize, tokensPerChunk, chunks, group, state);
+  if (lastBlockToArrive(&state.control->arrived))
+    decideStep(rule, state);
 }
 
 /// Words of mapped pinned memory through which solves publish progress,
@@ -1685,9 +1746,10 @@ inline bool graphLoopsEnabled() {
 /// A step queues, per iterate, relax(): residual and relaxation (one chunk
 /// of tokens of one sample per block); then update(): one block of
 /// bookkeeping that also evaluates the continue rule for the next step and
-/// publishes (steps, running) to mapped pinned memory. Both do nothing once
-/// running is cleared, so steps queued after the device decided to stop are
-/// no-ops and the result is that of Host.h's sequential rule.
+/// publishes (steps, running) to mapped pinned memory. relaxAndUpdate()
+/// does the last relax() and the update() in one launch. All do nothing
+/// once running is cleared, so steps queued after the device decided to
+/// stop are no-ops and the result is that of Host.h's sequential rule.
 ///
 /// loop(step) runs the steps. It captures one step into the body of a CUDA
 /// graph's while node, whose condition the bookkeeping kernel sets, and
@@ -1822,15 +1884,11 @@ public:
   void relax(Real *y, In<Real> fy, int64_t length, int64_t tokenSize) {
     if (length <= 0 || tokenSize <= 0)
       return;
-    int group = 1;
-    while (group < 32 && group < tokenSize)
-      group *= 2;
-    const int64_t tokensPerChunk =
-        std::min(length, std::max<int64_t>(1, detail::kRelaxChunk / tokenSize));
-    const int64_t chunks = (length + tokensPerChunk - 1) / tokensPerChunk;
+    const RelaxGrid grid(length, tokenSize);
     detail::launch("Solver::relax", detail::solverRelaxKernel<Real>,
-                   samples * chunks, detail::kThreads, 0, detail::stream(), y,
-                   fy, length, tokenSize, tokensPerChunk, chunks, group, state);
+                   samples * grid.chunks, detail::kThreads, 0, detail::stream(),
+                   y, fy, length, tokenSize, grid.tokensPerChunk, grid.chunks,
+                   grid.group, state);
   }
 
   /// Ends a step (Host.h's Solver::update): one block of bookkeeping that
@@ -1839,6 +1897,23 @@ public:
     detail::launch("Solver::update", detail::solverDecideKernel<C>, 1,
                    detail::kDecideThreads, sortSharedBytes, detail::stream(),
                    rule, state);
+    ++launched;
+  }
+
+  /// relax() of a step's last iterate, then update(), in one launch: the
+  /// block that finishes its share of the relaxation last does the
+  /// bookkeeping.
+  void relaxAndUpdate(Real *y, In<Real> fy, int64_t length, int64_t tokenSize) {
+    if (length <= 0 || tokenSize <= 0) {
+      update();
+      return;
+    }
+    const RelaxGrid grid(length, tokenSize);
+    detail::launch("Solver::relaxAndUpdate",
+                   detail::solverRelaxAndDecideKernel<Real>,
+                   samples * grid.chunks, detail::kThreads, sortSharedBytes,
+                   detail::stream(), y, fy, length, tokenSize,
+                   grid.tokensPerChunk, grid.chunks, grid.group, rule, state);
     ++launched;
   }
 
@@ -1884,6 +1959,20 @@ public:
 private:
   /// Steps the host may queue ahead of what it has seen the device decide.
   static constexpr int32_t kLookahead = 4;
+
+  /// How relax() spreads an iterate over blocks: `chunks` chunks of
+  /// `tokensPerChunk` tokens per sample, a group of `group` lanes per token.
+  struct RelaxGrid {
+    RelaxGrid(int64_t length, int64_t tokenSize)
+        : tokensPerChunk(std::min(
+              length, std::max<int64_t>(1, detail::kRelaxChunk / tokenSize))),
+          chunks((length + tokensPerChunk - 1) / tokensPerChunk) {
+      while (group < 32 && group < tokenSize)
+        group *= 2;
+    }
+    int64_t tokensPerChunk, chunks;
+    int group = 1;
+  };
 
   struct Progress {
     int32_t steps;

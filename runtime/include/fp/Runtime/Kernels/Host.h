@@ -749,6 +749,13 @@ public:
     ++steps;
   }
 
+  /// relax() of a step's last iterate, then update(): the CUDA solver's
+  /// one launch for both.
+  void relaxAndUpdate(Real *y, In<Real> fy, int64_t length, int64_t tokenSize) {
+    relax(y, fy, length, tokenSize);
+    update();
+  }
+
   /// Writes the statistics of the finished solve: per sample steps + 1
   /// (the differentiable step counts, spec §3.6) and ρ*.
   void report(fp_solver_stats *stats) const {
