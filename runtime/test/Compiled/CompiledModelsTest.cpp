@@ -614,6 +614,15 @@ std::shared_ptr<ref::BlockMixer> copyReference(const Manifest &manifest,
 /// one correct digit in any bf16 computation: it is not compared.
 constexpr double chaoticBf16Sensitivity = 0.1;
 
+/// How many times that movement a bf16 call's error may reach. The call
+/// rounds in sequence at least the GEMM's and the fused kernel's results
+/// and the iterate in each of its 3 solver steps, and independent roundings
+/// of a similar effect add like a random walk: √9 = 3. At 3× a draw of
+/// fp_mamba_arith (Kronecker at D = 128; one more rounding moved a gradient
+/// by 8.8%) failed at 3.005×, the reference-order unfused library landing
+/// at the same error; the backward's roundings take the count past 16.
+constexpr double bf16SensitivityFactor = 4;
+
 /// Norm-wise relative error ‖value − exact‖₂ / ‖exact‖₂.
 double normwiseError(const torch::Tensor &value, const torch::Tensor &exact) {
   return ((value.detach().to(torch::kFloat64) - exact).norm() / exact.norm())
@@ -672,13 +681,13 @@ bf16Sensitivity(const Manifest &manifest, ref::BlockMixer &exact,
 // bf16 first so that every side sees the same numbers. With 3 solver steps,
 // in training and evaluation mode, for the output and the one-step gradients
 // of ⟨w, layer(x)⟩ (input and every parameter), the compiled error must be
-// within 3× the larger of the two references' errors, or else within 3×
-// how far the exact value moves when the input and weights are rounded once
-// more (bf16Sensitivity): a draw can sit where any bf16 computation loses
-// the value, and another computation may have been lucky. Where that
-// movement exceeds chaoticBf16Sensitivity the value is not compared (the
-// log says so), as the f32 comparison above skips chaotic solves: a maximum
-// over near-equal entries, whose gradient goes to whichever entry a
+// within 3× the larger of the two references' errors, or else within
+// bf16SensitivityFactor times how far the exact value moves when the input
+// and weights are rounded once more (bf16Sensitivity): a draw can sit where any
+// bf16 computation loses the value, and another computation may have been
+// lucky. Where that movement exceeds chaoticBf16Sensitivity the value is not
+// compared (the log says so), as the f32 comparison above skips chaotic solves:
+// a maximum over near-equal entries, whose gradient goes to whichever entry a
 // rounding makes largest (the Monarch mixer's normalisation), or a draw of
 // a slowly contracting map (Kronecker at D = 128) whose one-step gradient
 // one rounding of the data moves by a third; there different roundings of
@@ -830,12 +839,12 @@ TEST_P(CompiledModels, Bf16IsAsAccurateAsTheReferenceInBf16) {
                           : "")
                   << std::endl;
         if (moved[index] <= chaoticBf16Sensitivity) {
-          EXPECT_LE(error, 3 * moved[index])
+          EXPECT_LE(error, bf16SensitivityFactor * moved[index])
               << quantity << ": the compiled bf16 error " << error
               << " exceeds 3x the bf16 references' (autocast " << autocastError
-              << ", bf16 storage " << storageError
-              << ") and 3x what one more bf16 rounding does to the exact value "
-                 "("
+              << ", bf16 storage " << storageError << ") and "
+              << bf16SensitivityFactor
+              << "x what one more bf16 rounding does to the exact value ("
               << moved[index] << ")";
         }
       }
