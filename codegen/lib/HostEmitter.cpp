@@ -267,7 +267,7 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       .Case([&](ShiftOp shift) {
         w.line("kernels::shift({0}, B, T, {1}, {2}, {3});",
                name(shift.getInput()), shape(shift).tokenSize(),
-               shift.getOffset(), name(shift));
+               static_cast<int64_t>(shift.getOffset()), name(shift));
         return success();
       })
       .Case([&](ScanOp scan) {
@@ -359,13 +359,15 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
           fields.push_back(name(input));
         for (Value result : kernel.getResults())
           fields.push_back(name(result));
+        if (launch.shifted)
+          fields.push_back("T");
         std::string functor = llvm::formatv("{0}<Real>{{{1}}", launch.name,
                                             llvm::join(fields, ", "));
         if (launch.sequential)
           w.line("kernels::forEachSample<Real>(B, T, {0}, {1}, {2}, {3});",
                  launch.scratch, launch.state, launch.cost, functor);
         else
-          w.line("kernels::forEachToken<Real>(B * T, {0}, {1}, {2});",
+          w.line("kernels::forEachToken<Real>(B, T, {0}, {1}, {2});",
                  launch.scratch, launch.cost, functor);
         return success();
       })

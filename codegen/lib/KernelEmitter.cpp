@@ -8,6 +8,7 @@
 //     static constexpr int64_t kRegisterState = ...;
 //     const Real *in0; ...  // the inputs, in operand order
 //     Real *out0; ...       // the results
+//     int64_t length;       // tokens per sample, where the body shifts
 //     template <typename Team>
 //     FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step,
 //                                    Scalar *scratch, Scalar *state,
@@ -17,9 +18,10 @@
 //     // Where kChunkable: summarize, saveCarry and loadCarry.
 //   };
 //
-// whose call computes token `row` (the `step`-th of its sample when the
-// kernel runs in time order): per-token inputs and results are offset
-// to the token's row, uniform inputs are not, intermediate values get slots
+// whose call computes token `row`, the `step`-th of its sample: per-token
+// inputs and results are offset to the token's row, uniform inputs are not,
+// an fp.shift of an input reads the input's row `offset` tokens earlier (or
+// zeros) into a slot of its own, intermediate values get slots
 // in `scratch` (reused once a value is dead) and scans their state in
 // `state`. On CUDA, a selective scan whose state fits (kMaxScanRegisters
 // values per thread) keeps it in `registers` instead, across the sample's
@@ -284,10 +286,16 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     if (auto reshape = dyn_cast<ReshapeOp>(op))
       roots[reshape] = root(reshape.getInput());
   }
+  launch.shifted = !body->getOps<ShiftOp>().empty();
   for (auto [i, arg] : llvm::enumerate(body->getArguments())) {
     TokenShape shape(arg.getType());
     std::string name = "x" + std::to_string(i);
     pointers[arg] = name;
+    // An input read only at other tokens needs no pointer at this one.
+    if (!arg.use_empty() && llvm::all_of(arg.getUsers(), [](Operation *user) {
+          return isa<ShiftOp>(user);
+        }))
+      continue;
     inputLines.emplace_back(
         arg,
         shape.perToken
@@ -367,6 +375,8 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     w.line("const Real *in{0};", i);
   for (size_t j = 0; j < yield.getValues().size(); ++j)
     w.line("Real *out{0};", j);
+  if (launch.shifted)
+    w.text("int64_t length; // tokens per sample, for the shifted reads");
   w.blank();
   {
     w.text("template <typename Team>");
@@ -443,6 +453,14 @@ LogicalResult KernelEmitter::emitOp(Operation *op) {
         w.line("fp::fused::rmsNorm(team, {0}, {1}, {2}, {3}, {4}, {5});",
                ptr(norm.getInput()), ptr(norm.getWeight()), s.rows(), s.width(),
                eps(norm.getEps()), ptr(norm));
+        return success();
+      })
+      .Case([&](ShiftOp shift) {
+        auto input = cast<BlockArgument>(shift.getInput());
+        w.line("fp::fused::shifted(team, in{0}, row, step, length, {1}, {2}, "
+               "{3});",
+               input.getArgNumber(), static_cast<int64_t>(shift.getOffset()),
+               shape(shift).elements(), ptr(shift));
         return success();
       })
       .Case([&](SliceOp slice) {
@@ -695,14 +713,15 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
   w.text("template <typename Team>");
   {
     auto block = w.block("FP_HOST_DEVICE void summarize(Team &team, int64_t "
-                         "row, bool first, Scalar *scratch, Scalar *state, "
-                         "Registers &registers) const");
+                         "row, int64_t step, bool first, Scalar *scratch, "
+                         "Scalar *state, Registers &registers) const");
     for (const auto &[value, line] : inputLines)
       if (used.contains(value))
         w.text(line);
     for (const auto &declaration : summaryDeclarations)
       w.text(declaration.second);
     w.text("(void)row;");
+    w.text("(void)step;");
     w.text("(void)scratch;");
     w.text("(void)state;");
     w.text("(void)registers;");

@@ -285,6 +285,14 @@ LogicalResult KernelOp::verify() {
     if (scan.getReverse())
       return scan.emitOpError("cannot be part of a kernel: kernels run "
                               "forward in time");
+  // A token sees other tokens only through its inputs, which are complete
+  // before the kernel runs.
+  for (auto shift : block->getOps<ShiftOp>()) {
+    auto input = dyn_cast<BlockArgument>(shift.getInput());
+    if (!input || input.getOwner() != block)
+      return shift.emitOpError("in a kernel must shift one of the kernel's "
+                               "inputs");
+  }
   return success();
 }
 

@@ -1,8 +1,9 @@
 //===- FuseMixScan.cpp - Group per-token work into kernels ------*- C++ -*-===//
 //
 // fp-fuse-mix-scan: partitions the per-token operations of every block into
-// convex groups grown along data edges and outlines each group of two or
-// more operations into an fp.kernel.
+// convex groups grown along data edges, outlines each group of two or more
+// operations into an fp.kernel, and moves the time shifts that kernels read
+// into them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #include "fp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -303,6 +305,65 @@ static void outline(ArrayRef<Operation *> members) {
 }
 
 //===----------------------------------------------------------------------===//
+// Shifted reads
+//===----------------------------------------------------------------------===//
+
+/// W shift(y) = shift(W y) for a map without a bias (a shift fills with
+/// zeros, which a bias would not map to zero). Rewrites the maps whose
+/// result's data only kernels read (its extents may be read too), so that
+/// the shift moves into them.
+static void commuteShiftedLinears(Operation *root) {
+  SmallVector<LinearOp> candidates;
+  root->walk([&](LinearOp linear) {
+    auto shift = linear.getInput().getDefiningOp<ShiftOp>();
+    if (shift && !linear.getBias() &&
+        llvm::any_of(linear->getUsers(),
+                     [](Operation *user) { return isa<KernelOp>(user); }) &&
+        llvm::all_of(linear->getUsers(), [](Operation *user) {
+          return isa<KernelOp, tensor::DimOp>(user);
+        }))
+      candidates.push_back(linear);
+  });
+  for (LinearOp linear : candidates) {
+    auto shift = linear.getInput().getDefiningOp<ShiftOp>();
+    OpBuilder builder(linear);
+    auto unshifted =
+        LinearOp::create(builder, linear.getLoc(), linear.getType(),
+                         shift.getInput(), linear.getWeight(), linear.getGain(),
+                         /*bias=*/Value());
+    auto shifted = ShiftOp::create(builder, shift.getLoc(), unshifted,
+                                   shift.getOffsetAttr());
+    // A shift keeps the extents: the extents are read from the map.
+    linear.getResult().replaceUsesWithIf(
+        shifted, [](OpOperand &use) { return isa<KernelOp>(use.getOwner()); });
+    linear.replaceAllUsesWith(unshifted.getResult());
+    linear.erase();
+    if (shift->use_empty())
+      shift.erase();
+  }
+}
+
+/// Moves every shift that `kernel` reads into its body: the kernel reads the
+/// shift's input and shifts it per token (a shifted read), so that no
+/// shifted copy is written.
+static void absorbShifts(KernelOp kernel) {
+  Block *body = kernel.getBodyBlock();
+  OpBuilder builder = OpBuilder::atBlockBegin(body);
+  for (OpOperand &operand : kernel->getOpOperands()) {
+    auto shift = operand.get().getDefiningOp<ShiftOp>();
+    if (!shift)
+      continue;
+    BlockArgument arg = body->getArgument(operand.getOperandNumber());
+    auto inner =
+        ShiftOp::create(builder, shift.getLoc(), arg, shift.getOffsetAttr());
+    arg.replaceAllUsesExcept(inner.getResult(), inner);
+    operand.set(shift.getInput());
+    if (shift->use_empty())
+      shift.erase();
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
 
@@ -322,6 +383,8 @@ struct FpFuseMixScanPass
     for (Block *block : blocks)
       for (const auto &members : BlockGrouping(*block, fuseScans).kernels())
         outline(members);
+    commuteShiftedLinears(getOperation());
+    getOperation()->walk(absorbShifts);
   }
 };
 } // namespace

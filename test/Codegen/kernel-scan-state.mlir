@@ -67,7 +67,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @scans, n_layers = 1
 //       CHECK:     fp::fused::scanStep(team, state + 135168, {{v[0-9]+}}, x3, 4, y2);
 //       CHECK:   static constexpr bool kChunkable = true;
 //  CHECK-NEXT:   static constexpr int64_t kCarry = 69652;
-//       CHECK:   FP_HOST_DEVICE void summarize(Team &team, int64_t row, bool first, Scalar *scratch, Scalar *state, Registers &registers) const {
+//       CHECK:   FP_HOST_DEVICE void summarize(Team &team, int64_t row, int64_t step, bool first, Scalar *scratch, Scalar *state, Registers &registers) const {
 //   CHECK-NOT:     y{{[0-9]}}
 //       CHECK:     fp::fused::selectiveScanSummaryStep(team, first, state + 0, x0, x0, x1, x2, 4096, 16);
 //       CHECK:     fp::fused::selectiveScanSummaryStep(team, first, registers.scan0, x3, x3, x4, x5);

@@ -31,7 +31,13 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
     }
     %flat = fp.reshape %j#0 : tensor<?x?x2x2xf32> -> tensor<?x?x4xf32>
     %sum = arith.addf %flat, %j#1 : tensor<?x?x4xf32>
-    return %sum : tensor<?x?x4xf32>
+    %near = fp.kernel (%p = %sum, %q = %u) : (tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+      %back = fp.shift %p by 1 : tensor<?x?x4xf32>
+      %ahead = fp.shift %q by -1 : tensor<?x?x4xf32>
+      %m = arith.mulf %back, %ahead : tensor<?x?x4xf32>
+      fp.yield %m : tensor<?x?x4xf32>
+    }
+    return %near : tensor<?x?x4xf32>
   }
 }
 
@@ -73,9 +79,22 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CHECK:       fp::fused::unary(team, kernels::Neg(), 4, x0, [[N]]);
 //       CHECK:       fp::fused::unary(team, kernels::Tanh(), 4, [[N]], y1);
 //       CHECK:       fp::fused::copy(team, 4, [[E]], y0);
+// A shifted input is read at the token `offset` steps back (or zeros) into
+// a slot; the function object gets the sample length, and no pointer at
+// the token's own row.
+//       CHECK:   // fp.kernel at kernel.mlir:34:13: 3 ops
+//       CHECK:   struct Kernel3 {
+//       CHECK:     Real *out0;
+//  CHECK-NEXT:     int64_t length; // tokens per sample, for the shifted reads
+//   CHECK-NOT:       x0 =
+//       CHECK:       Real *const y0 = out0 + row * 4;
+//       CHECK:       fp::fused::shifted(team, in0, row, step, length, 1, 4, [[BACK:v[0-9]+]]);
+//       CHECK:       fp::fused::shifted(team, in1, row, step, length, -1, 4, [[AHEAD:v[0-9]+]]);
+//       CHECK:       fp::fused::binary(team, kernels::Mul(), 4, [[BACK]], [[AHEAD]], y0);
 //       CHECK:   void forward(
-//       CHECK:     kernels::forEachToken<Real>(B * T, 8, 16, Kernel0<Real>{in, p0, [[K:s[0-9]+]]});
-//       CHECK:     kernels::forEachSample<Real>(B, T, 8, 8, 16, Kernel1<Real>{[[K]], in, [[OUT:s[0-9]+]]});
+//       CHECK:     kernels::forEachToken<Real>(B, T, 8, 16, Kernel0<Real>{in, p0, [[K:s[0-9]+]]});
+//       CHECK:     kernels::forEachSample<Real>(B, T, 8, 8, 16, Kernel1<Real>{[[K]], in, {{s[0-9]+}}});
+//       CHECK:     kernels::forEachToken<Real>(B, T, 8, 12, Kernel3<Real>{[[SUM:s[0-9]+]], in, [[OUT:s[0-9]+]], T});
 //       CHECK:     kernels::copy([[OUT]], B * T * 4, static_cast<Real *>(args.output));
 
 // The CUDA unit has the same function objects, over fp::cuda's launchers.
@@ -83,5 +102,5 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CUDA:   namespace kernels = fp::cuda;
 //       CUDA:   struct Kernel0 {
 //       CUDA:       fp::fused::rmsNorm(team, v2, x1, 1, 4, Scalar(1.0000000000000001e-05), y0);
-//       CUDA:     kernels::forEachToken<Real>(B * T, 8, 16, Kernel0<Real>{in, p0, {{s[0-9]+}}});
+//       CUDA:     kernels::forEachToken<Real>(B, T, 8, 16, Kernel0<Real>{in, p0, {{s[0-9]+}}});
 //       CUDA:     kernels::forEachSample<Real>(B, T, 8, 8, 16, Kernel1<Real>{

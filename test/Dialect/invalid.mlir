@@ -910,6 +910,18 @@ func.func @kernel_yield_type(%x: tensor<?x?x8xf32>) {
 
 // -----
 
+func.func @kernel_shift_of_intermediate(%x: tensor<?x?x8xf32>) {
+  %k = fp.kernel (%a = %x) : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    %s = fp.silu %a : tensor<?x?x8xf32>
+    // expected-error @below {{'fp.shift' op in a kernel must shift one of the kernel's inputs}}
+    %t = fp.shift %s by 1 : tensor<?x?x8xf32>
+    fp.yield %t : tensor<?x?x8xf32>
+  }
+  return
+}
+
+// -----
+
 func.func @kernel_isolated(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>) {
   // expected-note @below {{required by region isolation constraints}}
   %k = fp.kernel (%a = %x) : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {

@@ -189,6 +189,20 @@ func.func @kernel(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>) -> (tensor<?x?x8xf32
   return %k#0, %k#1 : tensor<?x?x8xf32>, tensor<?x?xf32>
 }
 
+// A kernel reads an input at the token before with fp.shift of the input.
+// CHECK-LABEL: func.func @kernel_shifted_read
+func.func @kernel_shifted_read(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  // CHECK: fp.kernel (%[[A:.*]] = %{{.*}}) : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  // CHECK:   %[[S:.*]] = fp.shift %[[A]] by 1 : tensor<?x?x8xf32>
+  // CHECK:   arith.addf %[[S]], %[[A]] : tensor<?x?x8xf32>
+  %k = fp.kernel (%a = %x) : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    %s = fp.shift %a by 1 : tensor<?x?x8xf32>
+    %m = arith.addf %s, %a : tensor<?x?x8xf32>
+    fp.yield %m : tensor<?x?x8xf32>
+  }
+  return %k : tensor<?x?x8xf32>
+}
+
 // The solver ops of a lowered fixed-point loop, and the solver type.
 // CHECK-LABEL: func.func @solver
 //  CHECK-SAME:     (%[[Y:.*]]: tensor<?x?x8xf32>, %[[F:.*]]: tensor<?x?x8xf32>, %[[H:.*]]: !fp.solver)

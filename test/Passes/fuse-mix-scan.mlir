@@ -26,13 +26,17 @@ func.func @chain(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>,
 
 // The fixed-point body of FP-Mamba: the GEMM stays outside, the mixer, the
 // selective scan and the LayerNorm epilogue form one kernel; uniform
-// operands (A, D, the norm's weight and bias) are kernel inputs.
+// operands (A, D, the norm's weight and bias) are kernel inputs. The GEMM
+// maps y itself, and the kernel reads its result one token back: W ȳ =
+// shift(W y) for a map without a bias, so no shifted copy of y is written.
 // CHECK-LABEL: func.func @mix_scan_epilogue
-//       CHECK:   fp.fixed_point
-//       CHECK:     %[[S:.*]] = fp.shift
-//       CHECK:     %[[L:.*]] = fp.linear %[[S]]
-//       CHECK:     %[[K:.*]] = fp.kernel ({{.*}}%{{.*}} = %[[L]]{{.*}}) : ({{.*}}tensor<8x4xf32>{{.*}}) -> tensor<?x?x8xf32> {
-//       CHECK:       fp.sigmoid
+//       CHECK:   fp.fixed_point (%[[Y:.*]] = %{{.*}})
+//   CHECK-NOT:     fp.shift
+//       CHECK:     %[[L:.*]] = fp.linear %[[Y]]
+//   CHECK-NOT:     fp.shift
+//       CHECK:     %[[K:.*]] = fp.kernel ({{.*}}%[[LA:.*]] = %[[L]]{{.*}}) : ({{.*}}tensor<8x4xf32>{{.*}}) -> tensor<?x?x8xf32> {
+//       CHECK:       %[[LS:.*]] = fp.shift %[[LA]] by 1
+//       CHECK:       fp.sigmoid %[[LS]]
 //       CHECK:       arith.mulf
 //       CHECK:       fp.selective_scan
 //       CHECK:       %[[N:.*]] = fp.layer_norm
@@ -41,6 +45,7 @@ func.func @chain(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>,
 //       CHECK:     fp.yield %[[K]]
 // NOSCAN-LABEL: func.func @mix_scan_epilogue
 //       NOSCAN:     fp.kernel
+//       NOSCAN:       fp.shift
 //       NOSCAN:       fp.sigmoid
 //       NOSCAN:       arith.mulf
 //       NOSCAN:       fp.yield
@@ -138,4 +143,57 @@ func.func @siblings(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>,
   %s = fp.sigmoid %y : tensor<?x?x8xf32>
   %n = fp.rms_norm %s, %p eps 1.0e-05 : tensor<?x?x8xf32>, tensor<8xf32>
   return %a, %n : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
+// A shift that a kernel reads moves into it: the kernel reads the shift's
+// input at another token (by 1 and by -1 here). A shift other operations
+// read stays for them.
+// CHECK-LABEL: func.func @shifted_reads
+//  CHECK-SAME:     (%[[X:.*]]: tensor<?x?x8xf32>, %[[Y:.*]]: tensor<?x?x8xf32>)
+//       CHECK:   %[[T:.*]] = fp.shift %[[Y]] by -1
+//       CHECK:   %[[K:.*]] = fp.kernel (%[[A0:.*]] = %[[X]], %[[A1:.*]] = %[[Y]])
+//   CHECK-DAG:     %[[XS:.*]] = fp.shift %[[A0]] by 1
+//   CHECK-DAG:     %[[YS:.*]] = fp.shift %[[A1]] by -1
+//       CHECK:     fp.silu %[[XS]]
+//       CHECK:     arith.mulf %{{.*}}, %[[YS]]
+//       CHECK:   }
+//       CHECK:   return %[[K]], %[[T]]
+func.func @shifted_reads(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>)
+    -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>) {
+  %s = fp.shift %x by 1 : tensor<?x?x8xf32>
+  %t = fp.shift %y by -1 : tensor<?x?x8xf32>
+  %a = fp.silu %s : tensor<?x?x8xf32>
+  %m = arith.mulf %a, %t : tensor<?x?x8xf32>
+  return %m, %t : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
+// Declined: a linear map with a bias does not commute with the shift (its
+// first token would read the bias, not zero), and one whose result leaves
+// for other operations keeps its shifted input; a weight-normalised map
+// without a bias commutes.
+// CHECK-LABEL: func.func @shifted_linears
+//  CHECK-SAME:     (%[[Y:.*]]: tensor<?x?x8xf32>,
+//       CHECK:   %[[S:.*]] = fp.shift %[[Y]] by 1
+//       CHECK:   %[[BIASED:.*]] = fp.linear %[[S]], %{{.*}} bias
+//       CHECK:   %[[SHARED:.*]] = fp.linear %[[S]], %{{.*}} :
+//       CHECK:   %[[NORMED:.*]] = fp.linear %[[Y]], %{{.*}} gain
+//       CHECK:   fp.kernel (%{{.*}} = %[[BIASED]], %{{.*}} = %[[SHARED]], %[[N:.*]] = %[[NORMED]])
+//       CHECK:     fp.shift %[[N]] by 1
+//   CHECK-NOT:     fp.shift
+//       CHECK:     fp.yield
+//       CHECK:   return %{{.*}}, %[[SHARED]]
+func.func @shifted_linears(%y: tensor<?x?x8xf32>, %w: tensor<8x8xf32>,
+                           %g: tensor<8xf32>, %b: tensor<8xf32>)
+    -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>) {
+  %s = fp.shift %y by 1 : tensor<?x?x8xf32>
+  %biased = fp.linear %s, %w bias %b : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  %shared = fp.linear %s, %w : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %normed = fp.linear %s, %w gain %g : (tensor<?x?x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  %a = arith.addf %biased, %shared : tensor<?x?x8xf32>
+  %m = arith.mulf %a, %normed : tensor<?x?x8xf32>
+  return %m, %shared : tensor<?x?x8xf32>, tensor<?x?x8xf32>
 }

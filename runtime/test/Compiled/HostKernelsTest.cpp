@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -329,6 +330,19 @@ TEST(HostKernels, FusedRowFunctionsEqualTheUnfusedKernels) {
                            fusedSpread.data() + r * 24);
     });
     EXPECT_EQ(spread, fusedSpread) << "broadcast, per token " << perToken;
+  }
+
+  // A shifted read: the 6 rows are 2 samples of 3 tokens, read 1 and 2
+  // tokens back and 1 ahead, with zeros outside each sample.
+  for (int64_t offset : {1, 2, -1}) {
+    std::fill(whole.begin(), whole.end(), 7.0);
+    std::fill(fused.begin(), fused.end(), 7.0);
+    fp::host::shift(x.data(), 2, 3, width, offset, whole.data());
+    perRow([&](int64_t r) {
+      fp::fused::shifted(team, x.data(), r, r % 3, 3, offset, width,
+                         fused.data() + r * width);
+    });
+    EXPECT_EQ(whole, fused) << "shifted by " << offset;
   }
 }
 

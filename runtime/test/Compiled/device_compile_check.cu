@@ -28,6 +28,7 @@ FP_HOST_DEVICE void everyBlock(Team &team, bool first, const From *x,
   fp::fused::copy(team, 16, x, y);
   fp::fused::fill(team, 16, x[0], y);
   fp::fused::fill(team, 16, Scalar(0.5), y);
+  fp::fused::shifted(team, uniform, 1, 1, 4, 1, 16, y);
   fp::fused::slice(team, x, 2, 8, 2, 4, y);
   fp::fused::insert(team, x, 2, 4, 2, 8, y);
   const int64_t extents[] = {4, 4};
@@ -106,9 +107,10 @@ template <typename Real> struct AllFused {
   static constexpr bool kChunkable = true;
   static constexpr int64_t kCarry = 80;
   template <typename Team>
-  FP_HOST_DEVICE void summarize(Team &team, int64_t row, bool first,
-                                Scalar *scratch, Scalar *state,
+  FP_HOST_DEVICE void summarize(Team &team, int64_t row, int64_t step,
+                                bool first, Scalar *scratch, Scalar *state,
                                 Registers &registers) const {
+    (void)step;
     everyChunkBlock(team, first, in + row * 16, in, state, registers, scratch,
                     1);
     team.sync();
@@ -184,7 +186,7 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   kernels::causalConv(in, in, in, B, T, 16, 4, out);
   kernels::causalConv(in, in, nullptr, B, T, 16, 4, out);
 
-  kernels::forEachToken<Real>(B * T, 16, 16, AllFused<Real>{in, out});
+  kernels::forEachToken<Real>(B, T, 16, 16, AllFused<Real>{in, out});
   kernels::forEachSample<Real>(B, T, 16, 128, 16, AllFused<Real>{in, out});
 
   kernels::l2norm(in, B * T, 16, Scalar(1e-12), out);

@@ -169,18 +169,18 @@ def main():
     library = os.path.join(models, "fp_mamba_householder1.so") if models else ""
     if library and os.path.exists(library):
         # Householder r = 1, D = 512: the merged GEMM maps 1024 features to
-        # 1024 + 1 + 32 (2 · 1024 FLOPs each) and reads 2081 elements per
-        # token and its 1057 × 1024 weights; B · T = 10, 8-byte elements.
+        # 1024 + 1 + 32 (2 · 1024 FLOPs each) and moves 2081 elements per
+        # token (y in, the map out; the fused kernel reads the map one token
+        # back) and its 1057 × 1024 weights; B · T = 10, 8-byte elements.
         result = run(binary, ["--model", library, "--cost-only", "--batch",
                               "2", "--seq-len", "5", "--dtype", "f64"])
         check(result.returncode == 0, "--cost-only exits 0")
         launches = parse_launches(result.stdout)
         check([name for name, _ in launches] ==
-              ["fp.shift", "fp.linear", "fp.kernel", "fp.solver_relax",
-               "step"],
-              f"--cost-only lists the four launches and the step: {launches}")
-        if len(launches) == 5:
-            linear = launches[1][1]
+              ["fp.linear", "fp.kernel", "fp.solver_relax", "step"],
+              f"--cost-only lists the three launches and the step: {launches}")
+        if len(launches) == 4:
+            linear = launches[0][1]
             check(abs(linear[0] - 2 * 1024 * 1057 * 10 / 1e6) < 2e-3,
                   f"the GEMM's MFLOP: {linear[0]}")
             check(abs(linear[1] - (2081 * 10 + 1057 * 1024) * 8 / 1e6) < 2e-3,
@@ -236,8 +236,8 @@ def main():
         check("1 threads" in result.stdout, "--threads 1 is in effect")
         roofline = result.stdout[result.stdout.find("roofline of one"):]
         launches = parse_launches(roofline)
-        check(len(launches) == 5 and launches[-1][0] == "step",
-              f"the roofline lists four launches and the step: {launches}")
+        check(len(launches) == 4 and launches[-1][0] == "step",
+              f"the roofline lists three launches and the step: {launches}")
         if launches:
             check_step_sums(launches)
             check(launches[-1][1][3] > 0, "the step's bound is positive")
@@ -275,13 +275,13 @@ def main():
                       f"reference: {figures.group(1)}")
         launches = parse_launches(result.stdout[
             result.stdout.find("roofline of one"):])
-        check(len(launches) == 5,
-              f"bf16: the roofline lists four launches and the step: "
+        check(len(launches) == 4,
+              f"bf16: the roofline lists three launches and the step: "
               f"{launches}")
-        if len(launches) == 5:
-            check(abs(launches[1][1][1] - (2081 * 10 + 1057 * 1024) * 2 / 1e6)
+        if len(launches) == 4:
+            check(abs(launches[0][1][1] - (2081 * 10 + 1057 * 1024) * 2 / 1e6)
                   < 2e-3, f"bf16: the GEMM moves 2-byte elements: "
-                          f"{launches[1][1]}")
+                          f"{launches[0][1]}")
         check("f32 matrix product" in result.stdout and
               "(the host's bf16 GEMMs run in f32)" in result.stdout,
               "bf16 on the CPU: the GEMM ceiling is the f32 one the host uses")

@@ -31,6 +31,9 @@ struct KernelLaunch {
   int64_t cost = 0;
   /// Whether tokens run in time order (the body holds a scan).
   bool sequential = false;
+  /// Whether the body reads inputs at other tokens (fp.shift): the function
+  /// object then ends with the sample length.
+  bool shifted = false;
 };
 
 /// Emits `template <typename Real> struct <name> { ... };` for `kernel`;

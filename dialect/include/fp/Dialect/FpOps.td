@@ -195,6 +195,11 @@ def FP_KernelOp : FP_Op<"kernel", [
     fused with it. Such a kernel runs token by token in time order within
     each sample; one without a scan runs its tokens in any order.
 
+    A body may read an input at another token of the same sample with
+    `fp.shift` of that input (a block argument): the token at `t` reads row
+    `t − offset` of the input, or zeros outside the sample, with no shifted
+    copy of the input in memory.
+
     The op is isolated from above: everything the body reads is an input.
 
     ```mlir

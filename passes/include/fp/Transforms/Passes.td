@@ -152,6 +152,14 @@ def FpFuseMixScan : Pass<"fp-fuse-mix-scan", "func::FuncOp"> {
     Every block is grouped separately, fixed-point bodies included, and
     derived backward functions (`fp.backward_of`) like any other.
 
+    A time shift that a kernel reads then moves into it: the kernel reads
+    the shift's input at another token (`fp.shift` of a block argument),
+    and no shifted copy is written. A linear map without a bias whose
+    input is a shift and whose result only kernels read first commutes
+    with it (`W shift(y) = shift(W y)`), so the FP-Mamba step's GEMM maps
+    `y` and its kernel reads the product one token back; a bias would not
+    commute (the first token would read the bias instead of zero).
+
     ```mlir
     // before: four kernels, three intermediate buffers
     %a = arith.subf %x, %y : tensor<?x?x64xf32>

@@ -416,18 +416,18 @@ private:
   bool owned = true;
 };
 
-/// Block `blockIdx.x` computes rows blockIdx.x, + gridDim.x, ... with its
-/// scratch (of the arithmetic type C) in shared memory, or at global +
-/// blockIdx.x · scratch.
+/// Block `blockIdx.x` computes rows blockIdx.x, + gridDim.x, ... of samples
+/// of `length` tokens with its scratch (of the arithmetic type C) in shared
+/// memory, or at global + blockIdx.x · scratch.
 template <typename C, typename Kernel>
-__global__ void tokenKernel(Kernel kernel, int64_t rows, int64_t scratch,
-                            C *global) {
+__global__ void tokenKernel(Kernel kernel, int64_t rows, int64_t length,
+                            int64_t scratch, C *global) {
   C *buffer = global ? global + int64_t(blockIdx.x) * scratch
                      : reinterpret_cast<C *>(sharedBytes());
   BlockTeam team;
   typename Kernel::Registers registers;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    kernel(team, r, int64_t(0), buffer, static_cast<C *>(nullptr), registers);
+    kernel(team, r, r % length, buffer, static_cast<C *>(nullptr), registers);
     team.sync(); // the next row reuses the scratch
   }
 }
@@ -493,7 +493,7 @@ __global__ void __launch_bounds__(kTeamSize,
   typename Kernel::Registers registers;
   team.sync();
   for (int64_t t = k * span; t < (k + 1) * span; ++t)
-    kernel.summarize(team, b * length + t, t == k * span, buffer, own,
+    kernel.summarize(team, b * length + t, t, t == k * span, buffer, own,
                      registers); // ends with a team synchronisation
   kernel.saveCarry(team, own, registers,
                    carries + (b * chunks + k) * Kernel::kCarry);
@@ -516,12 +516,14 @@ inline int64_t residentBlocks(void (*kernel)(Params...), size_t shared) {
 
 } // namespace detail
 
-/// Runs `kernel` for every token row < rows: one block of threads per row.
+/// Runs `kernel` for every token of `batch` samples of `length` tokens: one
+/// block of threads per token.
 template <typename Real, typename Kernel>
-inline void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
-                         const Kernel &kernel) {
+inline void forEachToken(int64_t batch, int64_t length, int64_t scratch,
+                         int64_t cost, const Kernel &kernel) {
   using C = Compute<Real>;
   (void)cost;
+  const int64_t rows = batch * length;
   if (rows <= 0)
     return;
   const int64_t blocks = std::min(rows, detail::kMaxBlocks);
@@ -531,7 +533,7 @@ inline void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
                               detail::stream());
   detail::launch("forEachToken", &detail::tokenKernel<C, Kernel>, blocks,
                  kTeamSize, shared ? bytes : 0, detail::stream(), kernel, rows,
-                 scratch, global.as<C>());
+                 length, scratch, global.as<C>());
 }
 
 /// Runs a kernel whose body holds scans: one block per sample, its tokens

@@ -108,6 +108,20 @@ FP_HOST_DEVICE inline void fill(Team &team, int64_t n, fp::Compute<Out> value,
   FP_TEAM_FOR(i, n) out[i] = stored;
 }
 
+/// out = the token `offset` steps earlier in its sample of a per-token input
+/// with `n` elements per token (an fp.shift read inside a kernel): `in` is
+/// the input's start, `row` the token's row and `t` its time index in a
+/// sample of `length` tokens; zeros where t − offset is outside the sample.
+template <typename Team, typename X, typename Out>
+FP_HOST_DEVICE inline void shifted(Team &team, const X *in, int64_t row,
+                                   int64_t t, int64_t length, int64_t offset,
+                                   int64_t n, Out *out) {
+  if (t - offset >= 0 && t - offset < length)
+    copy(team, n, in + (row - offset) * n, out);
+  else
+    fill(team, n, fp::Compute<Out>(0), out);
+}
+
 //===----------------------------------------------------------------------===//
 // Layout
 //===----------------------------------------------------------------------===//

@@ -137,14 +137,16 @@ FP_KERNEL void copy(In<Real> in, int64_t n, Real *out) {
 // Fused kernels (fp.kernel; see Fused.h)
 //===----------------------------------------------------------------------===//
 
-/// Runs `kernel(team, row, 0, scratch, nullptr, registers)` for every token
-/// row < rows, in parallel when rows · cost is large; each thread has its
+/// Runs `kernel(team, row, t, scratch, nullptr, registers)` for every token
+/// (row = b · length + t) of `batch` samples of `length` tokens, in any
+/// order, in parallel when the tokens' cost is large; each thread has its
 /// own `scratch` elements of Compute<Real>. (`registers` is the kernel's
 /// Registers, which only CUDA fills.)
 template <typename Real, typename Kernel>
-FP_KERNEL void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
-                            const Kernel &kernel) {
+FP_KERNEL void forEachToken(int64_t batch, int64_t length, int64_t scratch,
+                            int64_t cost, const Kernel &kernel) {
   using C = Compute<Real>;
+  const int64_t rows = batch * length;
 #pragma omp parallel if (rows * cost >= kParallelGrain && rows > 1)
   {
     std::vector<C> buffer(std::max<int64_t>(scratch, 1));
@@ -152,7 +154,7 @@ FP_KERNEL void forEachToken(int64_t rows, int64_t scratch, int64_t cost,
     typename Kernel::Registers registers;
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r)
-      kernel(team, r, int64_t(0), buffer.data(), static_cast<C *>(nullptr),
+      kernel(team, r, r % length, buffer.data(), static_cast<C *>(nullptr),
              registers);
   }
 }
@@ -205,8 +207,8 @@ FP_KERNEL void forEachSample(int64_t batch, int64_t length, int64_t scratch,
         const int64_t b = i / (chunks - 1), k = i % (chunks - 1);
         std::fill(st, st + state, C(0));
         for (int64_t t = k * span; t < (k + 1) * span; ++t)
-          kernel.summarize(team, b * length + t, t == k * span, buffer.data(),
-                           st, registers);
+          kernel.summarize(team, b * length + t, t, t == k * span,
+                           buffer.data(), st, registers);
         kernel.saveCarry(team, st, registers,
                          carries.data() + (b * chunks + k) * Kernel::kCarry);
       }
