@@ -53,6 +53,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 
+#include <cassert>
 #include <cmath>
 
 using namespace mlir;
@@ -196,7 +197,15 @@ private:
 
   Value root(Value value) const { return roots.lookup(value); }
   const std::string &ptr(Value value) const {
-    return pointers.find(value)->second;
+    auto it = pointers.find(value);
+    assert(it != pointers.end() && "a kernel value without storage");
+    return it->second;
+  }
+  /// Gives a reshape its input's pointer. (The copy comes first: inserting
+  /// into `pointers` may move the strings that ptr() refers to.)
+  void aliasInput(ReshapeOp reshape) {
+    std::string input = ptr(reshape.getInput());
+    pointers[reshape] = std::move(input);
   }
   int64_t
   allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
@@ -318,7 +327,7 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   launch.scratch = allocateScratch(ops, /*toTheEnd=*/true, scratchDeclarations);
   for (Operation *op : ops)
     if (auto reshape = dyn_cast<ReshapeOp>(op))
-      pointers[reshape] = ptr(reshape.getInput());
+      aliasInput(reshape);
 
   // State slots, those held in registers on CUDA last, and the per-token
   // cost.
@@ -693,7 +702,7 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
                allocateScratch(slice, /*toTheEnd=*/false, summaryDeclarations));
   for (Operation *op : computed)
     if (auto reshape = dyn_cast<ReshapeOp>(op))
-      pointers[reshape] = ptr(reshape.getInput());
+      aliasInput(reshape);
   llvm::DenseSet<Value> used;
   for (Operation *op : slice) {
     if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
