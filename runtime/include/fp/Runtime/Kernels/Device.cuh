@@ -42,6 +42,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -1739,6 +1740,21 @@ inline bool graphLoopsEnabled() {
   return enabled;
 }
 
+/// Says once per process, on stderr, why a solver loop could not run as a
+/// CUDA graph. The loop still runs, its steps queued from the host, which
+/// then waits for the device's progress every few steps
+/// (fp_solver_stats::host_waits): a cost worth knowing about.
+inline void warnGraphFallback(const std::string &why) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::fprintf(stderr,
+                 "fp::cuda::Solver: the fixed-point loop runs from the host, "
+                 "not as a CUDA graph (%s); later solves that fall back are "
+                 "not reported\n",
+                 why.c_str());
+  });
+}
+
 } // namespace detail
 
 /// The fixed-point solver of spec §3 with Host.h's Solver API and results,
@@ -1759,7 +1775,8 @@ inline bool graphLoopsEnabled() {
 /// not wait (the launch buffers of the step come from a CaptureArena; the
 /// step holds no other solver, as codegen emits one loop per layer). Where
 /// the graph cannot be built (a driver without conditional nodes, an
-/// uncapturable step, FP_CUDA_GRAPHS=0) it queues steps from the host:
+/// uncapturable step, FP_CUDA_GRAPHS=0) it queues steps from the host, and
+/// says why once per process on stderr unless FP_CUDA_GRAPHS=0 asked for it:
 /// shouldContinue() never waits for the stream: it answers false once the
 /// device published a stop or the cap (or fixed_iters) steps are queued, and
 /// true while fewer than kLookahead queued steps are unobserved; otherwise
@@ -1947,6 +1964,9 @@ public:
     }
   }
 
+  /// Whether loop() ran its steps as a CUDA graph (else from the host).
+  bool ranAsGraph() const { return graphRan; }
+
   /// Steps taken; waits (without a blocking CUDA call) until the device has
   /// processed the queued ones.
   int32_t numSteps() const {
@@ -2021,15 +2041,10 @@ private:
   /// own and launches the graph on the solver's stream. False, with nothing
   /// run and the step's host state undone, where any part fails.
   template <typename Step> bool runAsGraph(Step &step) {
-    int device = 0;
-    if (cudaGetDevice(&device) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     detail::CaptureArena arena(stream);
-    auto giveUp = [&] {
+    auto giveUp = [&](const std::string &what) {
       (void)cudaGetLastError();
       arena.release();
       if (exec)
@@ -2039,38 +2054,48 @@ private:
       (void)cudaGetLastError();
       state.inGraph = 0;
       launched = 0;
+      detail::warnGraphFallback(what);
       return false;
     };
-    if (cudaGraphCreate(&graph, 0) != cudaSuccess)
-      return giveUp();
+    auto failed = [&](const char *call, cudaError_t status) {
+      return giveUp(std::string(call) + ": " + cudaGetErrorString(status));
+    };
+    int device = 0;
+    cudaError_t status = cudaGetDevice(&device);
+    if (status != cudaSuccess)
+      return failed("cudaGetDevice", status);
+    status = cudaGraphCreate(&graph, 0);
+    if (status != cudaSuccess)
+      return failed("cudaGraphCreate", status);
     cudaGraphConditionalHandle condition = 0;
-    if (cudaGraphConditionalHandleCreate(
-            &condition, graph, 1, cudaGraphCondAssignDefault) != cudaSuccess)
-      return giveUp();
+    status = cudaGraphConditionalHandleCreate(&condition, graph, 1,
+                                              cudaGraphCondAssignDefault);
+    if (status != cudaSuccess)
+      return failed("cudaGraphConditionalHandleCreate", status);
     cudaGraphNodeParams params = {};
     params.type = cudaGraphNodeTypeConditional;
     params.conditional.handle = condition;
     params.conditional.type = cudaGraphCondTypeWhile;
     params.conditional.size = 1;
     cudaGraphNode_t node = nullptr;
-    if (cudaGraphAddNode(&node, graph, nullptr, nullptr, 0, &params) !=
-        cudaSuccess)
-      return giveUp();
+    status = cudaGraphAddNode(&node, graph, nullptr, nullptr, 0, &params);
+    if (status != cudaSuccess)
+      return failed("cudaGraphAddNode (while node)", status);
     cudaGraph_t body = params.conditional.phGraph_out[0];
 
     cudaStream_t capture = nullptr;
     try {
       capture = detail::captureStream(device);
-    } catch (const DeviceError &) {
-      return giveUp();
+    } catch (const DeviceError &error) {
+      return giveUp(error.what());
     }
-    if (cudaStreamBeginCaptureToGraph(capture, body, nullptr, nullptr, 0,
-                                      cudaStreamCaptureModeRelaxed) !=
-        cudaSuccess)
-      return giveUp();
+    status = cudaStreamBeginCaptureToGraph(capture, body, nullptr, nullptr, 0,
+                                           cudaStreamCaptureModeRelaxed);
+    if (status != cudaSuccess)
+      return failed("cudaStreamBeginCaptureToGraph", status);
     state.loopCondition = condition;
     state.inGraph = 1;
-    bool captured = true;
+    std::string stepError;
     {
       detail::CaptureArena *&active = detail::CaptureArena::active();
       detail::CaptureArena *outer = active;
@@ -2085,25 +2110,33 @@ private:
                 detail::kCaptureBlasWorkspace) != CUBLAS_STATUS_SUCCESS)
           throw DeviceError("cublasSetWorkspace");
         step();
-      } catch (...) {
+      } catch (const std::exception &error) {
         // Replayed by the host loop, which reports a real error again.
-        captured = false;
+        stepError = std::string("capturing the step: ") + error.what();
+      } catch (...) {
+        stepError = "capturing the step: an unknown exception";
       }
       active = outer;
     }
     cudaGraph_t ended = nullptr;
-    if (cudaStreamEndCapture(capture, &ended) != cudaSuccess || !captured)
-      return giveUp();
-    if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess)
-      return giveUp();
-    if (cudaGraphLaunch(exec, stream) != cudaSuccess)
-      return giveUp();
+    status = cudaStreamEndCapture(capture, &ended);
+    if (!stepError.empty())
+      return giveUp(stepError);
+    if (status != cudaSuccess)
+      return failed("cudaStreamEndCapture", status);
+    status = cudaGraphInstantiate(&exec, graph, 0);
+    if (status != cudaSuccess)
+      return failed("cudaGraphInstantiate", status);
+    status = cudaGraphLaunch(exec, stream);
+    if (status != cudaSuccess)
+      return failed("cudaGraphLaunch", status);
     // Both are released once the launched work completes.
     (void)cudaGraphExecDestroy(exec);
     (void)cudaGraphDestroy(graph);
     arena.release();
     state.inGraph = 0;
     launched = limit;
+    graphRan = true;
     return true;
   }
 
@@ -2139,6 +2172,7 @@ private:
   bool pooled = true;
   size_t sortSharedBytes = 0;
   int32_t limit = 1, launched = 0;
+  bool graphRan = false;
   /// Times the host waited for the device's progress (fp_solver_stats).
   mutable int32_t waits = 0;
 };
