@@ -22,7 +22,9 @@
 # `run` builds the runtime (FP_BUILD_COMPILER=OFF) in build-gpu/ against the
 # LibTorch of the machine's python3, with GoogleTest built from the bundled
 # source and header-only fmt and nlohmann_json; runs every runtime test on
-# the CPU against the bundled libraries; runs the compiled-vs-eager model
+# the CPU against the bundled libraries; runs the CUDA solver against the
+# host's at the benchmark configurations' grids (FpDeviceSolverTests); runs
+# the compiled-vs-eager model
 # tests on CUDA (FP_TEST_DEVICE=cuda), with the solver's loop as a CUDA
 # graph, again queued from the host (FP_CUDA_GRAPHS=0), on two models
 # built with their scans unfused (fpc --no-fuse-scans), and with each
@@ -201,19 +203,28 @@ stage_build() {
 }
 
 # The runtime's tests on the CPU, the libraries included (the CUDA
-# variants of its kernel tests run where they find the GPU).
+# variants of its kernel tests run where they find the GPU; the device
+# solver's test runs in test-cuda).
 stage_test_cpu() {
   local log="$out/ctest.log" code=0
   FP_TEST_MODELS_DIR="$bundle/models" \
     ctest --test-dir "$root/build-gpu" -j 8 --output-on-failure \
-    >"$log" 2>&1 || code=$?
+    -LE runtime-cuda >"$log" 2>&1 || code=$?
   verdict "runtime tests (cpu)" $code "$log"
   tail -5 "$log"
 }
 
-# Compiled vs eager on CUDA: forward and one-step gradients of every model.
+# The CUDA solver against the host's at the benchmark grids, then compiled
+# vs eager on CUDA: forward and one-step gradients of every model.
 stage_test_cuda() {
-  local log="$out/gpu-models.log" code=0
+  local log="$out/gpu-solver.log" code=0
+  "$root/build-gpu/runtime/test/Compiled/FpDeviceSolverTests" \
+    >"$log" 2>&1 || code=$?
+  verdict "device solver vs host solver (cuda)" $code "$log"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED)|^\[  FAILED|fp::cuda::Solver" "$log" |
+    tail -20 || true
+  log="$out/gpu-models.log"
+  code=0
   export FP_TEST_MODELS_DIR="$bundle/models"
   FP_TEST_DEVICE=cuda "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
     >"$log" 2>&1 || code=$?
