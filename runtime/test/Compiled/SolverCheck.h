@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FP_RUNTIME_TEST_COMPILED_SOLVERCHECK_H
+#ifndef FP_RUNTIME_TEST_COMPILED_SOLVERCHECK_H // NOLINT(llvm-header-guard)
 #define FP_RUNTIME_TEST_COMPILED_SOLVERCHECK_H
 
 #include "fp/Runtime/Kernels/Common.h"
