@@ -12,12 +12,17 @@
 #                                   gpu-check/bundle.tar.xz (gpu-check/ is
 #                                   git-ignored; carry it there)
 #   tools/gpu-check.sh run [STAGE]  on the GPU machine, from the repository
-#                                   root: STAGE is build, test (test-cpu,
-#                                   then test-cuda), bench [CONFIG...] (all
-#                                   configurations, or those named) or all
-#                                   (the default), logs under $OUT (else
-#                                   build-gpu/out); one stage per call keeps
-#                                   each call short
+#                                   root: STAGE is build, test (test-cuda,
+#                                   then test-cpu), test-cuda, test-cpu,
+#                                   bench [CONFIG...] (all configurations,
+#                                   or those named) or all (the default:
+#                                   test-cuda, bench, test-cpu), logs under
+#                                   $OUT (else build-gpu/out)
+#
+# A GPU machine may come up bare at every call, so every stage first builds
+# what it runs (ninja makes that a no-op on a warm machine): a call of one
+# stage works on its own, and a few short calls fit a device lease better
+# than one long one. Each verdict line gives the stage's seconds.
 #
 # `run` builds the runtime (FP_BUILD_COMPILER=OFF) in build-gpu/ against the
 # LibTorch of the machine's python3, with GoogleTest built from the bundled
@@ -153,19 +158,22 @@ EOF
     "'tools/gpu-check.sh run' with gpu-check carried"
 }
 
-# Prints "stage: ok" or "stage: FAILED (see log)" and remembers a failure.
+# Prints "stage: ok" or "stage: FAILED (see log)" with the seconds since
+# `started` and remembers a failure.
 status=0
 verdict() {
-  local stage=$1 code=$2 log=$3
+  local stage=$1 code=$2 log=$3 started=$4
+  local took="$((SECONDS - started)) s"
   if [[ $code -eq 0 ]]; then
-    echo "gpu-check: $stage: ok ($log)"
+    echo "gpu-check: $stage: ok, $took ($log)"
   else
-    echo "gpu-check: $stage: FAILED with exit $code (see $log)"
+    echo "gpu-check: $stage: FAILED with exit $code, $took (see $log)"
     [[ $status -ne 0 ]] || status=$code
   fi
 }
 
-# Builds the runtime in build-gpu/; returns at the first failing step.
+# Configures build-gpu/ unless it is configured, then builds the targets
+# named (everything without any); returns at the first failing step.
 build_runtime() {
   local deps="$bundle/deps" torch_prefix abi cupti
   python3 -c 'import torch; print("torch", torch.__version__,
@@ -173,6 +181,10 @@ build_runtime() {
     torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)' ||
     return
   nvidia-smi || true
+  if [[ -f "$root/build-gpu/build.ninja" ]]; then
+    cmake --build "$root/build-gpu" ${1:+--target "$@"}
+    return
+  fi
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)') ||
     return
   abi=$(python3 -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))') ||
@@ -192,69 +204,79 @@ print(os.path.dirname(c.__file__))' 2>/dev/null) || cupti=
     -DFP_BUILD_COMPILER=OFF -DFP_ENABLE_CUDA=ON \
     -DCMAKE_PREFIX_PATH="$gtest;$deps;$bundle;$torch_prefix" \
     ${cupti:+-DFP_CUPTI_ROOT="$cupti"} || return
-  cmake --build "$root/build-gpu"
+  cmake --build "$root/build-gpu" ${1:+--target "$@"}
 }
 
+# Builds what a stage runs (the targets named, or everything), appending to
+# $out/build.log; fails, with the log's end, where the build does.
 stage_build() {
-  local log="$out/build.log" code=0
-  build_runtime >"$log" 2>&1 || code=$?
-  verdict build $code "$log"
+  local log="$out/build.log" code=0 started=$SECONDS
+  echo "== build ${*:-everything}" >>"$log"
+  build_runtime "$@" >>"$log" 2>&1 || code=$?
+  verdict "build (${*:-everything})" $code "$log" "$started"
   [[ $code -eq 0 ]] || tail -30 "$log"
+  return $code
 }
 
 # The runtime's tests on the CPU, the libraries included (the CUDA
 # variants of its kernel tests run where they find the GPU; the device
 # solver's test runs in test-cuda).
 stage_test_cpu() {
-  local log="$out/ctest.log" code=0
+  stage_build || return 0
+  local log="$out/ctest.log" code=0 started=$SECONDS
   FP_TEST_MODELS_DIR="$bundle/models" \
     ctest --test-dir "$root/build-gpu" -j 8 --output-on-failure \
     -LE runtime-cuda >"$log" 2>&1 || code=$?
-  verdict "runtime tests (cpu)" $code "$log"
+  verdict "runtime tests (cpu)" $code "$log" "$started"
   tail -5 "$log"
 }
 
 # The CUDA solver against the host's at the benchmark grids, then compiled
 # vs eager on CUDA: forward and one-step gradients of every model.
 stage_test_cuda() {
-  local log="$out/gpu-solver.log" code=0
+  stage_build FpDeviceSolverTests FpCompiledModelTests || return 0
+  local log="$out/gpu-solver.log" code=0 started=$SECONDS
   "$root/build-gpu/runtime/test/Compiled/FpDeviceSolverTests" \
     >"$log" 2>&1 || code=$?
-  verdict "device solver vs host solver (cuda)" $code "$log"
+  verdict "device solver vs host solver (cuda)" $code "$log" "$started"
   grep -E "^\[  (PASSED|FAILED|SKIPPED)|^\[  FAILED|fp::cuda::Solver" "$log" |
     tail -20 || true
   log="$out/gpu-models.log"
   code=0
+  started=$SECONDS
   export FP_TEST_MODELS_DIR="$bundle/models"
   FP_TEST_DEVICE=cuda "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
     >"$log" 2>&1 || code=$?
-  verdict "compiled vs eager models (cuda)" $code "$log"
+  verdict "compiled vs eager models (cuda)" $code "$log" "$started"
   grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
   # The same with the solver's loop queued from the host instead of a graph.
   log="$out/gpu-models-no-graphs.log"
   code=0
+  started=$SECONDS
   FP_TEST_DEVICE=cuda FP_CUDA_GRAPHS=0 \
     "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
     >"$log" 2>&1 || code=$?
-  verdict "compiled vs eager models (cuda, FP_CUDA_GRAPHS=0)" $code "$log"
+  verdict "compiled vs eager models (cuda, FP_CUDA_GRAPHS=0)" $code "$log" "$started"
   grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
   # Two models built with their scans unfused (fpc --no-fuse-scans).
   log="$out/gpu-models-split.log"
   code=0
+  started=$SECONDS
   FP_TEST_DEVICE=cuda FP_TEST_MODELS_DIR="$bundle/models-split" \
     "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
     --gtest_filter='*/fp_mamba_householder1:*/fp_mamba_lm' \
     >"$log" 2>&1 || code=$?
-  verdict "compiled vs eager models, scans unfused (cuda)" $code "$log"
+  verdict "compiled vs eager models, scans unfused (cuda)" $code "$log" "$started"
   grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
   # Fused scans with each sample in three chunks (FP_TIME_CHUNKS).
   log="$out/gpu-models-chunked.log"
   code=0
+  started=$SECONDS
   FP_TEST_DEVICE=cuda FP_TIME_CHUNKS=3 \
     "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
     --gtest_filter='*/fp_mamba_householder1:*/fp_mamba_lm:*/fp_rnn' \
     >"$log" 2>&1 || code=$?
-  verdict "compiled vs eager models, samples in chunks (cuda)" $code "$log"
+  verdict "compiled vs eager models, samples in chunks (cuda)" $code "$log" "$started"
   grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
 }
 
@@ -268,10 +290,12 @@ stage_bench() {
     [[ "$known" == *" $name "* ]] ||
       die "unknown benchmark configuration '$name'; one of$known"
   done
+  stage_build fp-bench || return 0
   : >"$log"
-  local source set args mode
+  local source set args mode started=$SECONDS config_started
   while IFS='|' read -r name source set args; do
     [[ $# -eq 0 || "$only" == *" $name "* ]] || continue
+    config_started=$SECONDS
     for mode in eval train; do
       echo "== $name, $mode: fp-bench --model $name.so $args" >>"$log"
       # shellcheck disable=SC2086 # $args holds separate words
@@ -304,8 +328,12 @@ stage_bench() {
         --repeats "$repeats" $args >>"$log" 2>&1 || code=$?
       echo >>"$log"
     fi
+    # The table so far, so that a call cut short still leaves one.
+    python3 "$root/tools/bench-summary.py" "$log" >"$out/bench-summary.md" ||
+      true
+    echo "gpu-check: benchmarked $name, $((SECONDS - config_started)) s"
   done < <(bench_configs)
-  verdict "benchmarks (cuda)" $code "$log"
+  verdict "benchmarks (cuda)" $code "$log" "$started"
   cat "$log"
   python3 "$root/tools/bench-summary.py" "$log" >"$out/bench-summary.md" &&
     cat "$out/bench-summary.md" ||
@@ -331,22 +359,20 @@ run() {
   out="${OUT:-$root/build-gpu/out}"
   mkdir -p "$out"
   export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The GPU's stages first: the CPU tests also run in CI.
   case "$stage" in
   build) stage_build ;;
   test)
-    stage_test_cpu
     stage_test_cuda
+    stage_test_cpu
     ;;
   test-cpu) stage_test_cpu ;;
   test-cuda) stage_test_cuda ;;
   bench) stage_bench "$@" ;;
   all)
-    stage_build
-    if [[ $status -eq 0 ]]; then
-      stage_test_cpu
-      stage_test_cuda
-      stage_bench
-    fi
+    stage_test_cuda
+    stage_bench
+    stage_test_cpu
     ;;
   *) die "unknown stage '$stage'; one of build, test, test-cpu, test-cuda," \
     "bench, all" ;;
