@@ -223,6 +223,14 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
                type.getDimSize(1), name(norm));
         return success();
       })
+      .Case([&](WeightNormGradOp grad) {
+        auto type = cast<RankedTensorType>(grad.getWeight().getType());
+        w.line("kernels::weightNormGrad({0}, {1}, {2}, {3}, {4}, {5}, {6});",
+               name(grad.getWeight()), name(grad.getGain()),
+               name(grad.getGrad()), type.getDimSize(0), type.getDimSize(1),
+               name(grad.getDweight()), name(grad.getDgain()));
+        return success();
+      })
       .Case([&](SliceOp slice) {
         w.line("kernels::sliceColumns({0}, {1}, {2}, {3}, {4}, {5});",
                name(slice.getInput()), rows(slice.getInput()),

@@ -146,18 +146,12 @@ Value onlyCotangent(ValueRange cotangents) { return cotangents.front(); }
 
 LogicalResult WeightNormOp::buildVJP(OpBuilder &b, ValueRange cotangents,
                                      SmallVectorImpl<Value> &out) {
-  // w_i = gain_i · v_i / n_i with n_i = ‖v_i‖. For the cotangent G:
-  // dgain_i = ⟨G_i, v_i⟩ / n_i,
-  // dv_i = (gain_i / n_i) · (G_i − v_i · ⟨G_i, v_i⟩ / n_i²).
-  Math m{b, getLoc()};
-  Value g = onlyCotangent(cotangents), v = getWeight(), gain = getGain();
-  Value norm = m.sqrt(m.sumLast(m.mul(v, v)));
-  Value dot = m.sumLast(m.mul(g, v));
-  Value dgain = m.div(dot, norm);
-  Value scale = m.broadcastLast(m.div(gain, norm), v);
-  Value along = m.broadcastLast(m.div(dot, m.mul(norm, norm)), v);
-  Value dv = m.mul(scale, m.sub(g, m.mul(v, along)));
-  out.append({dv, dgain});
+  // One op for the row-wise formulas (its description), which as
+  // elementwise ops and row sums would be a dozen launches per weight.
+  auto grad = WeightNormGradOp::create(b, getLoc(), getWeight().getType(),
+                                       getGain().getType(), getWeight(),
+                                       getGain(), onlyCotangent(cotangents));
+  out.append({grad.getDweight(), grad.getDgain()});
   return success();
 }
 

@@ -392,15 +392,24 @@ LogicalResult ParamOp::verify() {
 // WeightNormOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult WeightNormOp::verify() {
-  if (failed(verifySameElementType(*this, getWeight(), {getGain()})))
+/// One gain per row of `weight`, of its element type.
+static LogicalResult verifyGainPerRow(Operation *op, Value weight, Value gain) {
+  if (failed(verifySameElementType(op, weight, {gain})))
     return failure();
-  int64_t rows = getTensorType(getWeight()).getDimSize(0);
-  int64_t gains = getTensorType(getGain()).getDimSize(0);
+  int64_t rows = getTensorType(weight).getDimSize(0);
+  int64_t gains = getTensorType(gain).getDimSize(0);
   if (!areCompatible(rows, gains))
-    return emitOpError("expects one gain per weight row (")
+    return op->emitOpError("expects one gain per weight row (")
            << formatDim(rows) << "), got " << formatDim(gains);
   return success();
+}
+
+LogicalResult WeightNormOp::verify() {
+  return verifyGainPerRow(*this, getWeight(), getGain());
+}
+
+LogicalResult WeightNormGradOp::verify() {
+  return verifyGainPerRow(*this, getWeight(), getGain());
 }
 
 //===----------------------------------------------------------------------===//

@@ -21,6 +21,7 @@
 // CHECK:   kernels::selectiveScanGrad(
 // CHECK:   kernels::causalConvGrad(
 // CHECK:   kernels::weightGrad(
+// CHECK:   kernels::weightNormGrad(
 // CHECK:   kernels::copy({{.*}}, static_cast<Real *>(args.grad_input));
 // CHECK:   kernels::accumulate({{.*}}, 32, static_cast<Real *>(args.grad_params[0])); // v
 // CHECK:   kernels::accumulate({{.*}}, 12, static_cast<Real *>(args.grad_params[10])); // wt

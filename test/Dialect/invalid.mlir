@@ -360,6 +360,14 @@ func.func @weight_norm_gain_size(%v: tensor<8x16xf32>, %g: tensor<4xf32>) {
 
 // -----
 
+func.func @weight_norm_grad_gain_size(%v: tensor<8x16xf32>, %g: tensor<4xf32>) {
+  // expected-error @below {{'fp.weight_norm_grad' op expects one gain per weight row (8), got 4}}
+  %0:2 = fp.weight_norm_grad %v, %g grad %v : tensor<8x16xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @weight_norm_element_type(%v: tensor<8x16xf32>, %g: tensor<8xf64>) {
   // expected-error @below {{'fp.weight_norm' op expects all operands and results to have element type 'f32', got 'tensor<8xf64>'}}
   %0 = fp.weight_norm %v, %g : tensor<8x16xf32>, tensor<8xf64>

@@ -228,14 +228,16 @@ func.func @solver(%y: tensor<?x?x8xf32>, %f: tensor<?x?x8xf32>, %h: !fp.solver) 
 //       CHECK:   fp.weight_grad %{{.*}}, %{{.*}} : tensor<?x?x8xf32>, tensor<?x?x4xf32> -> tensor<8x4xf32>
 //       CHECK:   fp.triu_pack %{{.*}} : tensor<?x?x3x3xf32> -> tensor<?x?x6xf32>
 //       CHECK:   fp.l2norm_grad %{{.*}}, %{{.*}} eps 1.000000e-05 : tensor<?x?x8xf32>
+//       CHECK:   {{.*}} = fp.weight_norm_grad %{{.*}}, %{{.*}} grad %{{.*}} : tensor<8x4xf32>, tensor<8xf32>
 //       CHECK:   fp.reduce_max_grad %{{.*}}, %{{.*}} dims [3] : tensor<?x?x3x3xf32>, tensor<?x?x3xf32>
 //       CHECK:   {{.*}} = fp.selective_scan_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} grad %{{.*}} : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x?x4xf32>
 //       CHECK:   {{.*}} = fp.causal_conv_grad %{{.*}}, %{{.*}} grad %{{.*}} : tensor<?x?x8xf32>, tensor<8x4xf32>
-func.func @gradients(%w: tensor<8x4xf32>, %g: tensor<?x?x8xf32>, %x: tensor<?x?x4xf32>, %m: tensor<?x?x3x3xf32>, %r: tensor<?x?x3xf32>) {
+func.func @gradients(%w: tensor<8x4xf32>, %g: tensor<?x?x8xf32>, %x: tensor<?x?x4xf32>, %m: tensor<?x?x3x3xf32>, %r: tensor<?x?x3xf32>, %gain: tensor<8xf32>) {
   %wt = fp.transpose %w : tensor<8x4xf32> -> tensor<4x8xf32>
   %dw = fp.weight_grad %g, %x : tensor<?x?x8xf32>, tensor<?x?x4xf32> -> tensor<8x4xf32>
   %p = fp.triu_pack %m : tensor<?x?x3x3xf32> -> tensor<?x?x6xf32>
   %dn = fp.l2norm_grad %g, %g eps 1.0e-05 : tensor<?x?x8xf32>
+  %dv:2 = fp.weight_norm_grad %w, %gain grad %w : tensor<8x4xf32>, tensor<8xf32>
   %dm = fp.reduce_max_grad %m, %r dims [3] : tensor<?x?x3x3xf32>, tensor<?x?x3xf32>
   %s:5 = fp.selective_scan_grad %g, %g, %w, %x, %x grad %g : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x?x4xf32>
   %c:2 = fp.causal_conv_grad %g, %w grad %g : tensor<?x?x8xf32>, tensor<8x4xf32>

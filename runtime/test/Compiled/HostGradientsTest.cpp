@@ -151,6 +151,21 @@ TEST_F(HostGradients, L2NormGradIsTheGradientInBothRegimes) {
   expectGradient("dx", x, dx, loss, int(x.size()));
 }
 
+TEST_F(HostGradients, WeightNormGradIsTheGradientOfBothOperands) {
+  const int64_t rows = 3, cols = 7;
+  Vector v = random(rows * cols), gain = random(rows);
+  Vector w = random(rows * cols), y(rows * cols);
+  auto loss = [&] {
+    fp::host::weightNorm(v.data(), gain.data(), rows, cols, y.data());
+    return dot(w, y);
+  };
+  Vector dv(v.size()), dgain(gain.size());
+  fp::host::weightNormGrad(v.data(), gain.data(), w.data(), rows, cols,
+                           dv.data(), dgain.data());
+  expectGradient("dweight", v, dv, loss, int(v.size()));
+  expectGradient("dgain", gain, dgain, loss, int(gain.size()));
+}
+
 TEST_F(HostGradients, CausalConvGradIsTheGradientOfTheConvolution) {
   const int64_t batch = 2, length = 6, channels = 3, width = 4;
   Vector x = random(batch * length * channels);

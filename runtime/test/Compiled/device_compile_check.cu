@@ -214,6 +214,7 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   kernels::triuPack(in, B * T, 4, out);
   kernels::reduceMaxGrad(in, in, kernels::Shape{3, {B, T, 16}}, reduced, out);
   kernels::l2normGrad(in, in, B * T, 16, Scalar(1e-12), out);
+  kernels::weightNormGrad(in, in, in, 32, 16, out, out + 512);
   kernels::causalConvGrad(in, in, in, B, T, 16, 4, out, out + 512);
   kernels::selectiveScanGrad(in, in, in, in, in, in, B, T, 16, 4, out, out + 64,
                              out + 128, out + 192, out + 256);

@@ -835,6 +835,29 @@ def FP_L2NormGradOp : FP_Op<"l2norm_grad", [
   }];
 }
 
+def FP_WeightNormGradOp : FP_Op<"weight_norm_grad", [
+    Pure, AllTypesMatch<["weight", "grad", "dweight"]>,
+    AllTypesMatch<["gain", "dgain"]>]> {
+  let summary = "vector-Jacobian product of fp.weight_norm";
+  let description = [{
+    For `w[i, :] = gain[i] · v[i, :] / n_i` with `n_i = ‖v[i, :]‖₂` and the
+    cotangent `G` of `w`, per row: `dgain[i] = ⟨G_i, v_i⟩ / n_i` and
+    `dweight[i, :] = (gain[i] / n_i) · (G_i − v_i · ⟨G_i, v_i⟩ / n_i²)`;
+    one pass over a row computes both sums.
+
+    ```mlir
+    %dv, %dg = fp.weight_norm_grad %v, %g grad %dw
+        : tensor<32x256xf32>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins FP_Matrix:$weight, FP_Vector:$gain, FP_Matrix:$grad);
+  let results = (outs FP_Matrix:$dweight, FP_Vector:$dgain);
+  let assemblyFormat = [{
+    $weight `,` $gain `grad` $grad attr-dict `:` type($weight) `,` type($gain)
+  }];
+  let hasVerifier = 1;
+}
+
 def FP_SelectiveScanGradOp : FP_Op<"selective_scan_grad", [
     Pure, AllTypesMatch<["u", "delta", "grad", "du", "ddelta"]>,
     AllTypesMatch<["B", "C", "dB", "dC"]>, AllTypesMatch<["A", "dA"]>]> {

@@ -164,6 +164,30 @@ __global__ void l2normGradKernel(const Real *in, const Real *grad, int64_t rows,
 }
 
 template <typename Real>
+__global__ void weightNormGradKernel(const Real *weight, const Real *gain,
+                                     const Real *grad, int64_t rows,
+                                     int64_t cols, Real *dweight, Real *dgain) {
+  using C = Compute<Real>;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const Real *v = weight + r * cols;
+    const Real *g = grad + r * cols;
+    C sum = 0, dot = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      sum += C(v[c]) * C(v[c]);
+      dot += C(v[c]) * C(g[c]);
+    }
+    sum = blockReduce(sum, SumOp());
+    dot = blockReduce(dot, SumOp());
+    const C norm = std::sqrt(sum);
+    const C scale = C(gain[r]) / norm, along = dot / (norm * norm);
+    if (threadIdx.x == 0)
+      dgain[r] = Real(dot / norm);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      dweight[r * cols + c] = Real(scale * (C(g[c]) - C(v[c]) * along));
+  }
+}
+
+template <typename Real>
 __global__ void causalConvInputGradKernel(const Real *weight, const Real *grad,
                                           int64_t batch, int64_t length,
                                           int64_t channels, int64_t width,
@@ -400,6 +424,16 @@ inline void l2normGrad(In<Real> in, In<Real> grad, int64_t rows, int64_t width,
   detail::launch("l2normGrad", detail::l2normGradKernel<Real>, rows,
                  detail::rowThreads(width), 0, detail::stream(), in, grad, rows,
                  width, eps, out);
+}
+
+/// The cotangents of fp.weight_norm (HostGradients.h). One block per row.
+template <typename Real>
+inline void weightNormGrad(In<Real> weight, In<Real> gain, In<Real> grad,
+                           int64_t rows, int64_t cols, Real *dweight,
+                           Real *dgain) {
+  detail::launch("weightNormGrad", detail::weightNormGradKernel<Real>, rows,
+                 detail::rowThreads(cols), 0, detail::stream(), weight, gain,
+                 grad, rows, cols, dweight, dgain);
 }
 
 /// The cotangents of fp.causal_conv without its bias (HostGradients.h):

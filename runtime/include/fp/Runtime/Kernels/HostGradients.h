@@ -164,6 +164,31 @@ FP_KERNEL void l2normGrad(In<Real> in, In<Real> grad, int64_t rows,
   });
 }
 
+/// The cotangents of fp.weight_norm, w[i, :] = gain[i] · v[i, :] / n_i with
+/// n_i = ‖v[i, :]‖₂, for the cotangent `grad` of w: per row
+/// dgain[i] = ⟨G_i, v_i⟩ / n_i and
+/// dweight[i, :] = (gain[i] / n_i) · (G_i − v_i · ⟨G_i, v_i⟩ / n_i²).
+template <typename Real>
+FP_KERNEL void weightNormGrad(In<Real> weight, In<Real> gain, In<Real> grad,
+                              int64_t rows, int64_t cols, Real *dweight,
+                              Real *dgain) {
+  using C = Compute<Real>;
+  parallelFor(rows, 2 * cols, [&](int64_t r) {
+    In<Real> v = weight + r * cols;
+    In<Real> g = grad + r * cols;
+    C sum = 0, dot = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      sum += C(v[c]) * C(v[c]);
+      dot += C(v[c]) * C(g[c]);
+    }
+    const C norm = std::sqrt(sum);
+    const C scale = C(gain[r]) / norm, along = dot / (norm * norm);
+    dgain[r] = Real(dot / norm);
+    for (int64_t c = 0; c < cols; ++c)
+      dweight[r * cols + c] = Real(scale * (C(g[c]) - C(v[c]) * along));
+  });
+}
+
 //===----------------------------------------------------------------------===//
 // Time-coupling ops on [B, T, F] buffers
 //===----------------------------------------------------------------------===//
