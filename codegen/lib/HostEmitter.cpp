@@ -208,10 +208,17 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
           return linear.emitOpError(
               "cannot emit a weight-normalised fp.linear; run "
               "fp-hoist-invariants, which makes the normalisation explicit");
-        w.line("kernels::linear({0}, {1}, {2}, {3}, {4}, {5}, {6});",
+        // A weight that is an unmaterialised fp.transpose is read as it
+        // lies, by a GEMM that transposes the other way.
+        Value weight = linear.getWeight();
+        auto transpose = weight.getDefiningOp<TransposeOp>();
+        const bool transposed =
+            transpose && transpose.isReadOnlyAsLinearWeight();
+        w.line("kernels::{0}({1}, {2}, {3}, {4}, {5}, {6}, {7});",
+               transposed ? "linearTransposed" : "linear",
                name(linear.getInput()), rows(linear.getInput()),
-               width(linear.getInput()), name(linear.getWeight()),
-               width(linear),
+               width(linear.getInput()),
+               name(transposed ? transpose.getInput() : weight), width(linear),
                linear.getBias() ? name(linear.getBias()) : "nullptr",
                name(linear));
         return success();
@@ -415,6 +422,8 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       })
       .Case([&](func::ReturnOp ret) { return emitReturn(ret); })
       .Case([&](TransposeOp transpose) {
+        if (transpose.isReadOnlyAsLinearWeight())
+          return success(); // its readers read its input
         auto type = cast<RankedTensorType>(transpose.getInput().getType());
         w.line("kernels::transpose({0}, {1}, {2}, {3});",
                name(transpose.getInput()), type.getDimSize(0),
@@ -483,18 +492,27 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
 
 LogicalResult LayerEmitter::emitReturn(func::ReturnOp ret) {
   if (plan.isBackward) {
-    // The input's cotangent, then each parameter gradient accumulated into
-    // the caller's.
+    // The input's cotangent, then every parameter gradient accumulated into
+    // the caller's, all in one call (one launch on a GPU).
     Value dx = ret.getOperand(0);
     w.line("kernels::copy({0}, {1}, static_cast<Real *>(args.grad_input));",
            name(dx), shape(dx).numElements());
-    for (auto [i, param] : llvm::enumerate(plan.gradientParams)) {
-      Value grad = ret.getOperand(i + 1);
-      w.line("kernels::accumulate({0}, {1}, static_cast<Real *>("
-             "args.grad_params[{2}])); // {3}",
-             name(grad), shape(grad).numElements(), param,
-             plan.params[param].name);
+    if (plan.gradientParams.empty())
+      return success();
+    std::string sums = uniqueName("gradients");
+    {
+      auto list = w.blockWithTrailer(
+          ";", "const kernels::GradientSum<Real> {0}[] =", sums);
+      for (auto [i, param] : llvm::enumerate(plan.gradientParams)) {
+        Value grad = ret.getOperand(i + 1);
+        w.line("{{{0}, {1}, static_cast<Real *>(args.grad_params[{2}])}, "
+               "// {3}",
+               name(grad), shape(grad).numElements(), param,
+               plan.params[param].name);
+      }
     }
+    w.line("kernels::accumulateAll({0}, {1});", sums,
+           plan.gradientParams.size());
     return success();
   }
   Value result = ret.getOperand(0);

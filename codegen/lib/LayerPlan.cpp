@@ -234,6 +234,12 @@ LogicalResult LayerPlan::assignStorage() {
           setStorage(reshape, {Storage::Alias, -1, reshape.getInput()});
           return WalkResult::advance();
         }
+        // Not materialised (fp-plan-buffers): its readers read the input.
+        if (auto transpose = dyn_cast<TransposeOp>(op);
+            transpose && transpose.isReadOnlyAsLinearWeight()) {
+          setStorage(transpose, {Storage::Alias, -1, transpose.getInput()});
+          return WalkResult::advance();
+        }
         // The iterates of a lowered loop: the condition block's arguments
         // hold them; the step's arguments, the relaxed values and the
         // loop's results are the same storage.

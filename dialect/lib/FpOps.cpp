@@ -810,6 +810,15 @@ LogicalResult TransposeOp::verify() {
   return success();
 }
 
+bool TransposeOp::isReadOnlyAsLinearWeight() {
+  Value result = getResult();
+  return llvm::all_of(result.getUses(), [&](OpOperand &use) {
+    auto linear = dyn_cast<LinearOp>(use.getOwner());
+    return linear && !linear.getGain() && use.get() == linear.getWeight() &&
+           linear.getInput() != result;
+  });
+}
+
 LogicalResult WeightGradOp::verify() {
   if (failed(
           verifySameElementType(*this, getGrad(), {getInput(), getResult()})))

@@ -127,6 +127,13 @@ LogicalResult planLayer(func::FuncOp layer) {
       aliasOf[reshape] = reshape.getInput();
       return WalkResult::advance();
     }
+    // A transpose read only by GEMMs is not materialised: they read its
+    // input, which therefore lives as long as the transpose's readers.
+    if (auto transpose = dyn_cast<TransposeOp>(op);
+        transpose && transpose.isReadOnlyAsLinearWeight()) {
+      aliasOf[transpose] = transpose.getInput();
+      return WalkResult::advance();
+    }
     // A loop's iterate is its condition block's argument; the step's
     // argument, the relaxed value and the loop's result are the same
     // storage. The initial value is copied in.

@@ -1,6 +1,7 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: fp-opt %s -fp-derive-backward -fp-lower-fixed-point -fp-plan-buffers | fp-translate --fp-to-host > %t/layer.cpp
 // RUN: FileCheck %s < %t/layer.cpp
+// RUN: FileCheck %s --check-prefix=GEMM < %t/layer.cpp
 // RUN: c++ -std=c++17 -O1 -I%fp_src/runtime/include '-DFP_PARAM_SIZES=32, 8, 8, 12, 4, 8, 16, 4, 4, 4, 12' %t/layer.cpp %S/Inputs/backward-check.cpp -lopenblas -o %t/check
 // RUN: %t/check | FileCheck %s --check-prefix=NUMERIC
 
@@ -23,8 +24,16 @@
 // CHECK:   kernels::weightGrad(
 // CHECK:   kernels::weightNormGrad(
 // CHECK:   kernels::copy({{.*}}, static_cast<Real *>(args.grad_input));
-// CHECK:   kernels::accumulate({{.*}}, 32, static_cast<Real *>(args.grad_params[0])); // v
-// CHECK:   kernels::accumulate({{.*}}, 12, static_cast<Real *>(args.grad_params[10])); // wt
+// CHECK:   const kernels::GradientSum<Real> [[SUMS:gradients[0-9]+]][] = {
+// CHECK-NEXT:     {{[{]}}{{.*}}, 32, static_cast<Real *>(args.grad_params[0])}, // v
+// CHECK:     {{[{]}}{{.*}}, 12, static_cast<Real *>(args.grad_params[10])}, // wt
+// CHECK-NEXT:   };
+// CHECK-NEXT:   kernels::accumulateAll([[SUMS]], 11);
+// The transposed weights of the three linear maps' dx are not
+// materialised: each GEMM reads the weight as it lies.
+// GEMM-NOT: kernels::transpose(
+// GEMM-COUNT-3: kernels::linearTransposed(
+// GEMM-NOT: kernels::transpose(
 // CHECK: const fp::host::LayerDescriptor kLayer = {"head", 11, kBuffers, {{[0-9]+}}, {&forward<float>, &forward<double>, &forward<fp::bf16>}, {}, nullptr, 0, kBackwardBuffers, {{[0-9]+}}, {&backward<float>, &backward<double>, &backward<fp::bf16>}, {}};
 // CHECK: FP_MODEL_EXPORT fp_status fp_head_backward(const fp_backward_args *args) {
 // CHECK-NEXT:   return fp::host::backward(args, layer_head::kLayer);

@@ -90,3 +90,27 @@ func.func @two_iterates(%u: tensor<?x?x4xf32>, %v: tensor<?x?x2xf32>) -> (tensor
   }
   return %r#0, %n : tensor<?x?x4xf32>, tensor<?xi32>
 }
+
+// -----
+
+// A transpose read only as the weight of fp.linear takes no buffer: the
+// GEMM reads its input, which therefore lives until that read, so a weight
+// computed in between takes a new buffer. A transpose read otherwise is
+// materialised, here in the buffer its dead neighbour's input held.
+// CHECK-LABEL: func.func @transposed_weight
+//  CHECK-SAME:     fp.workspace = [{elements = 16 : i64}, {elements = 16 : i64}, {elements = 4 : i64, per_batch, per_step}]
+//       CHECK:   math.exp {{.*}} {fp.slots = array<i64: 0>}
+//       CHECK:   fp.transpose
+//   CHECK-NOT:     fp.slots
+//       CHECK:   math.exp {{.*}} {fp.slots = array<i64: 1>}
+//       CHECK:   fp.linear {{.*}} {fp.slots = array<i64: 2>}
+//       CHECK:   fp.transpose {{.*}} {fp.slots = array<i64: 0>}
+func.func @transposed_weight(%u: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<4x4xf32>) attributes {fp.layer} {
+  %w = fp.param "w" init <ones> : tensor<4x4xf32>
+  %n = math.exp %w : tensor<4x4xf32>
+  %t = fp.transpose %n : tensor<4x4xf32> -> tensor<4x4xf32>
+  %e = math.exp %w : tensor<4x4xf32>
+  %a = fp.linear %u, %t : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
+  %m = fp.transpose %e : tensor<4x4xf32> -> tensor<4x4xf32>
+  return %a, %m : tensor<?x?x4xf32>, tensor<4x4xf32>
+}

@@ -97,6 +97,44 @@ TEST_F(HostGradients, WeightGradIsTheGradientOfTheLinearMap) {
   expectGradient("dweight", weight, dWeight, loss);
 }
 
+TEST_F(HostGradients, LinearTransposedIsTheInputGradientOfTheLinearMap) {
+  const int64_t rows = 7, in = 5, out = 4;
+  Vector x = random(rows * in), weight = random(out * in);
+  Vector w = random(rows * out), y(rows * out);
+  auto loss = [&] {
+    fp::host::linear(x.data(), rows, in, weight.data(), out, nullptr, y.data());
+    return dot(w, y);
+  };
+  // dx = w · W: the map out → in whose PyTorch-layout weight is Wᵀ, given
+  // as W itself.
+  Vector dx(rows * in);
+  fp::host::linearTransposed(w.data(), rows, out, weight.data(), in, nullptr,
+                             dx.data());
+  expectGradient("dx", x, dx, loss);
+
+  // With a bias, as linear on the materialised transpose.
+  Vector bias = random(in), weightT(in * out), viaTranspose(rows * in);
+  fp::host::transpose(weight.data(), out, in, weightT.data());
+  fp::host::linear(w.data(), rows, out, weightT.data(), in, bias.data(),
+                   viaTranspose.data());
+  fp::host::linearTransposed(w.data(), rows, out, weight.data(), in,
+                             bias.data(), dx.data());
+  for (int64_t i = 0; i < rows * in; ++i)
+    EXPECT_NEAR(dx[i], viaTranspose[i], 1e-12 * (1 + std::fabs(dx[i])))
+        << "[" << i << "]";
+}
+
+TEST_F(HostGradients, AccumulateAllAddsEachGradientIntoItsOwn) {
+  Vector a = random(3), b = random(70), into = random(73);
+  const Vector before = into;
+  const fp::host::GradientSum<double> sums[] = {
+      {a.data(), 3, into.data()}, {b.data(), 70, into.data() + 3}};
+  fp::host::accumulateAll(sums, 2);
+  for (int64_t i = 0; i < 73; ++i)
+    EXPECT_EQ(into[i], before[i] + (i < 3 ? a[i] : b[i - 3]))
+        << "[" << i << "]";
+}
+
 TEST_F(HostGradients, SumColumnsAddsEveryRow) {
   const int64_t rows = 6, width = 3;
   Vector in = random(rows * width), out(width);

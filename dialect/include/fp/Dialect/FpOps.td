@@ -765,7 +765,10 @@ def FP_TransposeOp : FP_Op<"transpose", [Pure]> {
   let summary = "transpose a matrix";
   let description = [{
     `result[j, i] = input[i, j]`. The backward of `fp.linear` maps the
-    gradient with the transposed weight.
+    gradient with the transposed weight. A transpose that is read only as
+    the weight of `fp.linear`s is not materialised: buffer planning gives it
+    its input's storage and codegen runs those GEMMs on the input as it
+    lies.
 
     ```mlir
     %wt = fp.transpose %w : tensor<32x64xf32> -> tensor<64x32xf32>
@@ -775,6 +778,11 @@ def FP_TransposeOp : FP_Op<"transpose", [Pure]> {
   let results = (outs FP_StaticMatrix:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether every use of the result is as the weight of an unnormalised
+    /// fp.linear (and it is not materialised).
+    bool isReadOnlyAsLinearWeight();
+  }];
 }
 
 def FP_WeightGradOp : FP_Op<"weight_grad", [Pure]> {

@@ -186,6 +186,14 @@ struct Shape {
 
 enum class Reduction { Sum, Max };
 
+/// `out[i] += in[i]` for i < n: one parameter gradient accumulated into the
+/// caller's (a derived backward's last step, for every parameter at once).
+template <typename Real> struct GradientSum {
+  const Real *in;
+  int64_t n;
+  Real *out;
+};
+
 //===----------------------------------------------------------------------===//
 // Solver settings
 //===----------------------------------------------------------------------===//

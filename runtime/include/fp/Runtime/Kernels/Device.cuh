@@ -57,6 +57,7 @@ namespace fp::cuda {
 // What generated code names through `kernels::` besides the kernels.
 using fp::host::BufferSpec;
 using fp::host::DeviceError;
+using fp::host::GradientSum;
 using fp::host::In;
 using fp::host::kBufferAlignment;
 using fp::host::kMaxRank;
@@ -691,28 +692,33 @@ template <typename Real> inline void copy(In<Real> in, int64_t n, Real *out) {
 
 namespace detail {
 
-/// Column-major C[m×n] = A[k×m]ᵀ · B[k×n], both with leading dimension k:
-/// row-major C[n×m] = B[n×k] · A[m×k]ᵀ.
-inline cublasStatus_t gemmTN(int m, int n, int k, const float *a,
-                             const float *b, float *c) {
+/// Column-major C[m×n] = op(A) · B[k×n] (leading dimension k), where op(A)
+/// is A[k×m]ᵀ (leading dimension k) when `transposeA`, else A[m×k]
+/// (leading dimension m). Row-major: C[n×m] = B[n×k] · A[m×k]ᵀ, or
+/// B[n×k] · A[k×m].
+inline cublasStatus_t gemm(bool transposeA, int m, int n, int k, const float *a,
+                           const float *b, float *c) {
   const float one = 1.0f, zero = 0.0f;
-  return cublasSgemm(blas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a, k, b,
-                     k, &zero, c, m);
+  return cublasSgemm(blas(), transposeA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     CUBLAS_OP_N, m, n, k, &one, a, transposeA ? k : m, b, k,
+                     &zero, c, m);
 }
-inline cublasStatus_t gemmTN(int m, int n, int k, const double *a,
-                             const double *b, double *c) {
+inline cublasStatus_t gemm(bool transposeA, int m, int n, int k,
+                           const double *a, const double *b, double *c) {
   const double one = 1.0, zero = 0.0;
-  return cublasDgemm(blas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a, k, b,
-                     k, &zero, c, m);
+  return cublasDgemm(blas(), transposeA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     CUBLAS_OP_N, m, n, k, &one, a, transposeA ? k : m, b, k,
+                     &zero, c, m);
 }
 /// bf16 operands on tensor cores, f32 accumulation, one rounding of
-/// A·B + beta·C (beta 0 or 1).
-inline cublasStatus_t gemmTN(int m, int n, int k, const bf16 *a, const bf16 *b,
-                             bf16 *c, float beta = 0.0f) {
+/// op(A)·B + beta·C (beta 0 or 1).
+inline cublasStatus_t gemm(bool transposeA, int m, int n, int k, const bf16 *a,
+                           const bf16 *b, bf16 *c, float beta = 0.0f) {
   const float one = 1.0f;
-  return cublasGemmEx(blas(), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a,
-                      CUDA_R_16BF, k, b, CUDA_R_16BF, k, &beta, c, CUDA_R_16BF,
-                      m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return cublasGemmEx(blas(), transposeA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                      CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF,
+                      transposeA ? k : m, b, CUDA_R_16BF, k, &beta, c,
+                      CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
 template <typename Real>
@@ -769,15 +775,14 @@ __global__ void matmulKernel(const Real *lhs, const Real *rhs, int64_t batch,
 
 } // namespace detail
 
-/// out[r, o] = Σ_i weight[o, i] · in[r, i] + bias[o] (bias may be null),
-/// with `weight` in PyTorch's out × in layout: one cuBLAS GEMM, then the
-/// bias added by one thread per element (the host's order of rounding). A
-/// bf16 GEMM instead starts from the bias broadcast into `out` and adds it
-/// in f32, so that each output is rounded once, as on the host.
+namespace detail {
+
+/// linear and linearTransposed: `weight` is out × in, or in × out when
+/// `transposed`.
 template <typename Real>
 inline void linear(In<Real> in, int64_t rows, int64_t inFeatures,
-                   In<Real> weight, int64_t outFeatures, In<Real> bias,
-                   Real *out) {
+                   In<Real> weight, bool transposed, int64_t outFeatures,
+                   In<Real> bias, Real *out) {
   if (rows == 0 || outFeatures == 0)
     return;
   const int64_t n = rows * outFeatures;
@@ -787,26 +792,52 @@ inline void linear(In<Real> in, int64_t rows, int64_t inFeatures,
     if (rows > INT_MAX || inFeatures > INT_MAX || outFeatures > INT_MAX)
       throw DeviceError("fp::cuda::linear: a dimension exceeds cuBLAS's "
                         "32-bit sizes");
+    // Column-major, out is outFeatures × rows and `weight` is the A operand:
+    // in × out row-major is out × in column-major, so a transposed weight
+    // needs no transposition.
+    const bool transposeA = !transposed;
     if constexpr (std::is_same_v<Real, bf16>) {
       if (bias)
-        detail::launch("linear (bias)", detail::broadcastBiasKernel<Real>,
-                       detail::blocksFor(n), detail::kThreads, 0,
-                       detail::stream(), out, n, outFeatures, bias);
-      detail::checkBlas(detail::gemmTN(int(outFeatures), int(rows),
-                                       int(inFeatures), weight, in, out,
-                                       bias ? 1.0f : 0.0f),
-                        "linear (cublasGemmEx, bf16)");
+        launch("linear (bias)", broadcastBiasKernel<Real>, blocksFor(n),
+               kThreads, 0, stream(), out, n, outFeatures, bias);
+      checkBlas(gemm(transposeA, int(outFeatures), int(rows), int(inFeatures),
+                     weight, in, out, bias ? 1.0f : 0.0f),
+                "linear (cublasGemmEx, bf16)");
       return;
     }
-    detail::checkBlas(detail::gemmTN(int(outFeatures), int(rows),
-                                     int(inFeatures), weight, in, out),
-                      std::is_same_v<Real, float> ? "linear (cublasSgemm)"
-                                                  : "linear (cublasDgemm)");
+    checkBlas(gemm(transposeA, int(outFeatures), int(rows), int(inFeatures),
+                   weight, in, out),
+              std::is_same_v<Real, float> ? "linear (cublasSgemm)"
+                                          : "linear (cublasDgemm)");
   }
   if (bias)
-    detail::launch("linear (bias)", detail::addBiasKernel<Real>,
-                   detail::blocksFor(n), detail::kThreads, 0, detail::stream(),
-                   out, n, outFeatures, bias);
+    launch("linear (bias)", addBiasKernel<Real>, blocksFor(n), kThreads, 0,
+           stream(), out, n, outFeatures, bias);
+}
+
+} // namespace detail
+
+/// out[r, o] = Σ_i weight[o, i] · in[r, i] + bias[o] (bias may be null),
+/// with `weight` in PyTorch's out × in layout: one cuBLAS GEMM, then the
+/// bias added by one thread per element (the host's order of rounding). A
+/// bf16 GEMM instead starts from the bias broadcast into `out` and adds it
+/// in f32, so that each output is rounded once, as on the host.
+template <typename Real>
+inline void linear(In<Real> in, int64_t rows, int64_t inFeatures,
+                   In<Real> weight, int64_t outFeatures, In<Real> bias,
+                   Real *out) {
+  detail::linear<Real>(in, rows, inFeatures, weight, false, outFeatures, bias,
+                       out);
+}
+
+/// linear with the weight given transposed (in × out): the GEMM reads it
+/// as it lies, so that `fp.linear(x, fp.transpose(W))` needs no transpose.
+template <typename Real>
+inline void linearTransposed(In<Real> in, int64_t rows, int64_t inFeatures,
+                             In<Real> weightT, int64_t outFeatures,
+                             In<Real> bias, Real *out) {
+  detail::linear<Real>(in, rows, inFeatures, weightT, true, outFeatures, bias,
+                       out);
 }
 
 /// out[i, :] = gain[i] · weight[i, :] / ‖weight[i, :]‖₂ (PyTorch's

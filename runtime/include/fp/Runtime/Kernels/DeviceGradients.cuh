@@ -30,6 +30,38 @@ __global__ void accumulateKernel(const Real *in, int64_t n, Real *out) {
     out[i] = Real(C(out[i]) + C(in[i]));
 }
 
+/// Up to kSums accumulations, passed by value: the sums' elements in tiles
+/// of kTile, tiles [firstTile[i], firstTile[i + 1]) belonging to sum i.
+template <typename Real> struct GradientSums {
+  static constexpr int kSums = 32;
+  static constexpr int64_t kTile = 4 * kThreads;
+  const Real *in[kSums];
+  Real *out[kSums];
+  int64_t n[kSums];
+  int64_t firstTile[kSums + 1];
+  int count;
+};
+
+/// One block per tile (grid-stride), its sum found by a scan of at most
+/// kSums tile offsets.
+template <typename Real>
+__global__ void accumulateAllKernel(GradientSums<Real> sums) {
+  using C = Compute<Real>;
+  using Sums = GradientSums<Real>;
+  for (int64_t tile = blockIdx.x; tile < sums.firstTile[sums.count];
+       tile += gridDim.x) {
+    int s = 0;
+    while (tile >= sums.firstTile[s + 1])
+      ++s;
+    const int64_t first = (tile - sums.firstTile[s]) * Sums::kTile;
+    const int64_t last = std::min(first + Sums::kTile, sums.n[s]);
+    const Real *in = sums.in[s];
+    Real *out = sums.out[s];
+    for (int64_t i = first + threadIdx.x; i < last; i += blockDim.x)
+      out[i] = Real(C(out[i]) + C(in[i]));
+  }
+}
+
 template <typename Real>
 __global__ void transposeKernel(const Real *in, int64_t rows, int64_t cols,
                                 Real *out) {
@@ -351,6 +383,28 @@ inline void accumulate(In<Real> in, int64_t n, Real *out) {
   detail::launch("accumulate", detail::accumulateKernel<Real>,
                  detail::blocksFor(n), detail::kThreads, 0, detail::stream(),
                  in, n, out);
+}
+
+/// Every accumulation of `sums` (distinct outputs) in one launch per
+/// GradientSums::kSums of them; a derived backward ends with one.
+template <typename Real>
+inline void accumulateAll(const GradientSum<Real> *sums, int count) {
+  using Sums = detail::GradientSums<Real>;
+  for (int begin = 0; begin < count; begin += Sums::kSums) {
+    Sums batch{};
+    batch.count = std::min(count - begin, Sums::kSums);
+    for (int i = 0; i < batch.count; ++i) {
+      const GradientSum<Real> &sum = sums[begin + i];
+      batch.in[i] = sum.in;
+      batch.out[i] = sum.out;
+      batch.n[i] = sum.n;
+      batch.firstTile[i + 1] =
+          batch.firstTile[i] + (sum.n + Sums::kTile - 1) / Sums::kTile;
+    }
+    detail::launch("accumulateAll", detail::accumulateAllKernel<Real>,
+                   batch.firstTile[batch.count], detail::kThreads, 0,
+                   detail::stream(), batch);
+  }
 }
 
 /// out[j, i] = in[i, j] for a rows × cols matrix. One thread per element.

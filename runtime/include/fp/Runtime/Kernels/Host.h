@@ -231,18 +231,20 @@ FP_KERNEL void forEachSample(int64_t batch, int64_t length, int64_t scratch,
 // Linear maps
 //===----------------------------------------------------------------------===//
 
-/// C[m×n] = A[m×k] · B[n×k]ᵀ (+ C when accumulate).
-inline void gemmNT(int64_t m, int64_t n, int64_t k, const float *a,
-                   const float *b, float *c, bool accumulate) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b,
-              k, accumulate ? 1.0f : 0.0f, c, n);
+/// C[m×n] = A[m×k] · op(B) (+ C when accumulate), where op(B) is B[n×k]ᵀ
+/// when `transposeB`, else B[k×n].
+inline void gemm(bool transposeB, int64_t m, int64_t n, int64_t k,
+                 const float *a, const float *b, float *c, bool accumulate) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans,
+              transposeB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, k, b,
+              transposeB ? k : n, accumulate ? 1.0f : 0.0f, c, n);
 }
-inline void gemmNT(int64_t m, int64_t n, int64_t k, const double *a,
-                   const double *b, double *c, bool accumulate) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0, a, k, b, k,
-              accumulate ? 1.0 : 0.0, c, n);
+inline void gemm(bool transposeB, int64_t m, int64_t n, int64_t k,
+                 const double *a, const double *b, double *c, bool accumulate) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans,
+              transposeB ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, k, b,
+              transposeB ? k : n, accumulate ? 1.0 : 0.0, c, n);
 }
-
 /// The n values at `in` widened to float: CBLAS has no bf16 GEMM here, and
 /// a float GEMM of widened bf16 operands multiplies them exactly.
 inline std::vector<float> widen(const bf16 *in, int64_t n) {
@@ -252,28 +254,29 @@ inline std::vector<float> widen(const bf16 *in, int64_t n) {
   return out;
 }
 
-/// out[r, o] = Σ_i weight[o, i] · in[r, i] + bias[o] (bias may be null),
-/// with `weight` in PyTorch's out × in layout. bf16 operands are multiplied
-/// and summed in float, the bias added, and the sum rounded once.
+namespace detail {
+
+/// linear and linearTransposed: `weight` is out × in, or in × out when
+/// `transposed`.
 template <typename Real>
-FP_KERNEL void linear(In<Real> in, int64_t rows, int64_t inFeatures,
-                      In<Real> weight, int64_t outFeatures, In<Real> bias,
-                      Real *out) {
+inline void linear(In<Real> in, int64_t rows, int64_t inFeatures,
+                   In<Real> weight, bool transposed, int64_t outFeatures,
+                   In<Real> bias, Real *out) {
   if (rows == 0)
     return;
   if constexpr (std::is_same_v<Real, bf16>) {
     std::vector<float> a = widen(in, rows * inFeatures);
     std::vector<float> w = widen(weight, outFeatures * inFeatures);
     std::vector<float> product(rows * outFeatures);
-    gemmNT(rows, outFeatures, inFeatures, a.data(), w.data(), product.data(),
-           false);
+    gemm(!transposed, rows, outFeatures, inFeatures, a.data(), w.data(),
+         product.data(), false);
     parallelFor(rows, outFeatures, [&](int64_t r) {
       const float *row = product.data() + r * outFeatures;
       for (int64_t o = 0; o < outFeatures; ++o)
         out[r * outFeatures + o] = bf16(bias ? row[o] + bias[o] : row[o]);
     });
   } else {
-    gemmNT(rows, outFeatures, inFeatures, in, weight, out, false);
+    gemm(!transposed, rows, outFeatures, inFeatures, in, weight, out, false);
     if (bias)
       parallelFor(rows, outFeatures, [&](int64_t r) {
         Real *row = out + r * outFeatures;
@@ -281,6 +284,29 @@ FP_KERNEL void linear(In<Real> in, int64_t rows, int64_t inFeatures,
           row[o] += bias[o];
       });
   }
+}
+
+} // namespace detail
+
+/// out[r, o] = Σ_i weight[o, i] · in[r, i] + bias[o] (bias may be null),
+/// with `weight` in PyTorch's out × in layout. bf16 operands are multiplied
+/// and summed in float, the bias added, and the sum rounded once.
+template <typename Real>
+FP_KERNEL void linear(In<Real> in, int64_t rows, int64_t inFeatures,
+                      In<Real> weight, int64_t outFeatures, In<Real> bias,
+                      Real *out) {
+  detail::linear<Real>(in, rows, inFeatures, weight, false, outFeatures, bias,
+                       out);
+}
+
+/// linear with the weight given transposed (in × out): the GEMM reads it
+/// as it lies, so that `fp.linear(x, fp.transpose(W))` needs no transpose.
+template <typename Real>
+FP_KERNEL void linearTransposed(In<Real> in, int64_t rows, int64_t inFeatures,
+                                In<Real> weightT, int64_t outFeatures,
+                                In<Real> bias, Real *out) {
+  detail::linear<Real>(in, rows, inFeatures, weightT, true, outFeatures, bias,
+                       out);
 }
 
 /// out[i, :] = gain[i] · weight[i, :] / ‖weight[i, :]‖₂ (PyTorch's

@@ -29,6 +29,13 @@ FP_KERNEL void accumulate(In<Real> in, int64_t n, Real *out) {
     out[i] = Real(C(out[i]) + C(in[i]));
 }
 
+/// Every accumulation of `sums` (distinct outputs), as accumulate does.
+template <typename Real>
+FP_KERNEL void accumulateAll(const GradientSum<Real> *sums, int count) {
+  for (int i = 0; i < count; ++i)
+    accumulate<Real>(sums[i].in, sums[i].n, sums[i].out);
+}
+
 /// out[j, i] = in[i, j] for a rows × cols matrix.
 template <typename Real>
 FP_KERNEL void transpose(In<Real> in, int64_t rows, int64_t cols, Real *out) {
