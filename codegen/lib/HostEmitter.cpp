@@ -567,12 +567,9 @@ LogicalResult LayerEmitter::emitConstant(arith::ConstantOp op) {
     indices[op] = std::to_string(cast<IntegerAttr>(op.getValue()).getInt());
     return success();
   }
-  if (isa<FloatType>(type)) {
-    double value = cast<FloatAttr>(op.getValue()).getValueAsDouble();
-    if (auto literal =
-            op->getAttrOfType<FloatAttr>(FPDialect::getLiteralAttrName()))
-      value = literal.getValueAsDouble();
-    scalars[op] = realLiteral(value);
+  std::optional<double> splat = splatLiteral(op);
+  if (splat && isa<FloatType>(type)) {
+    scalars[op] = realLiteral(*splat);
     return success();
   }
   auto dense = dyn_cast<DenseFPElementsAttr>(op.getValue());
@@ -581,13 +578,9 @@ LogicalResult LayerEmitter::emitConstant(arith::ConstantOp op) {
   std::string where = locationComment(op.getLoc());
   w.line("// arith.constant{0}{1}", where.empty() ? "" : " at ", where);
   const Shape &out = shape(op);
-  if (dense.isSplat()) {
-    double value = dense.getSplatValue<APFloat>().convertToDouble();
-    if (auto literal =
-            op->getAttrOfType<FloatAttr>(FPDialect::getLiteralAttrName()))
-      value = literal.getValueAsDouble();
+  if (splat) {
     w.line("kernels::fill({0}, {1}, {2});", name(op), out.numElements(),
-           realLiteral(value));
+           realLiteral(*splat));
     return success();
   }
   std::string values = uniqueName("values");

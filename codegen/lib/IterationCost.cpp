@@ -77,8 +77,8 @@ static FailureOr<CostTerms> flopsOf(Operation *op) {
   }
   return llvm::TypeSwitch<Operation *, FailureOr<CostTerms>>(op)
       .Case<ShiftOp, SliceOp, ConcatOp, BroadcastOp, ReshapeOp, TriuOp,
-            TransposeOp, TriuPackOp, YieldOp, SolverUpdateOp, tensor::DimOp>(
-          [](Operation *) { return CostTerms{}; })
+            TransposeOp, TriuPackOp, YieldOp, SolverUpdateOp, tensor::DimOp,
+            tensor::SplatOp>([](Operation *) { return CostTerms{}; })
       .Case([](LinearOp linear) -> FailureOr<CostTerms> {
         // A multiply and an add per input feature, the bias, and the weight
         // normalisation of a gain (square, add, scale per weight).
@@ -135,12 +135,14 @@ static FailureOr<CostTerms> flopsOf(Operation *op) {
 
 /// The elements a fused kernel reads of `input`, bound to `argument` in its
 /// body: only the columns its slices take when slices are all it does with
-/// the input.
+/// the input (its extents, read by tensor.dim, are not data).
 static FailureOr<CostTerms> kernelRead(Value input, BlockArgument argument) {
   if (argument.use_empty())
     return CostTerms{};
   SmallVector<std::pair<int64_t, int64_t>> ranges;
   for (Operation *user : argument.getUsers()) {
+    if (isa<tensor::DimOp>(user))
+      continue;
     auto slice = dyn_cast<SliceOp>(user);
     if (!slice)
       return elementsOf(input);

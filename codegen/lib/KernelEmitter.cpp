@@ -21,7 +21,8 @@
 // whose call computes token `row`, the `step`-th of its sample: per-token
 // inputs and results are offset to the token's row, uniform inputs are not,
 // an fp.shift of an input reads the input's row `offset` tokens earlier (or
-// zeros) into a slot of its own, intermediate values get slots
+// zeros) into a slot of its own, a splat constant is filled into a slot of
+// its own (its extents and scalar emit nothing), intermediate values get slots
 // in `scratch` (reused once a value is dead) and scans their state in
 // `state`. On CUDA, a selective scan whose state fits (kMaxScanRegisters
 // values per thread) keeps it in `registers` instead, across the sample's
@@ -46,6 +47,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -75,6 +77,21 @@ std::string mlir::fp::codegen::realLiteral(double value) {
   if (text.find_first_of(".en") == std::string::npos)
     text += ".0";
   return "Scalar(" + text + ")";
+}
+
+std::optional<double> mlir::fp::codegen::splatLiteral(arith::ConstantOp op) {
+  std::optional<double> value;
+  if (auto scalar = dyn_cast<FloatAttr>(op.getValue()))
+    value = scalar.getValueAsDouble();
+  else if (auto dense = dyn_cast<DenseFPElementsAttr>(op.getValue());
+           dense && dense.isSplat())
+    value = dense.getSplatValue<APFloat>().convertToDouble();
+  if (!value)
+    return std::nullopt;
+  if (auto literal =
+          op->getAttrOfType<FloatAttr>(FPDialect::getLiteralAttrName()))
+    return literal.getValueAsDouble();
+  return value;
 }
 
 std::string mlir::fp::codegen::locationComment(Location loc) {
@@ -156,6 +173,14 @@ bool scanStateInRegisters(SelectiveScanOp scan) {
   int64_t channels = a.dims[0], stateSize = a.dims[1];
   int64_t perThread = (channels + kDeviceTeamSize - 1) / kDeviceTeamSize;
   return perThread * stateSize <= kMaxScanRegisters;
+}
+
+/// Whether `op` computes no tensor: the extents and scalars a body's splats
+/// are built from (tensor.dim, arith.constant), which get no storage and
+/// emit nothing of their own.
+bool computesNoTensor(Operation *op) {
+  return llvm::none_of(op->getResultTypes(),
+                       [](Type type) { return isa<RankedTensorType>(type); });
 }
 
 std::string joinInts(ArrayRef<int64_t> values) {
@@ -248,7 +273,8 @@ int64_t KernelEmitter::allocateScratch(
   int64_t next = 0;
   for (Operation *op : ops) {
     for (Value result : op->getResults()) {
-      if (root(result) != result || pointers.count(result))
+      if (root(result) != result || pointers.count(result) ||
+          !isa<RankedTensorType>(result.getType()))
         continue;
       int64_t need = TokenShape(result.getType()).elements();
       int64_t here = index[op];
@@ -300,9 +326,10 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     TokenShape shape(arg.getType());
     std::string name = "x" + std::to_string(i);
     pointers[arg] = name;
-    // An input read only at other tokens needs no pointer at this one.
+    // An input read only at other tokens, or only for its extents, needs
+    // no pointer at this one.
     if (!arg.use_empty() && llvm::all_of(arg.getUsers(), [](Operation *user) {
-          return isa<ShiftOp>(user);
+          return isa<ShiftOp, tensor::DimOp>(user);
         }))
       continue;
     inputLines.emplace_back(
@@ -334,7 +361,8 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   SmallVector<SelectiveScanOp> inRegisters;
   for (Operation *op : ops) {
     for (Value result : op->getResults())
-      launch.cost += TokenShape(result.getType()).elements();
+      if (isa<RankedTensorType>(result.getType()))
+        launch.cost += TokenShape(result.getType()).elements();
     if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
       if (scanStateInRegisters(scan)) {
         inRegisters.push_back(scan);
@@ -404,7 +432,7 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     w.text("(void)state;");
     w.text("(void)registers;");
     for (Operation *op : ops) {
-      if (isa<ReshapeOp>(op))
+      if (isa<ReshapeOp>(op) || computesNoTensor(op))
         continue;
       std::string at = locationComment(op->getLoc());
       w.line("// {0}{1}{2}", op->getName().getStringRef(),
@@ -442,7 +470,26 @@ LogicalResult KernelEmitter::emitOp(Operation *op) {
     return success();
   }
 
+  // A constant built per token (fp-fuse-mix-scan builds the splats a
+  // kernel reads in its body).
+  auto fill = [&](Operation *op, std::optional<double> value) -> LogicalResult {
+    if (!value)
+      return op->emitOpError("cannot emit in a kernel: only splats of a "
+                             "constant are built per token");
+    w.line("fp::fused::fill(team, {0}, {1}, {2});",
+           shape(op->getResult(0)).elements(), realLiteral(*value),
+           ptr(op->getResult(0)));
+    return success();
+  };
+
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](tensor::SplatOp splat) {
+        auto constant = splat.getInput().getDefiningOp<arith::ConstantOp>();
+        return fill(splat, constant ? splatLiteral(constant) : std::nullopt);
+      })
+      .Case([&](arith::ConstantOp constant) {
+        return fill(constant, splatLiteral(constant));
+      })
       .Case([&](L2NormOp norm) {
         TokenShape s = shape(norm);
         w.line("fp::fused::l2norm(team, {0}, {1}, {2}, {3}, {4});",
@@ -705,6 +752,8 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
       aliasInput(reshape);
   llvm::DenseSet<Value> used;
   for (Operation *op : slice) {
+    if (computesNoTensor(op))
+      continue;
     if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
       for (Value operand :
            {scan.getU(), scan.getDelta(), scan.getA(), scan.getB()})
@@ -735,7 +784,7 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     w.text("(void)state;");
     w.text("(void)registers;");
     for (Operation *op : slice) {
-      if (isa<ReshapeOp>(op))
+      if (isa<ReshapeOp>(op) || computesNoTensor(op))
         continue;
       std::string at = locationComment(op->getLoc());
       w.line("// {0}{1}{2}", op->getName().getStringRef(),

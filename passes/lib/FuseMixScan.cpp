@@ -2,8 +2,8 @@
 //
 // fp-fuse-mix-scan: partitions the per-token operations of every block into
 // convex groups grown along data edges, outlines each group of two or more
-// operations into an fp.kernel, and moves the time shifts that kernels read
-// into them.
+// operations into an fp.kernel, and moves the time shifts and the splat
+// constants that kernels read into them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -364,6 +364,87 @@ static void absorbShifts(KernelOp kernel) {
 }
 
 //===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+/// The most elements of a uniform splat constant built in a kernel's body:
+/// one per thread of a CUDA team. A larger one stays an input, read from
+/// memory once per token instead of written per token.
+static constexpr int64_t kMaxBuiltUniformConstant = 256;
+
+/// The scalar constant that `value` is defined by, if any.
+static arith::ConstantOp scalarConstant(Value value) {
+  auto constant = value.getDefiningOp<arith::ConstantOp>();
+  return constant && isa<FloatAttr>(constant.getValue()) ? constant : nullptr;
+}
+
+/// Whether a kernel that reads `input` can build it in its body: a splat of
+/// a constant scalar to a per-token shape, or a small uniform splat
+/// constant.
+static bool isBuiltInBody(Value input) {
+  if (auto splat = input.getDefiningOp<tensor::SplatOp>())
+    return isPerToken(splat.getType()) && scalarConstant(splat.getInput());
+  auto constant = input.getDefiningOp<arith::ConstantOp>();
+  auto dense =
+      constant ? dyn_cast<DenseFPElementsAttr>(constant.getValue()) : nullptr;
+  return dense && dense.isSplat() &&
+         dense.getNumElements() <= kMaxBuiltUniformConstant;
+}
+
+/// Builds the constants that `kernel` reads in its body instead of taking
+/// them as inputs: a per-token splat (the zeros of a slice's adjoint, a
+/// norm's constants in a derived backward) would otherwise be written to a
+/// batch × time buffer by a launch of its own and read back per token. A
+/// per-token splat takes the batch and time extents of another per-token
+/// input; without one it stays an input.
+static void absorbConstants(KernelOp kernel) {
+  Block *body = kernel.getBodyBlock();
+  SmallVector<unsigned> absorbed;
+  BlockArgument like;
+  for (OpOperand &operand : kernel->getOpOperands()) {
+    if (isBuiltInBody(operand.get()))
+      absorbed.push_back(operand.getOperandNumber());
+    else if (!like && isPerToken(operand.get().getType()))
+      like = body->getArgument(operand.getOperandNumber());
+  }
+  if (absorbed.empty())
+    return;
+
+  OpBuilder builder = OpBuilder::atBlockBegin(body);
+  SmallVector<Value, 2> extents;
+  auto tokenExtents = [&](Location loc) -> ArrayRef<Value> {
+    if (extents.empty())
+      for (int64_t dim : {0, 1})
+        extents.push_back(tensor::DimOp::create(builder, loc, like, dim));
+    return extents;
+  };
+  for (unsigned index : llvm::reverse(absorbed)) {
+    Operation *def = kernel->getOperand(index).getDefiningOp();
+    Operation *scalar = nullptr;
+    Value built;
+    if (auto splat = dyn_cast<tensor::SplatOp>(def)) {
+      if (!like)
+        continue;
+      scalar = scalarConstant(splat.getInput());
+      ArrayRef<Value> sizes = tokenExtents(splat.getLoc());
+      Value value = builder.clone(*scalar)->getResult(0);
+      built = tensor::SplatOp::create(builder, splat.getLoc(), splat.getType(),
+                                      value, sizes);
+    } else {
+      built = builder.clone(*def)->getResult(0);
+    }
+    body->getArgument(index).replaceAllUsesWith(built);
+    body->eraseArgument(index);
+    kernel->eraseOperand(index);
+    if (!def->use_empty())
+      continue;
+    def->erase();
+    if (scalar && scalar->use_empty())
+      scalar->erase();
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
 
@@ -385,6 +466,7 @@ struct FpFuseMixScanPass
         outline(members);
     commuteShiftedLinears(getOperation());
     getOperation()->walk(absorbShifts);
+    getOperation()->walk(absorbConstants);
   }
 };
 } // namespace

@@ -37,7 +37,24 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
       %m = arith.mulf %back, %ahead : tensor<?x?x4xf32>
       fp.yield %m : tensor<?x?x4xf32>
     }
-    return %near : tensor<?x?x4xf32>
+    %built = fp.kernel (%p = %near, %q = %u) : (tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4xf32> {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %b = tensor.dim %q, %c0 : tensor<?x?x4xf32>
+      %t = tensor.dim %q, %c1 : tensor<?x?x4xf32>
+      %zero = arith.constant 0.0 : f32
+      %zeros = tensor.splat %zero[%b, %t] : tensor<?x?x2xf32>
+      %eps = arith.constant {fp.literal = 1.0e-05 : f64} 9.99999974E-6 : f32
+      %epss = tensor.splat %eps[%b, %t] : tensor<?x?x4xf32>
+      %two = arith.constant dense<2.0> : tensor<f32>
+      %twos = fp.broadcast %two, %p dims [] : tensor<f32>, tensor<?x?x4xf32>
+      %m = arith.mulf %p, %twos : tensor<?x?x4xf32>
+      %a = arith.addf %m, %epss : tensor<?x?x4xf32>
+      %cat = fp.concat %zeros, %a : tensor<?x?x2xf32>, tensor<?x?x4xf32> -> tensor<?x?x6xf32>
+      %end = fp.slice %cat[2 : 6] : tensor<?x?x6xf32> -> tensor<?x?x4xf32>
+      fp.yield %end : tensor<?x?x4xf32>
+    }
+    return %built : tensor<?x?x4xf32>
   }
 }
 
@@ -91,10 +108,30 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CHECK:       fp::fused::shifted(team, in0, row, step, length, 1, 4, [[BACK:v[0-9]+]]);
 //       CHECK:       fp::fused::shifted(team, in1, row, step, length, -1, 4, [[AHEAD:v[0-9]+]]);
 //       CHECK:       fp::fused::binary(team, kernels::Mul(), 4, [[BACK]], [[AHEAD]], y0);
+// Splat constants are filled per token into slots of their own (a float
+// constant as its literal, exact in f64); their extents and scalars emit
+// nothing, and an input read only for its extents gets no pointer.
+//       CHECK:   struct Kernel4 {
+//       CHECK:       const Real *const x0 = in0 + row * 4;
+//   CHECK-NOT:       x1 =
+//       CHECK:       Real *const y0 = out0 + row * 4;
+//   CHECK-NOT:       tensor.dim
+//   CHECK-NOT:       arith.constant
+//       CHECK:       // tensor.splat
+//  CHECK-NEXT:       fp::fused::fill(team, 2, Scalar(0.0), [[ZEROS:v[0-9]+]]);
+//       CHECK:       // tensor.splat
+//  CHECK-NEXT:       fp::fused::fill(team, 4, Scalar(1.0000000000000001e-05), [[EPS:v[0-9]+]]);
+//       CHECK:       // arith.constant
+//  CHECK-NEXT:       fp::fused::fill(team, 1, Scalar(2.0), [[TWO:v[0-9]+]]);
+//       CHECK:       fp::fused::fill(team, 4, [[TWO]][0], [[TWOS:v[0-9]+]]);
+//       CHECK:       fp::fused::binary(team, kernels::Add(), 4, {{v[0-9]+}}, [[EPS]], [[A:v[0-9]+]]);
+//       CHECK:       fp::fused::insert(team, [[ZEROS]], 1, 2, 0, 6, [[CAT:v[0-9]+]]);
+//       CHECK:       fp::fused::insert(team, [[A]], 1, 4, 2, 6, [[CAT]]);
 //       CHECK:   void forward(
 //       CHECK:     kernels::forEachToken<Real>(B, T, 8, 16, Kernel0<Real>{in, p0, [[K:s[0-9]+]]});
 //       CHECK:     kernels::forEachSample<Real>(B, T, 8, 8, 16, Kernel1<Real>{[[K]], in, {{s[0-9]+}}});
-//       CHECK:     kernels::forEachToken<Real>(B, T, 8, 12, Kernel3<Real>{[[SUM:s[0-9]+]], in, [[OUT:s[0-9]+]], T});
+//       CHECK:     kernels::forEachToken<Real>(B, T, 8, 12, Kernel3<Real>{[[SUM:s[0-9]+]], in, [[NEAR:s[0-9]+]], T});
+//       CHECK:     kernels::forEachToken<Real>(B, T, 21, 29, Kernel4<Real>{[[NEAR]], in, [[OUT:s[0-9]+]]});
 //       CHECK:     kernels::copy([[OUT]], B * T * 4, static_cast<Real *>(args.output));
 
 // The CUDA unit has the same function objects, over fp::cuda's launchers.

@@ -197,3 +197,76 @@ func.func @shifted_linears(%y: tensor<?x?x8xf32>, %w: tensor<8x8xf32>,
   %m = arith.mulf %a, %normed : tensor<?x?x8xf32>
   return %m, %shared : tensor<?x?x8xf32>, tensor<?x?x8xf32>
 }
+
+// -----
+
+// The splat constants a kernel reads are built in its body: a per-token
+// splat from the batch and time extents of another per-token input (no
+// batch × time buffer is written and read back), a small uniform splat as
+// it is. A splat other operations read stays for them; a uniform splat of
+// more than 256 elements stays an input.
+// CHECK-LABEL: func.func @built_constants
+//  CHECK-SAME:     (%[[X:.*]]: tensor<?x?x8xf32>, %[[G:.*]]: tensor<?x?x4xf32>, %[[Y:.*]]: tensor<?x?x512xf32>)
+//       CHECK:   %[[BIG:.*]] = arith.constant dense<3.000000e+00> : tensor<512xf32>
+//       CHECK:   %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
+//       CHECK:   %[[KEPT:.*]] = tensor.splat %[[HALF]]
+//       CHECK:   %[[K:.*]]:2 = fp.kernel (%[[A0:.*]] = %[[G]], %[[A1:.*]] = %[[X]], %[[A2:.*]] = %[[BIG]], %[[A3:.*]] = %[[Y]]) : (tensor<?x?x4xf32>, tensor<?x?x8xf32>, tensor<512xf32>, tensor<?x?x512xf32>)
+//   CHECK-DAG:     %[[TWO:.*]] = arith.constant dense<2.000000e+00> : tensor<f32>
+//   CHECK-DAG:     %[[B:.*]] = tensor.dim %[[A0]], %{{.*}}
+//   CHECK-DAG:     %[[T:.*]] = tensor.dim %[[A0]], %{{.*}}
+//   CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+//   CHECK-DAG:     %[[ZEROS:.*]] = tensor.splat %[[ZERO]][%[[B]], %[[T]]] : tensor<?x?x4xf32>
+//   CHECK-DAG:     %[[INNER:.*]] = arith.constant 5.000000e-01 : f32
+//   CHECK-DAG:     %[[HALVES:.*]] = tensor.splat %[[INNER]][%[[B]], %[[T]]] : tensor<?x?x8xf32>
+//       CHECK:     fp.concat %[[ZEROS]], %[[A0]]
+//       CHECK:     fp.broadcast %[[TWO]], %[[A1]]
+//       CHECK:     arith.mulf %{{.*}}, %[[HALVES]]
+//       CHECK:     fp.broadcast %[[A2]], %[[A3]]
+//       CHECK:   }
+//   CHECK-NOT:   tensor.splat
+//       CHECK:   return %[[K]]#0, %[[K]]#1, %[[KEPT]]
+func.func @built_constants(%x: tensor<?x?x8xf32>, %g: tensor<?x?x4xf32>,
+                           %y: tensor<?x?x512xf32>)
+    -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %x, %c0 : tensor<?x?x8xf32>
+  %t = tensor.dim %x, %c1 : tensor<?x?x8xf32>
+  %two = arith.constant dense<2.0> : tensor<f32>
+  %big = arith.constant dense<3.0> : tensor<512xf32>
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %zeros = tensor.splat %zero[%b, %t] : tensor<?x?x4xf32>
+  %halves = tensor.splat %half[%b, %t] : tensor<?x?x8xf32>
+  %padded = fp.concat %zeros, %g : tensor<?x?x4xf32>, tensor<?x?x4xf32> -> tensor<?x?x8xf32>
+  %twos = fp.broadcast %two, %x dims [] : tensor<f32>, tensor<?x?x8xf32>
+  %d = arith.mulf %padded, %twos : tensor<?x?x8xf32>
+  %h = arith.mulf %d, %halves : tensor<?x?x8xf32>
+  %bigs = fp.broadcast %big, %y dims [2] : tensor<512xf32>, tensor<?x?x512xf32>
+  %p = arith.mulf %y, %bigs : tensor<?x?x512xf32>
+  %s = fp.reduce_sum %p dims [2] : tensor<?x?x512xf32> -> tensor<?x?xf32>
+  %sb = fp.broadcast %s, %x dims [0, 1] : tensor<?x?xf32>, tensor<?x?x8xf32>
+  %e = arith.addf %d, %sb : tensor<?x?x8xf32>
+  return %h, %e, %halves : tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
+// Declined: a per-token splat that is the kernel's only per-token input has
+// no extents to be built from, so it stays an input.
+// CHECK-LABEL: func.func @lone_splat
+//       CHECK:   %[[Z:.*]] = tensor.splat
+//       CHECK:   fp.kernel (%{{.*}} = %[[Z]]) : (tensor<?x?x8xf32>)
+//   CHECK-NOT:     tensor.splat
+//       CHECK:     fp.yield
+func.func @lone_splat(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %b = tensor.dim %x, %c0 : tensor<?x?x8xf32>
+  %t = tensor.dim %x, %c1 : tensor<?x?x8xf32>
+  %one = arith.constant 1.0 : f32
+  %ones = tensor.splat %one[%b, %t] : tensor<?x?x8xf32>
+  %e = math.exp %ones : tensor<?x?x8xf32>
+  %n = arith.negf %e : tensor<?x?x8xf32>
+  return %n : tensor<?x?x8xf32>
+}

@@ -15,8 +15,10 @@
 #include "fp/Codegen/CodeWriter.h"
 #include "fp/Dialect/FpOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Location.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir::fp::codegen {
@@ -44,6 +46,11 @@ FailureOr<KernelLaunch> emitKernelFunctor(CodeWriter &w, KernelOp kernel,
 /// A C++ expression of type Scalar (the arithmetic type of the call's element
 /// type) for a floating-point constant, exact for doubles.
 std::string realLiteral(double value);
+
+/// The value of a float constant or of a splat dense float constant: the
+/// literal it was written as (`fp.literal`, exact in f64) where it has one.
+/// None for any other constant.
+std::optional<double> splatLiteral(arith::ConstantOp op);
 
 /// `file:line:col` of the first file location in `loc`, or "".
 std::string locationComment(Location loc);

@@ -200,7 +200,10 @@ def FP_KernelOp : FP_Op<"kernel", [
     `t − offset` of the input, or zeros outside the sample, with no shifted
     copy of the input in memory.
 
-    The op is isolated from above: everything the body reads is an input.
+    The op is isolated from above: everything the body reads is an input,
+    or a constant built in the body (`arith.constant`, and `tensor.splat`
+    of a constant scalar to a per-token shape whose extents are
+    `tensor.dim` of a per-token input).
 
     ```mlir
     %r = fp.kernel (%a = %x, %g = %gain)

@@ -160,6 +160,14 @@ def FpFuseMixScan : Pass<"fp-fuse-mix-scan", "func::FuncOp"> {
     `y` and its kernel reads the product one token back; a bias would not
     commute (the first token would read the bias instead of zero).
 
+    Last, the splat constants a kernel reads are built in its body rather
+    than read as inputs: a splat of a constant scalar to a per-token shape
+    (the zeros of a slice's adjoint, a norm's constants in a derived
+    backward), with the batch and time extents of another per-token input,
+    and a uniform splat constant of at most 256 elements. Each would
+    otherwise be a buffer filled by a launch of its own (batch × time rows
+    for a per-token splat) and read back per token.
+
     ```mlir
     // before: four kernels, three intermediate buffers
     %a = arith.subf %x, %y : tensor<?x?x64xf32>
