@@ -161,9 +161,22 @@ LogicalResult LayerEmitter::emitFunction(StringRef signature) {
     w.line("const Real *p{0} = static_cast<const Real *>(args.params[{0}]); "
            "// {1}",
            i, param.name);
-  for (size_t i = 0; i < plan.slots.size(); ++i)
-    w.line("Real *s{0} = reinterpret_cast<Real *>(workspace + offsets[{0}]);",
-           i);
+  // Buffers in the caller's memory: the output (input cotangent), and a
+  // saved value when the call saves.
+  for (auto [i, slot] : llvm::enumerate(plan.slots)) {
+    if (slot.result == 0) {
+      w.line("Real *s{0} = static_cast<Real *>(args.{1});", i,
+             plan.isBackward ? "grad_input" : "output");
+    } else if (slot.result > 0) {
+      w.line("Real *s{0} = args.saved ? reinterpret_cast<Real *>("
+             "static_cast<char *>(args.saved) + savedOffsets[{1}]) : "
+             "reinterpret_cast<Real *>(workspace + offsets[{0}]);",
+             i, plan.savedIndex(slot.result));
+    } else {
+      w.line("Real *s{0} = reinterpret_cast<Real *>(workspace + offsets[{0}]);",
+             i);
+    }
+  }
   if (!plan.slots.empty())
     w.line("(void)s0;");
   return emitBlock(plan.layer.getBody().front());
@@ -495,8 +508,9 @@ LogicalResult LayerEmitter::emitReturn(func::ReturnOp ret) {
     // The input's cotangent, then every parameter gradient accumulated into
     // the caller's, all in one call (one launch on a GPU).
     Value dx = ret.getOperand(0);
-    w.line("kernels::copy({0}, {1}, static_cast<Real *>(args.grad_input));",
-           name(dx), shape(dx).numElements());
+    if (!plan.computedInPlace(0))
+      w.line("kernels::copy({0}, {1}, static_cast<Real *>(args.grad_input));",
+             name(dx), shape(dx).numElements());
     if (plan.gradientParams.empty())
       return success();
     std::string sums = uniqueName("gradients");
@@ -515,19 +529,20 @@ LogicalResult LayerEmitter::emitReturn(func::ReturnOp ret) {
            plan.gradientParams.size());
     return success();
   }
+  // What was not computed in the caller's memory is copied there; a
+  // training forward (with `saved`) keeps what the backward reads.
   Value result = ret.getOperand(0);
-  w.line("kernels::copy({0}, {1}, static_cast<Real *>(args.output));",
-         name(result), shape(result).numElements());
-  // A training forward (with `saved`) keeps what the backward reads.
-  int64_t saved = 0;
+  if (!plan.computedInPlace(0))
+    w.line("kernels::copy({0}, {1}, static_cast<Real *>(args.output));",
+           name(result), shape(result).numElements());
   for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
-    if (!plan.layer.getResultAttr(i, "fp.saved"))
+    if (!plan.layer.getResultAttr(i, "fp.saved") || plan.computedInPlace(i))
       continue;
     Value value = ret.getOperand(i);
     w.line("if (args.saved)");
     w.line("  kernels::copy({0}, {1}, reinterpret_cast<Real *>("
            "static_cast<char *>(args.saved) + savedOffsets[{2}]));",
-           name(value), shape(value).numElements(), saved++);
+           name(value), shape(value).numElements(), plan.savedIndex(i));
   }
   return success();
 }
@@ -706,10 +721,16 @@ static void emitSolverSettings(CodeWriter &w, const LayerPlan &plan) {
 static void emitBufferSpecs(CodeWriter &w, StringRef name,
                             ArrayRef<BufferSlot> slots) {
   SmallVector<std::string> specs;
-  for (const BufferSlot &slot : slots)
+  for (const BufferSlot &slot : slots) {
+    // The output (input cotangent) lives in the caller's buffer.
+    if (slot.result == 0) {
+      specs.push_back("{0, false, false}");
+      continue;
+    }
     specs.push_back(llvm::formatv("{{{0}, {1}, {2}}", slot.elements,
                                   slot.perBatch ? "true" : "false",
                                   slot.perStep ? "true" : "false"));
+  }
   if (specs.empty())
     specs.push_back("{0, false, false}");
   w.line("const fp::host::BufferSpec {0}[] = {{{1}};", name,

@@ -167,6 +167,20 @@ int64_t LayerPlan::paramIndex(ParamOp op) const {
   return paramIndices.lookup(op.getName());
 }
 
+int64_t LayerPlan::savedIndex(unsigned result) const {
+  int64_t index = 0;
+  for (unsigned i = 1; i < result; ++i)
+    if (layer.getResultAttr(i, "fp.saved"))
+      ++index;
+  return index;
+}
+
+bool LayerPlan::computedInPlace(unsigned result) const {
+  return llvm::any_of(slots, [&](const BufferSlot &slot) {
+    return slot.result == int64_t(result);
+  });
+}
+
 /// The buffer a planned value was given, or failure with a located error.
 static FailureOr<int64_t> plannedSlot(Operation *op, StringRef attrName,
                                       int64_t index, int64_t numSlots) {
@@ -193,6 +207,14 @@ LogicalResult LayerPlan::assignStorage() {
     return layer.emitOpError("cannot emit a layer without a buffer plan "
                              "('fp.workspace' missing; run fp-plan-buffers, "
                              "which fp-pipeline does)");
+  // The results a call provides memory for: the output (a backward's input
+  // cotangent) and a forward's saved values.
+  auto isInPlaceResult = [&](int64_t index) {
+    if (index < 0 || index >= int64_t(layer.getNumResults()))
+      return false;
+    return index == 0 ||
+           (!isBackward && layer.getResultAttr(index, "fp.saved"));
+  };
   for (Attribute entry : workspace) {
     auto buffer = dyn_cast<DictionaryAttr>(entry);
     auto elements =
@@ -200,8 +222,17 @@ LogicalResult LayerPlan::assignStorage() {
     if (!elements || elements.getInt() < 0)
       return layer.emitOpError("cannot emit: malformed 'fp.workspace' entry ")
              << entry;
+    auto result = buffer.getAs<IntegerAttr>("result");
+    if (buffer.contains("result") &&
+        (!result || !isInPlaceResult(result.getInt()) ||
+         computedInPlace(result.getInt())))
+      return layer.emitOpError("cannot emit: 'fp.workspace' entry ")
+             << entry
+             << " holds a result that cannot be computed in place (the "
+                "output, or a value the forward saves, each in one buffer)";
     slots.push_back({elements.getInt(), buffer.contains("per_batch"),
-                     buffer.contains("per_step")});
+                     buffer.contains("per_step"),
+                     result ? result.getInt() : -1});
   }
   const int64_t numSlots = slots.size();
 
@@ -282,7 +313,26 @@ LogicalResult LayerPlan::assignStorage() {
         // A kernel's intermediate values live in its own scratch memory.
         return isa<KernelOp>(op) ? WalkResult::skip() : WalkResult::advance();
       });
-  return failure(walk.wasInterrupted());
+  if (walk.wasInterrupted())
+    return failure();
+
+  // A slot that holds a result in place holds that value and nothing else.
+  auto ret = cast<func::ReturnOp>(layer.getBody().front().getTerminator());
+  for (int64_t slot = 0; slot < numSlots; ++slot) {
+    const int64_t result = slots[slot].result;
+    if (result < 0)
+      continue;
+    const Storage &held = storage(ret.getOperand(result));
+    int64_t values = llvm::count_if(storages, [&](const auto &entry) {
+      return entry.second.kind == Storage::Buffer && entry.second.index == slot;
+    });
+    if (held.kind != Storage::Buffer || held.index != slot || values != 1)
+      return layer.emitOpError("cannot emit: buffer ")
+             << slot << " is planned to hold result #" << result
+             << " in place, but holds "
+             << (values == 1 ? "another value" : "several values");
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -4,7 +4,10 @@
 // workspace by a linear scan over lifetimes, and records the plan in the
 // discardable attributes the emitters read (fp.workspace, fp.slots,
 // fp.iterate_slots). Fixed-point loops must be lowered (fp-lower-fixed-point):
-// an iterate, its fp.solver_relax and the loop's result share a buffer.
+// an iterate, its fp.solver_relax and the loop's result share a buffer. The
+// results the caller provides memory for (the output, the saved values, a
+// backward's input cotangent) get buffers of their own, marked `result`, so
+// that they are computed in place rather than copied out.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::fp {
 #define GEN_PASS_DEF_FPPLANBUFFERS
@@ -24,10 +28,12 @@ using namespace mlir::fp;
 
 namespace {
 
-/// A buffer: `elements` scalars, times B and T where flagged.
+/// A buffer: `elements` scalars, times B and T where flagged; `result` is
+/// the index of the function result it holds in place, or -1.
 struct Buffer {
   int64_t elements = 0;
   bool perBatch = false, perStep = false;
+  int64_t result = -1;
 };
 
 /// What a tensor of `type` needs: the product of its static extents, and
@@ -186,10 +192,28 @@ LogicalResult planLayer(func::FuncOp layer) {
       lastUse[iterate] =
           std::max(lastUse[iterate], positions.loopEnd.lookup(parts.loop));
 
+  // The results written in place of the caller's buffers: the layer's
+  // output (a backward's input cotangent) and every value a forward saves
+  // for its backward. A backward's parameter gradients are accumulated into
+  // the caller's, so they keep a copy. Each such result's root gets a
+  // buffer that holds nothing else, so the emitters can point it at the
+  // caller's memory; a root returned twice is written in place once.
+  llvm::DenseSet<Value> isBuffered(buffered.begin(), buffered.end());
+  llvm::DenseMap<Value, int64_t> resultOf;
+  auto ret = cast<func::ReturnOp>(layer.getBody().front().getTerminator());
+  const bool isBackward = layer->hasAttr("fp.backward_of");
+  for (auto [index, operand] : llvm::enumerate(ret.getOperands())) {
+    if (index > 0 && (isBackward || !layer.getResultAttr(index, "fp.saved")))
+      continue;
+    Value root = rootOf(operand);
+    if (isBuffered.contains(root))
+      resultOf.try_emplace(root, index);
+  }
+
   // Linear scan: a buffer is free once its value's last use is strictly
   // before the new value's definition. Buffers only hold values with the
   // same dependence on B and T; the best-fitting free one is reused and
-  // grown.
+  // grown. A result's buffer is its own and is never freed.
   SmallVector<Buffer> buffers;
   llvm::DenseMap<Value, int64_t> slotOf;
   struct Active {
@@ -208,6 +232,12 @@ LogicalResult planLayer(func::FuncOp layer) {
       }
     }
     Buffer want = bufferFor(value.getType());
+    if (auto result = resultOf.find(value); result != resultOf.end()) {
+      want.result = result->second;
+      slotOf[value] = buffers.size();
+      buffers.push_back(want);
+      continue;
+    }
     int64_t chosen = -1;
     auto fits = [&](int64_t slot) {
       return buffers[slot].elements >= want.elements;
@@ -260,6 +290,9 @@ LogicalResult planLayer(func::FuncOp layer) {
           builder.getNamedAttr("per_batch", builder.getUnitAttr()));
     if (buffer.perStep)
       fields.push_back(builder.getNamedAttr("per_step", builder.getUnitAttr()));
+    if (buffer.result >= 0)
+      fields.push_back(builder.getNamedAttr(
+          "result", builder.getI64IntegerAttr(buffer.result)));
     workspace.push_back(builder.getDictionaryAttr(fields));
   }
   layer->setAttr(FPDialect::getWorkspaceAttrName(),

@@ -14,16 +14,19 @@
 // NUMERIC: ok
 
 // The backward is a function of the library: its own workspace, the
-// gradient kernels, parameter gradients accumulated into the caller's.
+// gradient kernels, the input's cotangent computed in the caller's buffer,
+// parameter gradients accumulated into the caller's.
 // CHECK: #include "fp/Runtime/Kernels/HostGradients.h"
 // CHECK: const fp::host::BufferSpec kBackwardBuffers[] =
 // CHECK: void backward(const fp_backward_args &args, char *workspace, const size_t *offsets) {
 // CHECK:   const Real *dy = static_cast<const Real *>(args.grad_output);
+// CHECK:   Real *[[DX:s[0-9]+]] = static_cast<Real *>(args.grad_input);
 // CHECK:   kernels::selectiveScanGrad(
 // CHECK:   kernels::causalConvGrad(
 // CHECK:   kernels::weightGrad(
+// CHECK:   kernels::binary(kernels::Add(), B * T * 4, {{.*}}, [[DX]]);
 // CHECK:   kernels::weightNormGrad(
-// CHECK:   kernels::copy({{.*}}, static_cast<Real *>(args.grad_input));
+// CHECK-NOT: args.grad_input
 // CHECK:   const kernels::GradientSum<Real> [[SUMS:gradients[0-9]+]][] = {
 // CHECK-NEXT:     {{[{]}}{{.*}}, 32, static_cast<Real *>(args.grad_params[0])}, // v
 // CHECK:     {{[{]}}{{.*}}, 12, static_cast<Real *>(args.grad_params[10])}, // wt

@@ -70,3 +70,46 @@ module {
     return %s : tensor<?x?x4xf32>
   }
 }
+
+// -----
+
+module {
+  // expected-error @+1 {{cannot emit: 'fp.workspace' entry {elements = 4 : i64, per_batch, per_step, result = 1 : i64} holds a result that cannot be computed in place (the output, or a value the forward saves, each in one buffer)}}
+  func.func @result_not_saved(%u: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?x?x4xf32>) attributes {fp.layer, fp.workspace = [{elements = 4 : i64, per_batch, per_step, result = 1 : i64}]} {
+    %s = fp.silu %u {fp.slots = array<i64: 0>} : tensor<?x?x4xf32>
+    return %u, %s : tensor<?x?x4xf32>, tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{holds a result that cannot be computed in place}}
+  func.func @result_twice(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer, fp.workspace = [{elements = 4 : i64, per_batch, per_step, result = 0 : i64}, {elements = 4 : i64, per_batch, per_step, result = 0 : i64}]} {
+    %s = fp.silu %u {fp.slots = array<i64: 0>} : tensor<?x?x4xf32>
+    %t = fp.silu %s {fp.slots = array<i64: 1>} : tensor<?x?x4xf32>
+    return %t : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{cannot emit: buffer 0 is planned to hold result #0 in place, but holds several values}}
+  func.func @result_shared(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer, fp.workspace = [{elements = 4 : i64, per_batch, per_step, result = 0 : i64}]} {
+    %s = fp.silu %u {fp.slots = array<i64: 0>} : tensor<?x?x4xf32>
+    %t = fp.silu %s {fp.slots = array<i64: 0>} : tensor<?x?x4xf32>
+    return %t : tensor<?x?x4xf32>
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{cannot emit: buffer 1 is planned to hold result #0 in place, but holds another value}}
+  func.func @result_elsewhere(%u: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer, fp.workspace = [{elements = 4 : i64, per_batch, per_step}, {elements = 4 : i64, per_batch, per_step, result = 0 : i64}]} {
+    %s = fp.silu %u {fp.slots = array<i64: 1>} : tensor<?x?x4xf32>
+    %t = fp.silu %s {fp.slots = array<i64: 0>} : tensor<?x?x4xf32>
+    return %t : tensor<?x?x4xf32>
+  }
+}

@@ -83,11 +83,15 @@ struct Storage {
 };
 
 /// A workspace slot: `elements` scalars per (B if perBatch) per (T if
-/// perStep).
+/// perStep). A slot with `result >= 0` holds only the function's result of
+/// that index, in the caller's memory for it: the output (a backward's
+/// input cotangent) for result 0, which then takes no workspace, and the
+/// `saved` area for a saved result when the call has one.
 struct BufferSlot {
   int64_t elements = 0;
   bool perBatch = false;
   bool perStep = false;
+  int64_t result = -1;
 };
 
 /// The plan of one layer function.
@@ -125,6 +129,12 @@ public:
   const Storage &storage(Value value) const;
   /// The parameter index of an fp.param.
   int64_t paramIndex(ParamOp op) const;
+  /// The position in `saved` of the forward's result `index`, which must be
+  /// marked fp.saved.
+  int64_t savedIndex(unsigned result) const;
+  /// Whether function result `index` is computed in the caller's memory (in
+  /// a slot whose `result` it is) rather than copied there.
+  bool computedInPlace(unsigned result) const;
 
 private:
   llvm::DenseMap<Value, Shape> shapes;

@@ -251,6 +251,16 @@ def FpPlanBuffers : Pass<"fp-plan-buffers", "func::FuncOp"> {
     workspace; an `fp.kernel`'s intermediate values live in the kernel's own
     scratch memory.
 
+    The results the caller provides memory for are computed there rather
+    than copied out: the layer's output (a backward's input cotangent) and
+    each result a forward saves for its backward (`fp.saved`). The value
+    each of them is (the root of its reshapes, or the iterate of a loop it
+    is the result of) gets a buffer that holds nothing else, marked with the
+    result's index (`result = 0`); the emitters point that buffer at the
+    caller's. A backward's parameter gradients are accumulated into the
+    caller's and keep their copy, as does a result returned a second time
+    or one that is not computed by the layer (its input, a parameter).
+
     The plan is recorded for the emitters in discardable attributes:
 
     ```mlir
