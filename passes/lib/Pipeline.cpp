@@ -35,6 +35,12 @@ void mlir::fp::addBackwardDerivation(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
+void mlir::fp::addProductReuse(OpPassManager &pm) {
+  OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(createFpReuseProducts());
+  func.addPass(createCSEPass());
+}
+
 void mlir::fp::addFusion(OpPassManager &pm, bool fuseScans) {
   OpPassManager &func = pm.nest<func::FuncOp>();
   func.addPass(createFpMergeLinears());
@@ -59,6 +65,11 @@ void mlir::fp::buildFpPipeline(OpPassManager &pm,
     addHoisting(pm);
   if (options.backward)
     addBackwardDerivation(pm);
+  // After the derivation: the forward's step after the solve reuses the
+  // products hoisted out of the loop; the backward's recomputation keeps
+  // one GEMM per map.
+  if (options.hoist)
+    addProductReuse(pm);
   if (options.fuse)
     addFusion(pm, options.fuseScans);
   addLoopLowering(pm);

@@ -96,6 +96,46 @@ def FpDeriveBackward : Pass<"fp-derive-backward", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def FpReuseProducts : Pass<"fp-reuse-products", "func::FuncOp"> {
+  let summary = "split linear maps whose partial products are already "
+                "computed";
+  let description = [{
+    Outside every fixed-point body, a plain linear map (no gain) of a
+    concatenation, `W [x; ȳ] + b`, of which some column block's product is
+    already computed earlier in the same block, `W_x x + b`, becomes that
+    product plus the products of the other blocks, `W_y ȳ`; a linear map of
+    a sum, `W (x + ȳ) + b`, with `W x + b` already computed, becomes
+    `W x + b + W ȳ`. The bias goes with the first reused product, as
+    `fp-hoist-invariants` splits them; weights and biases match when they
+    are the same value or what CSE would merge.
+
+    This is the layer's step after the solve, `f(y*)` (the step the
+    gradient flows through): it applies the loop's body once more, whose
+    invariant products `fp-hoist-invariants` moved before the loop, and
+    without this pass it would recompute them, at FP-Mamba's Householder
+    and Kronecker mixers half of its largest GEMM.
+
+    ```mlir
+    // before: %xw = W_x x was hoisted out of the loop; the step after it
+    // multiplies [x; ȳ] by W in full
+    %p = fp.concat %x, %ybar : ... -> tensor<?x?x128xf32>
+    %u = fp.linear %p, %w : ...
+    // after
+    %wy = fp.slice %w[64 : 128] : ...
+    %yw = fp.linear %ybar, %wy : ...
+    %u = arith.addf %xw, %yw : ...
+    ```
+
+    `fp-pipeline` runs it after the backward is derived, so a derived
+    backward, which recomputes the step from the saved fixed point and has
+    no hoisted product to reuse, keeps one GEMM for it and one for each of
+    its adjoints. The result changes only by the order of summation of the
+    split map, which the loop's body uses already.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::fp::FPDialect"];
+}
+
 def FpMergeLinears : Pass<"fp-merge-linears", "func::FuncOp"> {
   let summary = "one GEMM for the linear maps of one input in a fixed-point "
                 "body";

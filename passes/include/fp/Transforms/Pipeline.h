@@ -47,6 +47,10 @@ void addHoisting(OpPassManager &pm);
 /// Derives every layer's backward function.
 void addBackwardDerivation(OpPassManager &pm);
 
+/// Splits the linear maps outside fixed-point loops whose partial products
+/// the hoisting computed already (fp-reuse-products).
+void addProductReuse(OpPassManager &pm);
+
 /// Merges the linear maps of one input in fixed-point bodies into one GEMM,
 /// then groups per-token chains and mixers, and with `fuseScans` the scans
 /// among them, into kernels.
