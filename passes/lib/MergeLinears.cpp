@@ -3,7 +3,8 @@
 //
 // fp-merge-linears: inside a fixed-point body, the plain linear maps of one
 // input with loop-invariant weights become one linear map with the weights
-// stacked by rows, followed by a slice per original result.
+// stacked by rows, followed by a slice per original result; after the loop,
+// maps of one input with the same weights read the same stacked weight.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,12 +72,53 @@ Value stackRows(OpBuilder &builder, Location loc, ValueRange parts) {
                            joined);
 }
 
+/// A merged group: its members' weights and biases (null where a member
+/// has none), in order, and their stacked weight and bias, built before
+/// `loop`.
+struct Merged {
+  Operation *loop;
+  SmallVector<Value> weights, biases;
+  Value weight, bias;
+};
+
+/// Replaces `members` (same input, same block, in block order) by one
+/// linear map of the stacked `weight` and `bias` at the first member and a
+/// slice per member.
+void replaceByStacked(ArrayRef<LinearOp> members, Value weight, Value bias,
+                      Location loc) {
+  LinearOp first = members.front();
+  OpBuilder builder(first);
+  auto firstType = cast<RankedTensorType>(first.getType());
+  SmallVector<int64_t> shape(firstType.getShape());
+  shape.back() = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+  Value all = LinearOp::create(
+      builder, loc, RankedTensorType::get(shape, firstType.getElementType()),
+      first.getInput(), weight, /*gain=*/Value(), bias);
+  // The slices go between the merged map and the first member, which is
+  // erased last: the insertion point is that member.
+  int64_t offset = 0;
+  for (LinearOp op : members) {
+    int64_t width =
+        cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0);
+    Value part = SliceOp::create(builder, op.getLoc(), op.getType(), all,
+                                 offset, offset + width);
+    offset += width;
+    op.getResult().replaceAllUsesWith(part);
+  }
+  for (LinearOp op : llvm::reverse(members))
+    op.erase();
+}
+
 /// Replaces `members` (same input, same block, in block order) by one
 /// linear map at the first member and a slice per member; the stacked
 /// weight and bias are built before `loop`. When some members have a bias,
 /// the others contribute zeros to the stacked one.
-void merge(ArrayRef<LinearOp> members, Operation *loop) {
-  LinearOp first = members.front();
+Merged merge(ArrayRef<LinearOp> members, Operation *loop) {
+  Merged merged{loop, {}, {}, {}, {}};
+  for (LinearOp op : members) {
+    merged.weights.push_back(op.getWeight());
+    merged.biases.push_back(op.getBias());
+  }
   OpBuilder builder(loop);
   SmallVector<Value> weights, biases;
   SmallVector<Location> locations;
@@ -101,29 +143,26 @@ void merge(ArrayRef<LinearOp> members, Operation *loop) {
                           .getValue())));
   }
   Location loc = FusedLoc::get(loop->getContext(), locations);
-  Value weight = stackRows(builder, loc, weights);
-  Value bias = anyBias ? stackRows(builder, loc, biases) : Value();
+  merged.weight = stackRows(builder, loc, weights);
+  merged.bias = anyBias ? stackRows(builder, loc, biases) : Value();
+  replaceByStacked(members, merged.weight, merged.bias, loc);
+  return merged;
+}
 
-  auto firstType = cast<RankedTensorType>(first.getType());
-  SmallVector<int64_t> shape(firstType.getShape());
-  shape.back() = cast<RankedTensorType>(weight.getType()).getDimSize(0);
-  builder.setInsertionPoint(first);
-  Value all = LinearOp::create(
-      builder, loc, RankedTensorType::get(shape, firstType.getElementType()),
-      first.getInput(), weight, /*gain=*/Value(), bias);
-  // The slices go between the merged map and the first member, which is
-  // erased last: the insertion point is that member.
-  int64_t offset = 0;
-  for (LinearOp op : members) {
-    int64_t width =
-        cast<RankedTensorType>(op.getWeight().getType()).getDimSize(0);
-    Value part = SliceOp::create(builder, op.getLoc(), op.getType(), all,
-                                 offset, offset + width);
-    offset += width;
-    op.getResult().replaceAllUsesWith(part);
+/// Whether `members`, outside every loop, map one input by the weights and
+/// biases of `merged`, in order, after its loop in the loop's block.
+bool matches(ArrayRef<LinearOp> members, const Merged &merged) {
+  if (members.size() != merged.weights.size())
+    return false;
+  for (auto [i, member] : llvm::enumerate(members)) {
+    LinearOp op = member;
+    if (op->getBlock() != merged.loop->getBlock() ||
+        !merged.loop->isBeforeInBlock(op) ||
+        !holdSameData(op.getWeight(), merged.weights[i]) ||
+        !holdSameData(op.getBias(), merged.biases[i]))
+      return false;
   }
-  for (LinearOp op : llvm::reverse(members))
-    op.erase();
+  return true;
 }
 
 struct FpMergeLinearsPass
@@ -131,6 +170,7 @@ struct FpMergeLinearsPass
   using FpMergeLinearsBase::FpMergeLinearsBase;
 
   void runOnOperation() override {
+    SmallVector<Merged> merged;
     getOperation()->walk([&](FixedPointOp loop) {
       auto loopLike = cast<LoopLikeOpInterface>(loop.getOperation());
       // Members keyed by their input, in block order.
@@ -144,9 +184,29 @@ struct FpMergeLinearsPass
           continue;
         LLVM_DEBUG(llvm::dbgs() << "merging " << members.size()
                                 << " linear maps at " << loop.getLoc() << "\n");
-        merge(members, loop);
+        merged.push_back(merge(members, loop));
       }
     });
+
+    // Outside the loops: the maps of one input with a merged group's
+    // weights, as the step after a solve has them, read its stacked weight.
+    llvm::MapVector<Value, SmallVector<LinearOp>> outside;
+    getOperation()->walk([&](LinearOp op) {
+      if (!op.getGain() && !op->getParentOfType<FixedPointOp>())
+        outside[op.getInput()].push_back(op);
+    });
+    for (auto &entry : outside) {
+      ArrayRef<LinearOp> members = entry.second;
+      const Merged *group = llvm::find_if(
+          merged, [&](const Merged &m) { return matches(members, m); });
+      if (group == merged.end())
+        continue;
+      SmallVector<Location> locations;
+      for (LinearOp op : members)
+        locations.push_back(op.getLoc());
+      replaceByStacked(members, group->weight, group->bias,
+                       FusedLoc::get(&getContext(), locations));
+    }
   }
 };
 

@@ -23,13 +23,7 @@ namespace mlir::fp {
 using namespace mlir;
 using namespace mlir::fp;
 
-namespace {
-
-/// Whether `a` and `b` hold the same data: the same value, or the same
-/// result of two equivalent side-effect-free ops on equal operands (what
-/// CSE would merge, such as the weight normalisations of one parameter
-/// that a loop body and the step after the solve each compute).
-bool equal(Value a, Value b) {
+bool mlir::fp::holdSameData(Value a, Value b) {
   if (a == b)
     return true;
   auto ra = dyn_cast_or_null<OpResult>(a);
@@ -41,18 +35,20 @@ bool equal(Value a, Value b) {
       !isMemoryEffectFree(y))
     return false;
   return OperationEquivalence::isEquivalentTo(
-      x, y, [](Value l, Value r) { return success(equal(l, r)); },
+      x, y, [](Value l, Value r) { return success(holdSameData(l, r)); },
       /*markEquivalent=*/nullptr, OperationEquivalence::IgnoreLocations);
 }
+
+namespace {
 
 /// Whether `weight` is the columns [start, end) of `full`.
 bool isBlockOf(Value weight, Value full, int64_t start, int64_t end) {
   if (start == 0 &&
       end == cast<RankedTensorType>(full.getType()).getShape().back())
-    return equal(weight, full);
+    return holdSameData(weight, full);
   auto slice = weight.getDefiningOp<SliceOp>();
   return slice && int64_t(slice.getStart()) == start &&
-         int64_t(slice.getEnd()) == end && equal(slice.getInput(), full);
+         int64_t(slice.getEnd()) == end && holdSameData(slice.getInput(), full);
 }
 
 /// An fp.linear before `op` in its block computing `input · weight + bias`
@@ -64,7 +60,7 @@ LinearOp findTerm(Operation *op, Value input, Value full, int64_t start,
     if (term && term != op && !term.getGain() && term.getInput() == input &&
         term.getType() == op->getResult(0).getType() &&
         term->getBlock() == op->getBlock() && term->isBeforeInBlock(op) &&
-        equal(term.getBias(), bias) &&
+        holdSameData(term.getBias(), bias) &&
         isBlockOf(term.getWeight(), full, start, end))
       return term;
   }

@@ -102,3 +102,41 @@ func.func @declined(%y0: tensor<?x?x4xf32>, %x: tensor<?x?x4xf32>,
   }
   return %r : tensor<?x?x4xf32>
 }
+
+// -----
+
+// After the loop, maps of one input with the merged group's weights and
+// biases, in order (the step after the solve), read the stacked weight and
+// bias: one GEMM. Maps with the weights in another order, or only some of
+// them, stay as they are.
+// CHECK-LABEL: func.func @after_the_loop
+//  CHECK-SAME:     (%[[Y0:.*]]: tensor<?x?x4xf32>, %[[W0:.*]]: tensor<4x4xf32>, %[[W1:.*]]: tensor<1x4xf32>, %[[B1:.*]]: tensor<1xf32>)
+//       CHECK:   %[[W:.*]] = fp.reshape {{.*}} : tensor<20xf32> -> tensor<5x4xf32>
+//       CHECK:   %[[B:.*]] = fp.concat {{.*}} : tensor<4xf32>, tensor<1xf32> -> tensor<5xf32>
+//       CHECK:   %[[R:.*]], %{{.*}} = fp.fixed_point
+//       CHECK:   %[[ALL:.*]] = fp.linear %[[R]], %[[W]] bias %[[B]] : (tensor<?x?x4xf32>, tensor<5x4xf32>, tensor<5xf32>) -> tensor<?x?x5xf32>
+//   CHECK-DAG:   %[[U:.*]] = fp.slice %[[ALL]][0 : 4]
+//   CHECK-DAG:   %[[G:.*]] = fp.slice %[[ALL]][4 : 5]
+//       CHECK:   %[[G1:.*]] = fp.linear %[[Y0]], %[[W1]] bias %[[B1]]
+//       CHECK:   %[[U1:.*]] = fp.linear %[[Y0]], %[[W0]] :
+//       CHECK:   %[[U2:.*]] = fp.linear %[[U]], %[[W0]] :
+//       CHECK:   return %[[U]], %[[G]], %[[G1]], %[[U1]], %[[U2]]
+func.func @after_the_loop(%y0: tensor<?x?x4xf32>, %w0: tensor<4x4xf32>,
+                          %w1: tensor<1x4xf32>, %b1: tensor<1xf32>) -> (tensor<?x?x4xf32>, tensor<?x?x1xf32>, tensor<?x?x1xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
+  %r, %n = fp.fixed_point (%y = %y0) : tensor<?x?x4xf32>
+      solver <tolerance = 0.1, quantile = 0.75, max_iter_train = 10, max_iter_eval = 10, relax_start = 1.0, relax_decay = 0.9, relax_patience = 5>
+      backward <one_step> {
+    %u = fp.linear %y, %w0 : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
+    %g = fp.linear %y, %w1 bias %b1 : (tensor<?x?x4xf32>, tensor<1x4xf32>, tensor<1xf32>) -> tensor<?x?x1xf32>
+    %g2 = fp.reshape %g : tensor<?x?x1xf32> -> tensor<?x?xf32>
+    %gb = fp.broadcast %g2, %u dims [0, 1] : tensor<?x?xf32>, tensor<?x?x4xf32>
+    %out = arith.mulf %gb, %u : tensor<?x?x4xf32>
+    fp.yield %out : tensor<?x?x4xf32>
+  }
+  %u = fp.linear %r, %w0 : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
+  %g = fp.linear %r, %w1 bias %b1 : (tensor<?x?x4xf32>, tensor<1x4xf32>, tensor<1xf32>) -> tensor<?x?x1xf32>
+  %g1 = fp.linear %y0, %w1 bias %b1 : (tensor<?x?x4xf32>, tensor<1x4xf32>, tensor<1xf32>) -> tensor<?x?x1xf32>
+  %u1 = fp.linear %y0, %w0 : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
+  %u2 = fp.linear %u, %w0 : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
+  return %u, %g, %g1, %u1, %u2 : tensor<?x?x4xf32>, tensor<?x?x1xf32>, tensor<?x?x1xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
+}

@@ -33,6 +33,13 @@ void populateMaterializeWeightNormPatterns(RewritePatternSet &patterns);
 /// whose operands are partly loop-invariant.
 void populateSplitInvariantConcatPatterns(RewritePatternSet &patterns);
 
+/// Whether `a` and `b` hold the same data: the same value (both null
+/// included), or the same result of two equivalent side-effect-free ops on
+/// operands that do (what CSE would merge, such as the weight
+/// normalisations of one parameter that a loop body and the step after the
+/// solve each compute).
+bool holdSameData(Value a, Value b);
+
 /// Whether fp-fuse-mix-scan may put `op` into an fp.kernel: it computes
 /// each token of its per-token results from that token of its per-token
 /// operands and from uniform (static) operands. Forward scans qualify only

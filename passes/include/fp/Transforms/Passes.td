@@ -138,7 +138,7 @@ def FpReuseProducts : Pass<"fp-reuse-products", "func::FuncOp"> {
 
 def FpMergeLinears : Pass<"fp-merge-linears", "func::FuncOp"> {
   let summary = "one GEMM for the linear maps of one input in a fixed-point "
-                "body";
+                "body, and after it";
   let description = [{
     Inside a fixed-point body, plain linear maps (no gain) of the same input
     whose weights (and biases) are defined outside the loop become one
@@ -160,6 +160,13 @@ def FpMergeLinears : Pass<"fp-merge-linears", "func::FuncOp"> {
     %g = fp.slice %all[64 : 65] : ...
     %bc = fp.slice %all[65 : 97] : ...
     ```
+
+    After a loop, in the loop's block, the plain linear maps of one input
+    whose weights and biases are those of a group merged in the loop, in
+    the same order, become one linear map of the stacked weight and bias
+    built for the loop, and slices: the layer's step after the solve (which
+    `fp-reuse-products` leaves with the loop's maps of ȳ) is one GEMM, as a
+    step of the loop is. Weights match when CSE would merge them.
 
     The slices are per-token ops, so `fp-fuse-mix-scan` folds them into the
     kernels that read them. Each output element is the same dot product as
