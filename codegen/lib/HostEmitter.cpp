@@ -103,6 +103,10 @@ std::string LayerEmitter::name(Value value) const {
     return "saved" + std::to_string(s.index);
   case Storage::GradOutput:
     return "dy";
+  case Storage::View:
+    return s.index == 0
+               ? name(s.aliasOf)
+               : "(" + name(s.aliasOf) + " + " + std::to_string(s.index) + ")";
   case Storage::Alias:
   case Storage::Iterations:
     break;
@@ -193,6 +197,12 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
   // Ops that produce no data of their own.
   if (isa<ParamOp, ReshapeOp>(op))
     return success();
+  // Ops whose readers read their input where it lies.
+  if (auto slice = dyn_cast<SliceOp>(op); slice && slice.isReadInPlace())
+    return success();
+  if (auto transpose = dyn_cast<TransposeOp>(op);
+      transpose && transpose.isReadOnlyAsLinearWeight())
+    return success();
   if (auto dim = dyn_cast<tensor::DimOp>(op)) {
     std::optional<int64_t> index = dim.getConstantIndex();
     if (!index)
@@ -227,12 +237,25 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
         auto transpose = weight.getDefiningOp<TransposeOp>();
         const bool transposed =
             transpose && transpose.isReadOnlyAsLinearWeight();
+        Value input = linear.getInput();
+        Value read = transposed ? transpose.getInput() : weight;
+        std::string bias =
+            linear.getBias() ? name(linear.getBias()) : "nullptr";
+        // Operands read in place in wider matrices (fp.slice) pass their
+        // row strides.
+        if (plan.rowStride(input) != width(input) ||
+            plan.rowStride(read) != width(read)) {
+          w.line("kernels::linearStrided({0}, {1}, {2}, {3}, {4}, {5}, {6}, "
+                 "{7}, {8}, {9});",
+                 name(input), plan.rowStride(input), rows(input), width(input),
+                 name(read), plan.rowStride(read),
+                 transposed ? "true" : "false", width(linear), bias,
+                 name(linear));
+          return success();
+        }
         w.line("kernels::{0}({1}, {2}, {3}, {4}, {5}, {6}, {7});",
-               transposed ? "linearTransposed" : "linear",
-               name(linear.getInput()), rows(linear.getInput()),
-               width(linear.getInput()),
-               name(transposed ? transpose.getInput() : weight), width(linear),
-               linear.getBias() ? name(linear.getBias()) : "nullptr",
+               transposed ? "linearTransposed" : "linear", name(input),
+               rows(input), width(input), name(read), width(linear), bias,
                name(linear));
         return success();
       })
@@ -435,8 +458,6 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       })
       .Case([&](func::ReturnOp ret) { return emitReturn(ret); })
       .Case([&](TransposeOp transpose) {
-        if (transpose.isReadOnlyAsLinearWeight())
-          return success(); // its readers read its input
         auto type = cast<RankedTensorType>(transpose.getInput().getType());
         w.line("kernels::transpose({0}, {1}, {2}, {3});",
                name(transpose.getInput()), type.getDimSize(0),

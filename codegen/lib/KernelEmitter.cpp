@@ -332,11 +332,17 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
           return isa<ShiftOp, tensor::DimOp>(user);
         }))
       continue;
+    // A slice read in place (fp.slice) keeps its input's row stride.
+    int64_t stride = shape.elements();
+    if (auto slice = kernel.getInputs()[i].getDefiningOp<SliceOp>();
+        slice && slice.isReadInPlace())
+      stride =
+          cast<RankedTensorType>(slice.getInput().getType()).getShape().back();
     inputLines.emplace_back(
         arg,
         shape.perToken
             ? llvm::formatv("const Real *const {0} = in{1} + row * {2};", name,
-                            i, shape.elements())
+                            i, stride)
                   .str()
             : llvm::formatv("const Real *const {0} = in{1};", name, i).str());
   }

@@ -163,6 +163,13 @@ const Storage &LayerPlan::storage(Value value) const {
   return *s;
 }
 
+int64_t LayerPlan::rowStride(Value value) const {
+  const Storage &s = storage(value);
+  if (s.kind == Storage::View)
+    return rowStride(s.aliasOf);
+  return cast<RankedTensorType>(value.getType()).getShape().back();
+}
+
 int64_t LayerPlan::paramIndex(ParamOp op) const {
   return paramIndices.lookup(op.getName());
 }
@@ -255,64 +262,68 @@ LogicalResult LayerPlan::assignStorage() {
       setStorage(layer.getArgument(i), {Storage::Saved, int64_t(i - 1)});
     setStorage(layer.getArgument(numArgs - 1), {Storage::GradOutput});
   }
-  WalkResult walk =
-      layer.walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
-        if (auto param = dyn_cast<ParamOp>(op)) {
-          setStorage(param, {Storage::Param, paramIndex(param)});
-          return WalkResult::advance();
-        }
-        if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-          setStorage(reshape, {Storage::Alias, -1, reshape.getInput()});
-          return WalkResult::advance();
-        }
-        // Not materialised (fp-plan-buffers): its readers read the input.
-        if (auto transpose = dyn_cast<TransposeOp>(op);
-            transpose && transpose.isReadOnlyAsLinearWeight()) {
-          setStorage(transpose, {Storage::Alias, -1, transpose.getInput()});
-          return WalkResult::advance();
-        }
-        // The iterates of a lowered loop: the condition block's arguments
-        // hold them; the step's arguments, the relaxed values and the
-        // loop's results are the same storage.
-        if (auto loop = dyn_cast<scf::WhileOp>(op)) {
-          for (auto [index, iterate] :
-               llvm::enumerate(loop.getBeforeArguments())) {
-            FailureOr<int64_t> slot = plannedSlot(
-                loop, FPDialect::getIterateSlotsAttrName(), index, numSlots);
-            if (failed(slot) || failed(checkFits(iterate, *slot, loop)))
-              return WalkResult::interrupt();
-            setStorage(iterate, {Storage::Buffer, *slot});
-            setStorage(loop.getAfterArguments()[index],
-                       {Storage::Alias, -1, iterate});
-            setStorage(loop.getResult(index), {Storage::Alias, -1, iterate});
-          }
-          return WalkResult::advance();
-        }
-        if (auto relax = dyn_cast<SolverRelaxOp>(op)) {
-          setStorage(relax, {Storage::Alias, -1, relax.getCurrent()});
-          return WalkResult::advance();
-        }
-        if (auto iterations = dyn_cast<SolverIterationsOp>(op)) {
-          setStorage(iterations, {Storage::Iterations});
-          for (Operation *user : iterations->getUsers())
-            if (!isa<func::ReturnOp>(user))
-              return user->emitOpError("cannot emit a use of the iteration "
-                                       "counts other than the layer's result"),
-                     WalkResult::interrupt();
-          return WalkResult::advance();
-        }
-        for (auto [index, result] : llvm::enumerate(op->getResults())) {
-          if (!isa<TensorType>(result.getType()))
-            continue;
-          FailureOr<int64_t> slot =
-              plannedSlot(op, FPDialect::getSlotsAttrName(), index, numSlots);
-          if (failed(slot) || failed(checkFits(result, *slot, op)))
-            return WalkResult::interrupt();
-          setStorage(result, {Storage::Buffer, *slot});
-        }
-        // A kernel's intermediate values live in its own scratch memory.
-        return isa<KernelOp>(op) ? WalkResult::skip() : WalkResult::advance();
-      });
+  WalkResult walk = layer.walk<WalkOrder::PreOrder>([&](Operation *op)
+                                                        -> WalkResult {
+    if (auto param = dyn_cast<ParamOp>(op)) {
+      setStorage(param, {Storage::Param, paramIndex(param)});
+      return WalkResult::advance();
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      setStorage(reshape, {Storage::Alias, -1, reshape.getInput()});
+      return WalkResult::advance();
+    }
+    // Not materialised (fp-plan-buffers): its readers read the input.
+    if (auto transpose = dyn_cast<TransposeOp>(op);
+        transpose && transpose.isReadOnlyAsLinearWeight()) {
+      setStorage(transpose, {Storage::Alias, -1, transpose.getInput()});
+      return WalkResult::advance();
+    }
+    if (auto slice = dyn_cast<SliceOp>(op); slice && slice.isReadInPlace()) {
+      setStorage(slice,
+                 {Storage::View, int64_t(slice.getStart()), slice.getInput()});
+      return WalkResult::advance();
+    }
+    // The iterates of a lowered loop: the condition block's arguments
+    // hold them; the step's arguments, the relaxed values and the
+    // loop's results are the same storage.
+    if (auto loop = dyn_cast<scf::WhileOp>(op)) {
+      for (auto [index, iterate] : llvm::enumerate(loop.getBeforeArguments())) {
+        FailureOr<int64_t> slot = plannedSlot(
+            loop, FPDialect::getIterateSlotsAttrName(), index, numSlots);
+        if (failed(slot) || failed(checkFits(iterate, *slot, loop)))
+          return WalkResult::interrupt();
+        setStorage(iterate, {Storage::Buffer, *slot});
+        setStorage(loop.getAfterArguments()[index],
+                   {Storage::Alias, -1, iterate});
+        setStorage(loop.getResult(index), {Storage::Alias, -1, iterate});
+      }
+      return WalkResult::advance();
+    }
+    if (auto relax = dyn_cast<SolverRelaxOp>(op)) {
+      setStorage(relax, {Storage::Alias, -1, relax.getCurrent()});
+      return WalkResult::advance();
+    }
+    if (auto iterations = dyn_cast<SolverIterationsOp>(op)) {
+      setStorage(iterations, {Storage::Iterations});
+      for (Operation *user : iterations->getUsers())
+        if (!isa<func::ReturnOp>(user))
+          return user->emitOpError("cannot emit a use of the iteration "
+                                   "counts other than the layer's result"),
+                 WalkResult::interrupt();
+      return WalkResult::advance();
+    }
+    for (auto [index, result] : llvm::enumerate(op->getResults())) {
+      if (!isa<TensorType>(result.getType()))
+        continue;
+      FailureOr<int64_t> slot =
+          plannedSlot(op, FPDialect::getSlotsAttrName(), index, numSlots);
+      if (failed(slot) || failed(checkFits(result, *slot, op)))
+        return WalkResult::interrupt();
+      setStorage(result, {Storage::Buffer, *slot});
+    }
+    // A kernel's intermediate values live in its own scratch memory.
+    return isa<KernelOp>(op) ? WalkResult::skip() : WalkResult::advance();
+  });
   if (walk.wasInterrupted())
     return failure();
 

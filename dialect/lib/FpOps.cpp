@@ -655,6 +655,35 @@ LogicalResult SliceOp::verify() {
 // ConcatOp
 //===----------------------------------------------------------------------===//
 
+bool SliceOp::isReadInPlace() {
+  if (ShapedType::isDynamic(getTensorType(getInput()).getShape().back()))
+    return false;
+  Value result = getResult();
+  // A kernel input read a row at a time: per token, one row per token and
+  // never at another token; or uniform, one row.
+  auto readsRows = [](BlockArgument arg) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    ArrayRef<int64_t> shape = type.getShape();
+    const bool perToken =
+        type.getRank() >= 2 && type.isDynamicDim(0) && type.isDynamicDim(1);
+    if (perToken)
+      return type.getRank() == 3 &&
+             llvm::none_of(arg.getUsers(),
+                           [](Operation *user) { return isa<ShiftOp>(user); });
+    return llvm::all_of(shape.drop_back(), [](int64_t d) { return d == 1; });
+  };
+  return !result.use_empty() &&
+         llvm::all_of(result.getUses(), [&](OpOperand &use) {
+           Operation *owner = use.getOwner();
+           if (auto linear = dyn_cast<LinearOp>(owner))
+             return !linear.getGain();
+           if (auto kernel = dyn_cast<KernelOp>(owner))
+             return readsRows(
+                 kernel.getBodyBlock()->getArgument(use.getOperandNumber()));
+           return false;
+         });
+}
+
 LogicalResult ConcatOp::verify() {
   if (getInputs().empty())
     return emitOpError("expects at least one input");

@@ -96,11 +96,19 @@ FailureOr<LoweredLoop> mlir::fp::matchLoweredLoop(scf::WhileOp loop) {
         relax.getCurrent() != iterate)
       return mismatch("iterate #" + Twine(index) +
                       " is not updated by fp.solver_relax of its solver");
-    for (Operation *user : iterate.getUsers()) {
-      Operation *inStep = step.findAncestorOpInBlock(*user);
-      if (inStep != relax && relax->isBeforeInBlock(inStep))
-        return mismatch("iterate #" + Twine(index) +
-                        " is read after its fp.solver_relax");
+    // The relaxation overwrites the iterate's storage, which reshapes and
+    // slices read in place share.
+    SmallVector<Value> sharing = {iterate};
+    for (size_t i = 0; i < sharing.size(); ++i) {
+      for (Operation *user : sharing[i].getUsers()) {
+        Operation *inStep = step.findAncestorOpInBlock(*user);
+        if (inStep != relax && relax->isBeforeInBlock(inStep))
+          return mismatch("iterate #" + Twine(index) +
+                          " is read after its fp.solver_relax");
+        if (isa<ReshapeOp>(user) ||
+            (isa<SliceOp>(user) && cast<SliceOp>(user).isReadInPlace()))
+          sharing.push_back(user->getResult(0));
+      }
     }
     parts.relaxes.push_back(relax);
   }

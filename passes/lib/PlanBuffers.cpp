@@ -140,6 +140,11 @@ LogicalResult planLayer(func::FuncOp layer) {
       aliasOf[transpose] = transpose.getInput();
       return WalkResult::advance();
     }
+    // Likewise a slice its readers read where it lies in its input.
+    if (auto slice = dyn_cast<SliceOp>(op); slice && slice.isReadInPlace()) {
+      aliasOf[slice] = slice.getInput();
+      return WalkResult::advance();
+    }
     // A loop's iterate is its condition block's argument; the step's
     // argument, the relaxed value and the loop's result are the same
     // storage. The initial value is copied in.

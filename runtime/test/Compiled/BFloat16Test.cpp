@@ -262,6 +262,18 @@ TEST_F(BFloat16Kernels, LinearMapsAndProducts) {
         fp::host::linear(pick(x), rows, in, pick(w), out,
                          static_cast<const Real *>(nullptr), result);
       });
+  // Column ranges read in place: inputs [8, 48) of x, and of w as out × in
+  // (columns [16, 56)) or, transposed, as 40 rows of 24 (columns [4, 20)).
+  expectRoundedOnce("linearStrided", rows * out, [&](auto *result, auto pick) {
+    fp::host::linearStrided(pick(x) + 8, in, rows, 40, pick(w) + 16, in, false,
+                            out, pick(bias), result);
+  });
+  expectRoundedOnce("linearStrided, weight transposed", rows * 16,
+                    [&](auto *result, auto pick) {
+                      fp::host::linearStrided(pick(x) + 8, in, rows, 40,
+                                              pick(w) + 4, out, true, 16,
+                                              pick(bias), result);
+                    });
   expectRoundedOnce("weightNorm", out * in, [&](auto *result, auto pick) {
     fp::host::weightNorm(pick(w), pick(gain), out, in, result);
   });

@@ -2,7 +2,8 @@
 //
 // The kernels in fp/Runtime/Kernels/Host.h that are not a transcription of
 // one PyTorch call: the single-precision exponential, the channel-blocked
-// selective scan, the batched small matmul and the broadcast fast paths. Each
+// selective scan, the batched small matmul, the linear map of column ranges
+// read in place and the broadcast fast paths. Each
 // is compared with a direct evaluation in double precision on fresh random
 // inputs (the seed is printed).
 //
@@ -198,6 +199,39 @@ TEST(HostKernels, MatmulMatchesTheDirectSum) {
                 << "batch " << b << ", [" << i << ", " << j << "]";
           }
     }
+}
+
+TEST(HostKernels, LinearReadsColumnRangesWhereTheyLie) {
+  // in: columns [3, 3 + k) of a rows × 11 matrix; the weight: columns
+  // [2, 2 + k) of an n × 9 matrix, or (transposed) columns [1, 1 + n) of a
+  // k × 8 matrix, as fp.slice ops read in place give them.
+  std::mt19937_64 rng(freshSeed());
+  std::normal_distribution<double> normal;
+  const int64_t rows = 6, k = 5, n = 4;
+  const int64_t inStride = 11, inStart = 3;
+  std::vector<double> in(rows * inStride), bias(n), weights(n * 9 + k * 8);
+  for (std::vector<double> *values : {&in, &bias, &weights})
+    for (double &v : *values)
+      v = normal(rng);
+  for (bool transposed : {false, true}) {
+    SCOPED_TRACE(transposed ? "weight given transposed" : "weight out × in");
+    const int64_t weightStride = transposed ? 8 : 9;
+    const int64_t weightStart = transposed ? 1 : 2;
+    const double *weight = weights.data() + weightStart;
+    std::vector<double> out(rows * n);
+    fp::host::linearStrided(in.data() + inStart, inStride, rows, k, weight,
+                            weightStride, transposed, n, bias.data(),
+                            out.data());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < n; ++o) {
+        double sum = bias[o];
+        for (int64_t i = 0; i < k; ++i)
+          sum +=
+              in[r * inStride + inStart + i] *
+              weight[transposed ? i * weightStride + o : o * weightStride + i];
+        ASSERT_NEAR(out[r * n + o], sum, 1e-13) << "[" << r << ", " << o << "]";
+      }
+  }
 }
 
 TEST(HostKernels, BroadcastPlacesEveryElement) {

@@ -164,6 +164,8 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
 
   kernels::linear(in, B * T, 16, in, 32, in, out);
   kernels::linear(in, B * T, 16, in, 32, nullptr, out);
+  kernels::linearTransposed(in, B * T, 16, in, 32, nullptr, out);
+  kernels::linearStrided(in + 4, 24, B * T, 16, in, 16, false, 32, in, out);
   kernels::weightNorm(in, in, 32, 16, out);
   kernels::matmul(in, in, B * T, 4, 4, 4, false, true, out);
 

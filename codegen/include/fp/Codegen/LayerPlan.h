@@ -73,6 +73,8 @@ struct Storage {
     Param,      ///< params[index]
     Buffer,     ///< workspace slot `index`
     Alias,      ///< the storage of `aliasOf` (fp.reshape, loop values)
+    View,       ///< each row `index` elements into the row of `aliasOf`,
+                ///< whose row stride it keeps (an fp.slice read in place)
     Iterations, ///< per-sample counts of a solve; no data
     Saved,      ///< a backward's saved value `index` (the forward's
                 ///< fp.saved result of that rank)
@@ -127,6 +129,9 @@ public:
   const Shape &shape(Value value) const { return shapes.find(value)->second; }
   /// The storage of `value` after following aliases.
   const Storage &storage(Value value) const;
+  /// The elements between the starts of consecutive rows (last-dimension
+  /// vectors) of `value`: its width, or for a view its input's.
+  int64_t rowStride(Value value) const;
   /// The parameter index of an fp.param.
   int64_t paramIndex(ParamOp op) const;
   /// The position in `saved` of the forward's result `index`, which must be

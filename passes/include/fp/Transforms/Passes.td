@@ -298,6 +298,15 @@ def FpPlanBuffers : Pass<"fp-plan-buffers", "func::FuncOp"> {
     workspace; an `fp.kernel`'s intermediate values live in the kernel's own
     scratch memory.
 
+    Two ops are not materialised, and their source lives as long as their
+    readers: an `fp.transpose` read only as the weight of `fp.linear` (the
+    GEMM reads the weight as it lies, transposing the other way), and an
+    `fp.slice` whose every reader reads it where it lies in its source
+    (`SliceOp::isReadInPlace`: an `fp.linear` operand, which the GEMM reads
+    with the source's row stride, or an `fp.kernel` input read a row at a
+    time). So the columns of `in_proj`'s output that are x, the parts of
+    `x_proj`'s output and the mixer weight's x block are never copied.
+
     The results the caller provides memory for are computed there rather
     than copied out: the layer's output (a backward's input cotangent) and
     each result a forward saves for its backward (`fp.saved`). The value

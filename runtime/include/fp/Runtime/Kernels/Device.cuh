@@ -692,33 +692,33 @@ template <typename Real> inline void copy(In<Real> in, int64_t n, Real *out) {
 
 namespace detail {
 
-/// Column-major C[m×n] = op(A) · B[k×n] (leading dimension k), where op(A)
-/// is A[k×m]ᵀ (leading dimension k) when `transposeA`, else A[m×k]
-/// (leading dimension m). Row-major: C[n×m] = B[n×k] · A[m×k]ᵀ, or
-/// B[n×k] · A[k×m].
+/// Column-major C[m×n] = op(A) · B[k×n], where op(A) is A[k×m]ᵀ when
+/// `transposeA`, else A[m×k]; `lda` and `ldb` are the leading dimensions of
+/// A and B (C's is m). Row-major: C[n×m] = B[n×k] · A[m×k]ᵀ, or
+/// B[n×k] · A[k×m], with the rows of B and A starting ldb and lda apart.
 inline cublasStatus_t gemm(bool transposeA, int m, int n, int k, const float *a,
-                           const float *b, float *c) {
+                           int lda, const float *b, int ldb, float *c) {
   const float one = 1.0f, zero = 0.0f;
   return cublasSgemm(blas(), transposeA ? CUBLAS_OP_T : CUBLAS_OP_N,
-                     CUBLAS_OP_N, m, n, k, &one, a, transposeA ? k : m, b, k,
-                     &zero, c, m);
+                     CUBLAS_OP_N, m, n, k, &one, a, lda, b, ldb, &zero, c, m);
 }
 inline cublasStatus_t gemm(bool transposeA, int m, int n, int k,
-                           const double *a, const double *b, double *c) {
+                           const double *a, int lda, const double *b, int ldb,
+                           double *c) {
   const double one = 1.0, zero = 0.0;
   return cublasDgemm(blas(), transposeA ? CUBLAS_OP_T : CUBLAS_OP_N,
-                     CUBLAS_OP_N, m, n, k, &one, a, transposeA ? k : m, b, k,
-                     &zero, c, m);
+                     CUBLAS_OP_N, m, n, k, &one, a, lda, b, ldb, &zero, c, m);
 }
 /// bf16 operands on tensor cores, f32 accumulation, one rounding of
 /// op(A)·B + beta·C (beta 0 or 1).
 inline cublasStatus_t gemm(bool transposeA, int m, int n, int k, const bf16 *a,
-                           const bf16 *b, bf16 *c, float beta = 0.0f) {
+                           int lda, const bf16 *b, int ldb, bf16 *c,
+                           float beta = 0.0f) {
   const float one = 1.0f;
   return cublasGemmEx(blas(), transposeA ? CUBLAS_OP_T : CUBLAS_OP_N,
-                      CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF,
-                      transposeA ? k : m, b, CUDA_R_16BF, k, &beta, c,
-                      CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                      CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF, lda, b,
+                      CUDA_R_16BF, ldb, &beta, c, CUDA_R_16BF, m,
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
 template <typename Real>
@@ -777,36 +777,40 @@ __global__ void matmulKernel(const Real *lhs, const Real *rhs, int64_t batch,
 
 namespace detail {
 
-/// linear and linearTransposed: `weight` is out × in, or in × out when
-/// `transposed`.
+/// linear, linearTransposed and linearStrided: `weight` is out × in, or
+/// in × out when `transposed`; the rows of `in` and `weight` start
+/// `inStride` and `weightStride` elements apart.
 template <typename Real>
-inline void linear(In<Real> in, int64_t rows, int64_t inFeatures,
-                   In<Real> weight, bool transposed, int64_t outFeatures,
-                   In<Real> bias, Real *out) {
+inline void linear(In<Real> in, int64_t inStride, int64_t rows,
+                   int64_t inFeatures, In<Real> weight, int64_t weightStride,
+                   bool transposed, int64_t outFeatures, In<Real> bias,
+                   Real *out) {
   if (rows == 0 || outFeatures == 0)
     return;
   const int64_t n = rows * outFeatures;
   if (inFeatures == 0) {
     fill(out, n, Compute<Real>(0));
   } else {
-    if (rows > INT_MAX || inFeatures > INT_MAX || outFeatures > INT_MAX)
+    if (rows > INT_MAX || inStride > INT_MAX || weightStride > INT_MAX ||
+        outFeatures > INT_MAX)
       throw DeviceError("fp::cuda::linear: a dimension exceeds cuBLAS's "
                         "32-bit sizes");
     // Column-major, out is outFeatures × rows and `weight` is the A operand:
     // in × out row-major is out × in column-major, so a transposed weight
-    // needs no transposition.
+    // needs no transposition. A row stride is a leading dimension.
     const bool transposeA = !transposed;
     if constexpr (std::is_same_v<Real, bf16>) {
       if (bias)
         launch("linear (bias)", broadcastBiasKernel<Real>, blocksFor(n),
                kThreads, 0, stream(), out, n, outFeatures, bias);
       checkBlas(gemm(transposeA, int(outFeatures), int(rows), int(inFeatures),
-                     weight, in, out, bias ? 1.0f : 0.0f),
+                     weight, int(weightStride), in, int(inStride), out,
+                     bias ? 1.0f : 0.0f),
                 "linear (cublasGemmEx, bf16)");
       return;
     }
     checkBlas(gemm(transposeA, int(outFeatures), int(rows), int(inFeatures),
-                   weight, in, out),
+                   weight, int(weightStride), in, int(inStride), out),
               std::is_same_v<Real, float> ? "linear (cublasSgemm)"
                                           : "linear (cublasDgemm)");
   }
@@ -826,8 +830,8 @@ template <typename Real>
 inline void linear(In<Real> in, int64_t rows, int64_t inFeatures,
                    In<Real> weight, int64_t outFeatures, In<Real> bias,
                    Real *out) {
-  detail::linear<Real>(in, rows, inFeatures, weight, false, outFeatures, bias,
-                       out);
+  detail::linear<Real>(in, inFeatures, rows, inFeatures, weight, inFeatures,
+                       false, outFeatures, bias, out);
 }
 
 /// linear with the weight given transposed (in × out): the GEMM reads it
@@ -836,8 +840,20 @@ template <typename Real>
 inline void linearTransposed(In<Real> in, int64_t rows, int64_t inFeatures,
                              In<Real> weightT, int64_t outFeatures,
                              In<Real> bias, Real *out) {
-  detail::linear<Real>(in, rows, inFeatures, weightT, true, outFeatures, bias,
-                       out);
+  detail::linear<Real>(in, inFeatures, rows, inFeatures, weightT, outFeatures,
+                       true, outFeatures, bias, out);
+}
+
+/// linear (or linearTransposed) of operands whose rows start `inStride` and
+/// `weightStride` elements apart: column ranges of wider matrices (fp.slice
+/// read in place), which cuBLAS reads as they lie.
+template <typename Real>
+inline void linearStrided(In<Real> in, int64_t inStride, int64_t rows,
+                          int64_t inFeatures, In<Real> weight,
+                          int64_t weightStride, bool transposed,
+                          int64_t outFeatures, In<Real> bias, Real *out) {
+  detail::linear<Real>(in, inStride, rows, inFeatures, weight, weightStride,
+                       transposed, outFeatures, bias, out);
 }
 
 /// out[i, :] = gain[i] · weight[i, :] / ‖weight[i, :]‖₂ (PyTorch's

@@ -232,18 +232,21 @@ FP_KERNEL void forEachSample(int64_t batch, int64_t length, int64_t scratch,
 //===----------------------------------------------------------------------===//
 
 /// C[m×n] = A[m×k] · op(B) (+ C when accumulate), where op(B) is B[n×k]ᵀ
-/// when `transposeB`, else B[k×n].
+/// when `transposeB`, else B[k×n]; the rows of A and B start `lda` and
+/// `ldb` elements apart.
 inline void gemm(bool transposeB, int64_t m, int64_t n, int64_t k,
-                 const float *a, const float *b, float *c, bool accumulate) {
+                 const float *a, int64_t lda, const float *b, int64_t ldb,
+                 float *c, bool accumulate) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans,
-              transposeB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, k, b,
-              transposeB ? k : n, accumulate ? 1.0f : 0.0f, c, n);
+              transposeB ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b,
+              ldb, accumulate ? 1.0f : 0.0f, c, n);
 }
 inline void gemm(bool transposeB, int64_t m, int64_t n, int64_t k,
-                 const double *a, const double *b, double *c, bool accumulate) {
+                 const double *a, int64_t lda, const double *b, int64_t ldb,
+                 double *c, bool accumulate) {
   cblas_dgemm(CblasRowMajor, CblasNoTrans,
-              transposeB ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, k, b,
-              transposeB ? k : n, accumulate ? 1.0 : 0.0, c, n);
+              transposeB ? CblasTrans : CblasNoTrans, m, n, k, 1.0, a, lda, b,
+              ldb, accumulate ? 1.0 : 0.0, c, n);
 }
 /// The n values at `in` widened to float: CBLAS has no bf16 GEMM here, and
 /// a float GEMM of widened bf16 operands multiplies them exactly.
@@ -253,30 +256,45 @@ inline std::vector<float> widen(const bf16 *in, int64_t n) {
     out[i] = in[i];
   return out;
 }
+/// The rows × cols matrix at `in`, whose rows start `stride` apart, widened
+/// to float with its rows packed.
+inline std::vector<float> widen(const bf16 *in, int64_t rows, int64_t cols,
+                                int64_t stride) {
+  std::vector<float> out(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[r * cols + c] = in[r * stride + c];
+  return out;
+}
 
 namespace detail {
 
-/// linear and linearTransposed: `weight` is out × in, or in × out when
-/// `transposed`.
+/// linear, linearTransposed and linearStrided: `weight` is out × in, or
+/// in × out when `transposed`; the rows of `in` and `weight` start
+/// `inStride` and `weightStride` elements apart.
 template <typename Real>
-inline void linear(In<Real> in, int64_t rows, int64_t inFeatures,
-                   In<Real> weight, bool transposed, int64_t outFeatures,
-                   In<Real> bias, Real *out) {
+inline void linear(In<Real> in, int64_t inStride, int64_t rows,
+                   int64_t inFeatures, In<Real> weight, int64_t weightStride,
+                   bool transposed, int64_t outFeatures, In<Real> bias,
+                   Real *out) {
   if (rows == 0)
     return;
   if constexpr (std::is_same_v<Real, bf16>) {
-    std::vector<float> a = widen(in, rows * inFeatures);
-    std::vector<float> w = widen(weight, outFeatures * inFeatures);
+    std::vector<float> a = widen(in, rows, inFeatures, inStride);
+    const int64_t weightRows = transposed ? inFeatures : outFeatures;
+    const int64_t weightCols = transposed ? outFeatures : inFeatures;
+    std::vector<float> w = widen(weight, weightRows, weightCols, weightStride);
     std::vector<float> product(rows * outFeatures);
-    gemm(!transposed, rows, outFeatures, inFeatures, a.data(), w.data(),
-         product.data(), false);
+    gemm(!transposed, rows, outFeatures, inFeatures, a.data(), inFeatures,
+         w.data(), weightCols, product.data(), false);
     parallelFor(rows, outFeatures, [&](int64_t r) {
       const float *row = product.data() + r * outFeatures;
       for (int64_t o = 0; o < outFeatures; ++o)
         out[r * outFeatures + o] = bf16(bias ? row[o] + bias[o] : row[o]);
     });
   } else {
-    gemm(!transposed, rows, outFeatures, inFeatures, in, weight, out, false);
+    gemm(!transposed, rows, outFeatures, inFeatures, in, inStride, weight,
+         weightStride, out, false);
     if (bias)
       parallelFor(rows, outFeatures, [&](int64_t r) {
         Real *row = out + r * outFeatures;
@@ -295,8 +313,8 @@ template <typename Real>
 FP_KERNEL void linear(In<Real> in, int64_t rows, int64_t inFeatures,
                       In<Real> weight, int64_t outFeatures, In<Real> bias,
                       Real *out) {
-  detail::linear<Real>(in, rows, inFeatures, weight, false, outFeatures, bias,
-                       out);
+  detail::linear<Real>(in, inFeatures, rows, inFeatures, weight, inFeatures,
+                       false, outFeatures, bias, out);
 }
 
 /// linear with the weight given transposed (in × out): the GEMM reads it
@@ -305,8 +323,20 @@ template <typename Real>
 FP_KERNEL void linearTransposed(In<Real> in, int64_t rows, int64_t inFeatures,
                                 In<Real> weightT, int64_t outFeatures,
                                 In<Real> bias, Real *out) {
-  detail::linear<Real>(in, rows, inFeatures, weightT, true, outFeatures, bias,
-                       out);
+  detail::linear<Real>(in, inFeatures, rows, inFeatures, weightT, outFeatures,
+                       true, outFeatures, bias, out);
+}
+
+/// linear (or linearTransposed) of operands whose rows start `inStride` and
+/// `weightStride` elements apart: column ranges of wider matrices (fp.slice
+/// read in place), which the GEMM reads as they lie.
+template <typename Real>
+FP_KERNEL void linearStrided(In<Real> in, int64_t inStride, int64_t rows,
+                             int64_t inFeatures, In<Real> weight,
+                             int64_t weightStride, bool transposed,
+                             int64_t outFeatures, In<Real> bias, Real *out) {
+  detail::linear<Real>(in, inStride, rows, inFeatures, weight, weightStride,
+                       transposed, outFeatures, bias, out);
 }
 
 /// out[i, :] = gain[i] · weight[i, :] / ‖weight[i, :]‖₂ (PyTorch's
