@@ -465,10 +465,18 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
         return success();
       })
       .Case([&](WeightGradOp grad) {
-        w.line("kernels::weightGrad({0}, {1}, {2}, {3}, {4}, {5});",
-               name(grad.getGrad()), name(grad.getInput()),
-               rows(grad.getGrad()), width(grad.getGrad()),
-               width(grad.getInput()), name(grad));
+        Value dy = grad.getGrad(), input = grad.getInput();
+        if (plan.rowStride(dy) != width(dy) ||
+            plan.rowStride(input) != width(input)) {
+          w.line("kernels::weightGradStrided({0}, {1}, {2}, {3}, {4}, {5}, "
+                 "{6}, {7});",
+                 name(dy), plan.rowStride(dy), name(input),
+                 plan.rowStride(input), rows(dy), width(dy), width(input),
+                 name(grad));
+          return success();
+        }
+        w.line("kernels::weightGrad({0}, {1}, {2}, {3}, {4}, {5});", name(dy),
+               name(input), rows(dy), width(dy), width(input), name(grad));
         return success();
       })
       .Case([&](TriuPackOp pack) {

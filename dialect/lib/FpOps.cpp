@@ -677,6 +677,8 @@ bool SliceOp::isReadInPlace() {
            Operation *owner = use.getOwner();
            if (auto linear = dyn_cast<LinearOp>(owner))
              return !linear.getGain();
+           if (isa<WeightGradOp>(owner))
+             return true;
            if (auto kernel = dyn_cast<KernelOp>(owner))
              return readsRows(
                  kernel.getBodyBlock()->getArgument(use.getOperandNumber()));

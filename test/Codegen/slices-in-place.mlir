@@ -4,7 +4,8 @@
 
 // An fp.slice whose every reader reads it where it lies in its source takes
 // no buffer and is not copied: a GEMM reads it with the source's row stride
-// (as input or as weight), a kernel a row per token at the source's row
+// (as input or as weight of fp.linear, as an operand of fp.weight_grad), a
+// kernel a row per token at the source's row
 // stride, each from a pointer `start` elements into the source. A slice
 // with another reader (fp.silu), one a kernel shifts, and one read as
 // rows of a multi-row token are materialised.
@@ -16,7 +17,9 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @slices, n_layers = 
     %x = fp.linear %u, %w : (tensor<?x?x4xf32>, tensor<16x4xf32>) -> tensor<?x?x16xf32>
     %a = fp.slice %x[4 : 8] : tensor<?x?x16xf32> -> tensor<?x?x4xf32>
     %va = fp.slice %v[8 : 12] : tensor<4x12xf32> -> tensor<4x4xf32>
-    %p = fp.linear %a, %va : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
+    %p0 = fp.linear %a, %va : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
+    %g = fp.weight_grad %p0, %a : tensor<?x?x4xf32>, tensor<?x?x4xf32> -> tensor<4x4xf32>
+    %p = fp.linear %p0, %g : (tensor<?x?x4xf32>, tensor<4x4xf32>) -> tensor<?x?x4xf32>
     %b = fp.slice %x[8 : 12] : tensor<?x?x16xf32> -> tensor<?x?x4xf32>
     %s = fp.silu %b : tensor<?x?x4xf32>
     %c = fp.slice %x[12 : 16] : tensor<?x?x16xf32> -> tensor<?x?x4xf32>
@@ -43,7 +46,9 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @slices, n_layers = 
 //       PLAN:   %[[X:.*]] = fp.linear {{.*}} {fp.slots = array<i64: 0>}
 //       PLAN:   fp.slice %[[X]][4 : 8] :
 //       PLAN:   fp.slice %{{.*}}[8 : 12] :
-//       PLAN:   fp.linear {{.*}} {fp.slots = array<i64: [[P:[0-9]+]]>}
+//       PLAN:   fp.linear {{.*}} {fp.slots
+//       PLAN:   fp.weight_grad {{.*}} {fp.slots
+//       PLAN:   fp.linear {{.*}} {fp.slots
 //       PLAN:   fp.slice %[[X]][8 : 12] {fp.slots
 //       PLAN:   fp.silu
 //       PLAN:   fp.slice %[[X]][12 : 16] {fp.slots
@@ -59,7 +64,9 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @slices, n_layers = 
 //       CHECK: void forward(
 //       CHECK:   kernels::linear(in, B * T, 4, p0, 16, nullptr, [[X:s[0-9]+]]);
 //   CHECK-NOT:   sliceColumns([[X]], B * T, 16, 4,
-//       CHECK:   kernels::linearStrided(([[X]] + 4), 16, B * T, 4, (p1 + 8), 12, false, 4, nullptr, [[P:s[0-9]+]]);
+//       CHECK:   kernels::linearStrided(([[X]] + 4), 16, B * T, 4, (p1 + 8), 12, false, 4, nullptr, [[P0:s[0-9]+]]);
+//       CHECK:   kernels::weightGradStrided([[P0]], 4, ([[X]] + 4), 16, B * T, 4, 4, [[G:s[0-9]+]]);
+//       CHECK:   kernels::linear([[P0]], B * T, 4, [[G]], 4, nullptr, [[P:s[0-9]+]]);
 //       CHECK:   kernels::sliceColumns([[X]], B * T, 16, 8, 4, [[B:s[0-9]+]]);
 //       CHECK:   kernels::sliceColumns([[X]], B * T, 16, 12, 4, [[C:s[0-9]+]]);
 //   CHECK-NOT:   kernels::sliceColumns([[X]], B * T, 16, 0,

@@ -350,6 +350,11 @@ TEST_F(BFloat16Kernels, GradientKernels) {
                       fp::host::weightGrad(pick(grad), pick(x), tokens,
                                            channels, channels, out);
                     });
+  // Columns [3, 15) of grad and [5, 20) of x, read where they lie.
+  expectRoundedOnce("weightGradStrided", 12 * 15, [&](auto *out, auto pick) {
+    fp::host::weightGradStrided(pick(grad) + 3, channels, pick(x) + 5, channels,
+                                tokens, 12, 15, out);
+  });
   expectRoundedOnce("sumColumns", channels, [&](auto *out, auto pick) {
     fp::host::sumColumns(pick(x), tokens, channels, out);
   });

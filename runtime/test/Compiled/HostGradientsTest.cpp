@@ -97,6 +97,30 @@ TEST_F(HostGradients, WeightGradIsTheGradientOfTheLinearMap) {
   expectGradient("dweight", weight, dWeight, loss);
 }
 
+TEST_F(HostGradients, WeightGradReadsColumnRangesWhereTheyLie) {
+  // The linear map of columns [2, 7) of a rows × 9 input, and its cotangent
+  // as columns [1, 5) of a rows × 6 matrix, as fp.slice ops read in place
+  // give them.
+  const int64_t rows = 7, in = 5, out = 4;
+  const int64_t inStride = 9, inStart = 2, gradStride = 6, gradStart = 1;
+  Vector x = random(rows * inStride), weight = random(out * in);
+  Vector w = random(rows * gradStride), y(rows * out);
+  auto loss = [&] {
+    fp::host::linearStrided(x.data() + inStart, inStride, rows, in,
+                            weight.data(), in, false, out, nullptr, y.data());
+    double sum = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < out; ++o)
+        sum += w[r * gradStride + gradStart + o] * y[r * out + o];
+    return sum;
+  };
+  Vector dWeight(out * in);
+  fp::host::weightGradStrided(w.data() + gradStart, gradStride,
+                              x.data() + inStart, inStride, rows, out, in,
+                              dWeight.data());
+  expectGradient("dweight", weight, dWeight, loss);
+}
+
 TEST_F(HostGradients, LinearTransposedIsTheInputGradientOfTheLinearMap) {
   const int64_t rows = 7, in = 5, out = 4;
   Vector x = random(rows * in), weight = random(out * in);

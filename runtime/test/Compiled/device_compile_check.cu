@@ -214,6 +214,7 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   kernels::accumulateAll(sums, 2);
   kernels::transpose(in, 4, 8, out);
   kernels::weightGrad(in, in, B * T, 32, 16, out);
+  kernels::weightGradStrided(in + 2, 40, in + 4, 24, B * T, 32, 16, out);
   kernels::sumColumns(in, B * T, 16, out);
   kernels::triuPack(in, B * T, 4, out);
   kernels::reduceMaxGrad(in, in, kernels::Shape{3, {B, T, 16}}, reduced, out);

@@ -302,9 +302,9 @@ def FpPlanBuffers : Pass<"fp-plan-buffers", "func::FuncOp"> {
     readers: an `fp.transpose` read only as the weight of `fp.linear` (the
     GEMM reads the weight as it lies, transposing the other way), and an
     `fp.slice` whose every reader reads it where it lies in its source
-    (`SliceOp::isReadInPlace`: an `fp.linear` operand, which the GEMM reads
-    with the source's row stride, or an `fp.kernel` input read a row at a
-    time). So the columns of `in_proj`'s output that are x, the parts of
+    (`SliceOp::isReadInPlace`: an operand of `fp.linear` or
+    `fp.weight_grad`, which the GEMM reads with the source's row stride, or
+    an `fp.kernel` input read a row at a time). So the columns of `in_proj`'s output that are x, the parts of
     `x_proj`'s output and the mixer weight's x block are never copied.
 
     The results the caller provides memory for are computed there rather

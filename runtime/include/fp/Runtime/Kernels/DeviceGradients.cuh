@@ -72,26 +72,27 @@ __global__ void transposeKernel(const Real *in, int64_t rows, int64_t cols,
   }
 }
 
-/// Column-major C[m×n] = A[m×k] · B[n×k]ᵀ with leading dimensions m, n, m.
-inline cublasStatus_t gemmNT(int m, int n, int k, const float *a,
-                             const float *b, float *c) {
+/// Column-major C[m×n] = A[m×k] · B[n×k]ᵀ with leading dimensions lda, ldb
+/// and m.
+inline cublasStatus_t gemmNT(int m, int n, int k, const float *a, int lda,
+                             const float *b, int ldb, float *c) {
   const float one = 1.0f, zero = 0.0f;
-  return cublasSgemm(blas(), CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &one, a, m, b,
-                     n, &zero, c, m);
+  return cublasSgemm(blas(), CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &one, a, lda, b,
+                     ldb, &zero, c, m);
 }
-inline cublasStatus_t gemmNT(int m, int n, int k, const double *a,
-                             const double *b, double *c) {
+inline cublasStatus_t gemmNT(int m, int n, int k, const double *a, int lda,
+                             const double *b, int ldb, double *c) {
   const double one = 1.0, zero = 0.0;
-  return cublasDgemm(blas(), CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &one, a, m, b,
-                     n, &zero, c, m);
+  return cublasDgemm(blas(), CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &one, a, lda, b,
+                     ldb, &zero, c, m);
 }
 /// bf16 operands on tensor cores, f32 accumulation, one rounding.
-inline cublasStatus_t gemmNT(int m, int n, int k, const bf16 *a, const bf16 *b,
-                             bf16 *c) {
+inline cublasStatus_t gemmNT(int m, int n, int k, const bf16 *a, int lda,
+                             const bf16 *b, int ldb, bf16 *c) {
   const float one = 1.0f, zero = 0.0f;
   return cublasGemmEx(blas(), CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &one, a,
-                      CUDA_R_16BF, m, b, CUDA_R_16BF, n, &zero, c, CUDA_R_16BF,
-                      m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                      CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &zero, c,
+                      CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
 /// Rows a thread of sumColumns sums before its partial goes to a second
@@ -416,27 +417,40 @@ inline void transpose(In<Real> in, int64_t rows, int64_t cols, Real *out) {
 }
 
 /// out[o, i] = Σ_r grad[r, o] · in[r, i]: the weight gradient of a linear
-/// map (fp.weight_grad), one cuBLAS GEMM over the tokens.
+/// map (fp.weight_grad), one cuBLAS GEMM over the tokens, with the rows of
+/// `grad` and `in` starting `gradStride` and `inStride` elements apart
+/// (column ranges of wider matrices: fp.slice read in place).
 template <typename Real>
-inline void weightGrad(In<Real> grad, In<Real> in, int64_t rows,
-                       int64_t outFeatures, int64_t inFeatures, Real *out) {
+inline void weightGradStrided(In<Real> grad, int64_t gradStride, In<Real> in,
+                              int64_t inStride, int64_t rows,
+                              int64_t outFeatures, int64_t inFeatures,
+                              Real *out) {
   if (outFeatures == 0 || inFeatures == 0)
     return;
   if (rows == 0) {
     fill(out, outFeatures * inFeatures, Compute<Real>(0));
     return;
   }
-  if (rows > INT_MAX || inFeatures > INT_MAX || outFeatures > INT_MAX)
+  if (rows > INT_MAX || inStride > INT_MAX || gradStride > INT_MAX ||
+      inFeatures > INT_MAX || outFeatures > INT_MAX)
     throw DeviceError("fp::cuda::weightGrad: a dimension exceeds cuBLAS's "
                       "32-bit sizes");
   // Row-major out [O × I] is column-major I × O: inᵀ-as-stored times grad.
-  detail::checkBlas(detail::gemmNT(int(inFeatures), int(outFeatures), int(rows),
-                                   in, grad, out),
-                    std::is_same_v<Real, float> ? "weightGrad (cublasSgemm)"
-                    : std::is_same_v<Real, double>
-                        ? "weightGrad (cublasDgemm)"
-                        : "weightGrad (cublasGemmEx, "
-                          "bf16)");
+  detail::checkBlas(
+      detail::gemmNT(int(inFeatures), int(outFeatures), int(rows), in,
+                     int(inStride), grad, int(gradStride), out),
+      std::is_same_v<Real, float>    ? "weightGrad (cublasSgemm)"
+      : std::is_same_v<Real, double> ? "weightGrad (cublasDgemm)"
+                                     : "weightGrad (cublasGemmEx, "
+                                       "bf16)");
+}
+
+/// weightGradStrided of packed rows.
+template <typename Real>
+inline void weightGrad(In<Real> grad, In<Real> in, int64_t rows,
+                       int64_t outFeatures, int64_t inFeatures, Real *out) {
+  weightGradStrided<Real>(grad, outFeatures, in, inFeatures, rows, outFeatures,
+                          inFeatures, out);
 }
 
 /// out[j] = Σ_r in[r, j]: each column summed in row order by one thread per

@@ -45,36 +45,51 @@ FP_KERNEL void transpose(In<Real> in, int64_t rows, int64_t cols, Real *out) {
 }
 
 /// out[o, i] = Σ_r grad[r, o] · in[r, i]: the weight gradient of a linear
-/// map (fp.weight_grad), as one GEMM over the tokens.
-inline void weightGrad(const float *grad, const float *in, int64_t rows,
-                       int64_t outFeatures, int64_t inFeatures, float *out) {
+/// map (fp.weight_grad), as one GEMM over the tokens, with the rows of
+/// `grad` and `in` starting `gradStride` and `inStride` elements apart
+/// (column ranges of wider matrices: fp.slice read in place).
+inline void weightGradStrided(const float *grad, int64_t gradStride,
+                              const float *in, int64_t inStride, int64_t rows,
+                              int64_t outFeatures, int64_t inFeatures,
+                              float *out) {
   if (rows == 0) {
     std::fill(out, out + outFeatures * inFeatures, 0.0f);
     return;
   }
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, outFeatures, inFeatures,
-              rows, 1.0f, grad, outFeatures, in, inFeatures, 0.0f, out,
+              rows, 1.0f, grad, gradStride, in, inStride, 0.0f, out,
               inFeatures);
 }
-inline void weightGrad(const double *grad, const double *in, int64_t rows,
-                       int64_t outFeatures, int64_t inFeatures, double *out) {
+inline void weightGradStrided(const double *grad, int64_t gradStride,
+                              const double *in, int64_t inStride, int64_t rows,
+                              int64_t outFeatures, int64_t inFeatures,
+                              double *out) {
   if (rows == 0) {
     std::fill(out, out + outFeatures * inFeatures, 0.0);
     return;
   }
   cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, outFeatures, inFeatures,
-              rows, 1.0, grad, outFeatures, in, inFeatures, 0.0, out,
-              inFeatures);
+              rows, 1.0, grad, gradStride, in, inStride, 0.0, out, inFeatures);
 }
 /// bf16 operands widened, summed in float, each result rounded once.
-inline void weightGrad(const bf16 *grad, const bf16 *in, int64_t rows,
-                       int64_t outFeatures, int64_t inFeatures, bf16 *out) {
+inline void weightGradStrided(const bf16 *grad, int64_t gradStride,
+                              const bf16 *in, int64_t inStride, int64_t rows,
+                              int64_t outFeatures, int64_t inFeatures,
+                              bf16 *out) {
   std::vector<float> product(outFeatures * inFeatures);
-  weightGrad(widen(grad, rows * outFeatures).data(),
-             widen(in, rows * inFeatures).data(), rows, outFeatures, inFeatures,
-             product.data());
+  weightGradStrided(widen(grad, rows, outFeatures, gradStride).data(),
+                    outFeatures, widen(in, rows, inFeatures, inStride).data(),
+                    inFeatures, rows, outFeatures, inFeatures, product.data());
   for (int64_t i = 0; i < outFeatures * inFeatures; ++i)
     out[i] = bf16(product[i]);
+}
+
+/// weightGradStrided of packed rows.
+template <typename Real>
+inline void weightGrad(In<Real> grad, In<Real> in, int64_t rows,
+                       int64_t outFeatures, int64_t inFeatures, Real *out) {
+  weightGradStrided(grad, outFeatures, in, inFeatures, rows, outFeatures,
+                    inFeatures, out);
 }
 
 /// out[j] = Σ_r in[r, j]: a reduction over every token (bias and norm
