@@ -245,6 +245,32 @@ TEST_F(HostGradients, CausalConvGradIsTheGradientOfTheConvolution) {
   expectGradient("dweight", weight, dWeight, loss, int(weight.size()));
 }
 
+TEST_F(HostGradients, CausalConvWeightGradSumsEveryTokenAcrossChunks) {
+  // 3 · 217 tokens: partial sums over several chunks of kConvGradTokens,
+  // whose boundaries fall inside samples; against a direct sum in f64.
+  const int64_t batch = 3, length = 217, channels = 5, width = 4;
+  ASSERT_GT(batch * length, 2 * fp::host::kConvGradTokens);
+  Vector x = random(batch * length * channels);
+  Vector weight = random(channels * width), g = random(x.size());
+  Vector dx(x.size()), dWeight(weight.size());
+  fp::host::causalConvGrad(x.data(), weight.data(), g.data(), batch, length,
+                           channels, width, dx.data(), dWeight.data());
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t k = 0; k < width; ++k) {
+      double expected = 0, magnitude = 0;
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t t = width - 1 - k; t < length; ++t) {
+          const double term =
+              g[(b * length + t) * channels + c] *
+              x[(b * length + t - width + 1 + k) * channels + c];
+          expected += term;
+          magnitude += std::fabs(term);
+        }
+      EXPECT_NEAR(dWeight[c * width + k], expected, 1e-13 * magnitude)
+          << "dweight[" << c << ", " << k << "]";
+    }
+}
+
 TEST_F(HostGradients, SelectiveScanGradIsTheGradientOfTheRecurrence) {
   const int64_t batch = 2, length = 5, channels = 3, state = 4;
   const size_t tokens = batch * length;

@@ -240,25 +240,40 @@ __global__ void causalConvInputGradKernel(const Real *weight, const Real *grad,
   }
 }
 
-/// One thread per weight (c, k), summing over samples and tokens in order.
-template <typename Real>
+/// Tokens whose terms of a causal convolution's weight gradient one thread
+/// sums.
+inline constexpr int64_t kConvGradTokens = 256;
+
+/// partial[chunk, c, k] = Σ over the tokens bt of the chunk (kConvGradTokens
+/// of them, across samples), in token order, of grad[bt, c] ·
+/// in[bt − K + 1 + k, c] where that token lies in bt's sample. One thread
+/// per (chunk, k, c), c fastest, so that a warp reads consecutive channels.
+template <typename Real, typename Out>
 __global__ void causalConvWeightGradKernel(const Real *in, const Real *grad,
                                            int64_t batch, int64_t length,
                                            int64_t channels, int64_t width,
-                                           Real *dWeight) {
+                                           Out *partial) {
   using C = Compute<Real>;
-  for (int64_t index = firstThread(); index < channels * width;
+  const int64_t tokens = batch * length;
+  const int64_t chunks =
+      std::max<int64_t>(1, (tokens + kConvGradTokens - 1) / kConvGradTokens);
+  for (int64_t index = firstThread(); index < chunks * width * channels;
        index += allThreads()) {
-    const int64_t c = index / width, k = index % width;
+    const int64_t c = index % channels, k = index / channels % width;
+    const int64_t chunk = index / (channels * width);
+    const int64_t first = chunk * kConvGradTokens;
+    const int64_t end = std::min(tokens, first + kConvGradTokens);
     C sum = 0;
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t t = 0; t < length; ++t) {
-        const int64_t source = t - width + 1 + k;
-        if (source >= 0)
-          sum += C(grad[(b * length + t) * channels + c]) *
-                 C(in[(b * length + source) * channels + c]);
-      }
-    dWeight[index] = Real(sum);
+    // t: bt's position in its sample, kept without a division per token.
+    for (int64_t bt = first, t = length > 0 ? first % length : 0; bt < end;
+         ++bt) {
+      if (t >= width - 1 - k)
+        sum += C(grad[bt * channels + c]) *
+               C(in[(bt - width + 1 + k) * channels + c]);
+      if (++t == length)
+        t = 0;
+    }
+    partial[(chunk * channels + c) * width + k] = Out(sum);
   }
 }
 
@@ -505,19 +520,41 @@ inline void weightNormGrad(In<Real> weight, In<Real> gain, In<Real> grad,
 }
 
 /// The cotangents of fp.causal_conv without its bias (HostGradients.h):
-/// dIn by one thread per element, dWeight by one thread per weight.
+/// dIn by one thread per element; dWeight by one thread per weight and
+/// chunk of kConvGradTokens tokens, the chunks' partial sums (in the
+/// arithmetic type) then added in order by sumColumns, so that every
+/// channel's B·T terms spread over the GPU rather than one thread each.
 template <typename Real>
 inline void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
                            int64_t batch, int64_t length, int64_t channels,
                            int64_t width, Real *dIn, Real *dWeight) {
+  using C = Compute<Real>;
   detail::launch(
       "causalConvGrad (input)", detail::causalConvInputGradKernel<Real>,
       detail::blocksFor(batch * length * channels), detail::kThreads, 0,
       detail::stream(), weight, grad, batch, length, channels, width, dIn);
+  const int64_t taps = channels * width;
+  if (taps <= 0)
+    return;
+  const int64_t chunks =
+      std::max<int64_t>(1, (batch * length + detail::kConvGradTokens - 1) /
+                               detail::kConvGradTokens);
+  if (chunks == 1) {
+    detail::launch("causalConvGrad (weight)",
+                   detail::causalConvWeightGradKernel<Real, Real>,
+                   detail::blocksFor(taps), detail::kThreads, 0,
+                   detail::stream(), in, grad, batch, length, channels, width,
+                   dWeight);
+    return;
+  }
+  detail::LaunchBuffer partial(size_t(chunks * taps) * sizeof(C),
+                               detail::stream());
   detail::launch(
-      "causalConvGrad (weight)", detail::causalConvWeightGradKernel<Real>,
-      detail::blocksFor(channels * width), detail::kThreads, 0,
-      detail::stream(), in, grad, batch, length, channels, width, dWeight);
+      "causalConvGrad (weight)", detail::causalConvWeightGradKernel<Real, C>,
+      detail::blocksFor(chunks * taps), detail::kThreads, 0, detail::stream(),
+      in, grad, batch, length, channels, width, partial.as<C>());
+  detail::sumColumnsOf(static_cast<const C *>(partial.as<C>()), chunks, taps,
+                       dWeight);
 }
 
 /// The cotangents of the recurrence of fp.selective_scan (no skip term),

@@ -14,6 +14,8 @@
 
 #include "fp/Runtime/Kernels/Host.h"
 
+#include <vector>
+
 namespace fp::host {
 
 //===----------------------------------------------------------------------===//
@@ -215,14 +217,23 @@ FP_KERNEL void weightNormGrad(In<Real> weight, In<Real> gain, In<Real> grad,
 // Time-coupling ops on [B, T, F] buffers
 //===----------------------------------------------------------------------===//
 
+/// Tokens whose terms of a causal convolution's weight gradient one partial
+/// sum covers.
+inline constexpr int64_t kConvGradTokens = 256;
+
 /// The cotangents of fp.causal_conv (without its bias):
 /// dIn[b, s, c] = Σ_k weight[c, k] · grad[b, s + K − 1 − k, c] and
 /// dWeight[c, k] = Σ_{b,t} grad[b, t, c] · in[b, t − K + 1 + k, c].
+/// dWeight streams the tokens row by row: each chunk of kConvGradTokens
+/// tokens (across samples) sums its terms in token order into a partial sum
+/// per weight, in Accum<Real>, and the chunks' partial sums are added in
+/// chunk order, so the result does not depend on the number of threads.
 template <typename Real>
 FP_KERNEL void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
                               int64_t batch, int64_t length, int64_t channels,
                               int64_t width, Real *dIn, Real *dWeight) {
   using C = Compute<Real>;
+  using A = Accum<Real>;
   parallelFor(batch * length, channels * width, [&](int64_t bs) {
     const int64_t s = bs % length, base = bs - s;
     Real *dst = dIn + bs * channels;
@@ -236,16 +247,30 @@ FP_KERNEL void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
       dst[c] = Real(sum);
     }
   });
-  parallelFor(channels, batch * length * width, [&](int64_t c) {
+  // Partial sums as [chunk][k][c], so that a token's terms are contiguous.
+  const int64_t tokens = batch * length, taps = channels * width;
+  const int64_t chunks = (tokens + kConvGradTokens - 1) / kConvGradTokens;
+  std::vector<A> partial(size_t(chunks * taps), A(0));
+  parallelFor(chunks, kConvGradTokens * taps, [&](int64_t chunk) {
+    A *acc = partial.data() + chunk * taps;
+    const int64_t end = std::min(tokens, (chunk + 1) * kConvGradTokens);
+    for (int64_t bt = chunk * kConvGradTokens; bt < end; ++bt) {
+      const int64_t t = bt % length;
+      In<Real> g = grad + bt * channels;
+      for (int64_t k = std::max<int64_t>(0, width - 1 - t); k < width; ++k) {
+        In<Real> x = in + (bt - width + 1 + k) * channels;
+        A *sum = acc + k * channels;
+#pragma omp simd
+        for (int64_t c = 0; c < channels; ++c)
+          sum[c] += A(g[c]) * A(x[c]);
+      }
+    }
+  });
+  parallelFor(channels, chunks * width, [&](int64_t c) {
     for (int64_t k = 0; k < width; ++k) {
-      C sum = 0;
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t t = 0; t < length; ++t) {
-          const int64_t source = t - width + 1 + k;
-          if (source >= 0)
-            sum += C(grad[(b * length + t) * channels + c]) *
-                   C(in[(b * length + source) * channels + c]);
-        }
+      A sum = 0;
+      for (int64_t chunk = 0; chunk < chunks; ++chunk)
+        sum += partial[size_t(chunk * taps + k * channels + c)];
       dWeight[c * width + k] = Real(sum);
     }
   });
