@@ -340,10 +340,18 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       })
       .Case([&](CausalConvOp conv) {
         auto weight = cast<RankedTensorType>(conv.getWeight().getType());
+        Value input = conv.getInput();
+        std::string bias = conv.getBias() ? name(conv.getBias()) : "nullptr";
+        if (plan.rowStride(input) != width(input)) {
+          w.line("kernels::causalConvStrided({0}, {1}, {2}, {3}, B, T, {4}, "
+                 "{5}, {6});",
+                 name(input), plan.rowStride(input), name(conv.getWeight()),
+                 bias, weight.getDimSize(0), weight.getDimSize(1), name(conv));
+          return success();
+        }
         w.line("kernels::causalConv({0}, {1}, {2}, B, T, {3}, {4}, {5});",
-               name(conv.getInput()), name(conv.getWeight()),
-               conv.getBias() ? name(conv.getBias()) : "nullptr",
-               weight.getDimSize(0), weight.getDimSize(1), name(conv));
+               name(input), name(conv.getWeight()), bias, weight.getDimSize(0),
+               weight.getDimSize(1), name(conv));
         return success();
       })
       .Case([&](L2NormOp norm) {
@@ -520,10 +528,20 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       })
       .Case([&](CausalConvGradOp grad) {
         auto weight = cast<RankedTensorType>(grad.getWeight().getType());
+        Value input = grad.getInput();
+        if (plan.rowStride(input) != width(input)) {
+          w.line("kernels::causalConvGradStrided({0}, {1}, {2}, {3}, B, T, "
+                 "{4}, {5}, {6}, {7});",
+                 name(input), plan.rowStride(input), name(grad.getWeight()),
+                 name(grad.getGrad()), weight.getDimSize(0),
+                 weight.getDimSize(1), name(grad.getDinput()),
+                 name(grad.getDweight()));
+          return success();
+        }
         w.line("kernels::causalConvGrad({0}, {1}, {2}, B, T, {3}, {4}, {5}, "
                "{6});",
-               name(grad.getInput()), name(grad.getWeight()),
-               name(grad.getGrad()), weight.getDimSize(0), weight.getDimSize(1),
+               name(input), name(grad.getWeight()), name(grad.getGrad()),
+               weight.getDimSize(0), weight.getDimSize(1),
                name(grad.getDinput()), name(grad.getDweight()));
         return success();
       })

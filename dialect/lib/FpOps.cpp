@@ -679,6 +679,10 @@ bool SliceOp::isReadInPlace() {
              return !linear.getGain();
            if (isa<WeightGradOp>(owner))
              return true;
+           if (auto conv = dyn_cast<CausalConvOp>(owner))
+             return &use == &conv.getInputMutable();
+           if (auto grad = dyn_cast<CausalConvGradOp>(owner))
+             return &use == &grad.getInputMutable();
            if (auto kernel = dyn_cast<KernelOp>(owner))
              return readsRows(
                  kernel.getBodyBlock()->getArgument(use.getOperandNumber()));

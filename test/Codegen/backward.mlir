@@ -22,7 +22,7 @@
 // CHECK:   const Real *dy = static_cast<const Real *>(args.grad_output);
 // CHECK:   Real *[[DX:s[0-9]+]] = static_cast<Real *>(args.grad_input);
 // CHECK:   kernels::selectiveScanGrad(
-// CHECK:   kernels::causalConvGrad(
+// CHECK:   kernels::causalConvGradStrided(
 // CHECK:   kernels::weightGrad(
 // CHECK:   kernels::binary(kernels::Add(), B * T * 4, {{.*}}, [[DX]]);
 // CHECK:   kernels::weightNormGrad(

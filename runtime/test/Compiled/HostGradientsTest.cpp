@@ -271,6 +271,28 @@ TEST_F(HostGradients, CausalConvWeightGradSumsEveryTokenAcrossChunks) {
     }
 }
 
+TEST_F(HostGradients, CausalConvGradReadsColumnRangesWhereTheyLie) {
+  // in: columns [3, 3 + channels) of a tokens × 10 matrix, as an fp.slice
+  // read in place gives it: the same gradients as from a packed copy.
+  const int64_t batch = 2, length = 300, channels = 3, width = 4;
+  const int64_t inStride = 10, inStart = 3, tokens = batch * length;
+  Vector wide = random(tokens * inStride), packed(tokens * channels);
+  for (int64_t r = 0; r < tokens; ++r)
+    for (int64_t c = 0; c < channels; ++c)
+      packed[r * channels + c] = wide[r * inStride + inStart + c];
+  Vector weight = random(channels * width), g = random(packed.size());
+  Vector dx(packed.size()), dWeight(weight.size());
+  Vector dxPacked(packed.size()), dWeightPacked(weight.size());
+  fp::host::causalConvGradStrided(wide.data() + inStart, inStride,
+                                  weight.data(), g.data(), batch, length,
+                                  channels, width, dx.data(), dWeight.data());
+  fp::host::causalConvGrad(packed.data(), weight.data(), g.data(), batch,
+                           length, channels, width, dxPacked.data(),
+                           dWeightPacked.data());
+  EXPECT_EQ(dx, dxPacked);
+  EXPECT_EQ(dWeight, dWeightPacked);
+}
+
 TEST_F(HostGradients, SelectiveScanGradIsTheGradientOfTheRecurrence) {
   const int64_t batch = 2, length = 5, channels = 3, state = 4;
   const size_t tokens = batch * length;

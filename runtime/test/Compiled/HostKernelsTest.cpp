@@ -234,6 +234,35 @@ TEST(HostKernels, LinearReadsColumnRangesWhereTheyLie) {
   }
 }
 
+TEST(HostKernels, CausalConvReadsColumnRangesWhereTheyLie) {
+  // in: columns [2, 2 + channels) of a tokens × 9 matrix, as an fp.slice
+  // read in place gives it; against the direct sum per sample.
+  std::mt19937_64 rng(freshSeed());
+  std::normal_distribution<double> normal;
+  const int64_t batch = 3, length = 7, channels = 4, width = 3;
+  const int64_t inStride = 9, inStart = 2;
+  std::vector<double> in(batch * length * inStride), weight(channels * width),
+      bias(channels);
+  for (std::vector<double> *values : {&in, &weight, &bias})
+    for (double &v : *values)
+      v = normal(rng);
+  std::vector<double> out(batch * length * channels);
+  fp::host::causalConvStrided(in.data() + inStart, inStride, weight.data(),
+                              bias.data(), batch, length, channels, width,
+                              out.data());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < length; ++t)
+      for (int64_t c = 0; c < channels; ++c) {
+        double sum = bias[c];
+        for (int64_t k = 0; k < width; ++k)
+          if (const int64_t s = t - width + 1 + k; s >= 0)
+            sum += weight[c * width + k] *
+                   in[(b * length + s) * inStride + inStart + c];
+        ASSERT_NEAR(out[(b * length + t) * channels + c], sum, 1e-13)
+            << "[" << b << ", " << t << ", " << c << "]";
+      }
+}
+
 TEST(HostKernels, BroadcastPlacesEveryElement) {
   std::mt19937_64 rng(freshSeed());
   std::normal_distribution<double> normal;

@@ -187,6 +187,7 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   kernels::selectiveScan(in, in, in, in, in, nullptr, B, T, 16, 4, out);
   kernels::causalConv(in, in, in, B, T, 16, 4, out);
   kernels::causalConv(in, in, nullptr, B, T, 16, 4, out);
+  kernels::causalConvStrided(in + 2, 20, in, in, B, T, 16, 4, out);
 
   kernels::forEachToken<Real>(B, T, 16, 16, AllFused<Real>{in, out});
   kernels::forEachSample<Real>(B, T, 16, 128, 16, AllFused<Real>{in, out});
@@ -221,6 +222,8 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   kernels::l2normGrad(in, in, B * T, 16, Scalar(1e-12), out);
   kernels::weightNormGrad(in, in, in, 32, 16, out, out + 512);
   kernels::causalConvGrad(in, in, in, B, T, 16, 4, out, out + 512);
+  kernels::causalConvGradStrided(in + 2, 20, in, in, B, T, 16, 4, out,
+                                 out + 512);
   kernels::selectiveScanGrad(in, in, in, in, in, in, B, T, 16, 4, out, out + 64,
                              out + 128, out + 192, out + 256);
 }

@@ -303,9 +303,12 @@ def FpPlanBuffers : Pass<"fp-plan-buffers", "func::FuncOp"> {
     GEMM reads the weight as it lies, transposing the other way), and an
     `fp.slice` whose every reader reads it where it lies in its source
     (`SliceOp::isReadInPlace`: an operand of `fp.linear` or
-    `fp.weight_grad`, which the GEMM reads with the source's row stride, or
-    an `fp.kernel` input read a row at a time). So the columns of `in_proj`'s output that are x, the parts of
-    `x_proj`'s output and the mixer weight's x block are never copied.
+    `fp.weight_grad`, which the GEMM reads with the source's row stride, the
+    input of `fp.causal_conv` or `fp.causal_conv_grad`, read at that stride
+    too, or an `fp.kernel` input read a row at a time). So the columns of
+    `in_proj`'s output that are x (or, in Mamba, the convolution's input),
+    the parts of `x_proj`'s output and the mixer weight's x block are never
+    copied.
 
     The results the caller provides memory for are computed there rather
     than copied out: the layer's output (a backward's input cotangent) and

@@ -1212,10 +1212,10 @@ selectiveScanKernel(const Real *u, const Real *delta, const Real *a,
 }
 
 template <typename Real>
-__global__ void causalConvKernel(const Real *in, const Real *weight,
-                                 const Real *bias, int64_t batch,
-                                 int64_t length, int64_t channels,
-                                 int64_t width, Real *out) {
+__global__ void causalConvKernel(const Real *in, int64_t inStride,
+                                 const Real *weight, const Real *bias,
+                                 int64_t batch, int64_t length,
+                                 int64_t channels, int64_t width, Real *out) {
   using C = Compute<Real>;
   const int64_t n = batch * length * channels;
   for (int64_t index = firstThread(); index < n; index += allThreads()) {
@@ -1226,7 +1226,7 @@ __global__ void causalConvKernel(const Real *in, const Real *weight,
       const int64_t source = t - width + 1 + k;
       if (source >= 0)
         sum +=
-            C(weight[c * width + k]) * C(in[(bt - t + source) * channels + c]);
+            C(weight[c * width + k]) * C(in[(bt - t + source) * inStride + c]);
     }
     out[index] = Real(sum);
   }
@@ -1283,15 +1283,26 @@ inline void selectiveScan(In<Real> u, In<Real> delta, In<Real> a, In<Real> bm,
 
 /// Depthwise causal convolution: out[b, t, c] = bias[c] +
 /// Σ_k weight[c, k] · in[b, t − K + 1 + k, c], zero left padding (bias may
-/// be null). One thread per output element.
+/// be null), with the rows of `in` (one per token) starting `inStride`
+/// elements apart: a column range of a wider matrix (fp.slice read in
+/// place). One thread per output element.
+template <typename Real>
+inline void causalConvStrided(In<Real> in, int64_t inStride, In<Real> weight,
+                              In<Real> bias, int64_t batch, int64_t length,
+                              int64_t channels, int64_t width, Real *out) {
+  detail::launch("causalConv", detail::causalConvKernel<Real>,
+                 detail::blocksFor(batch * length * channels), detail::kThreads,
+                 0, detail::stream(), in, inStride, weight, bias, batch, length,
+                 channels, width, out);
+}
+
+/// causalConvStrided of packed rows.
 template <typename Real>
 inline void causalConv(In<Real> in, In<Real> weight, In<Real> bias,
                        int64_t batch, int64_t length, int64_t channels,
                        int64_t width, Real *out) {
-  detail::launch("causalConv", detail::causalConvKernel<Real>,
-                 detail::blocksFor(batch * length * channels), detail::kThreads,
-                 0, detail::stream(), in, weight, bias, batch, length, channels,
-                 width, out);
+  causalConvStrided<Real>(in, channels, weight, bias, batch, length, channels,
+                          width, out);
 }
 
 //===----------------------------------------------------------------------===//

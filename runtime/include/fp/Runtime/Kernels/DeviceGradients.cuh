@@ -246,13 +246,14 @@ inline constexpr int64_t kConvGradTokens = 256;
 
 /// partial[chunk, c, k] = Σ over the tokens bt of the chunk (kConvGradTokens
 /// of them, across samples), in token order, of grad[bt, c] ·
-/// in[bt − K + 1 + k, c] where that token lies in bt's sample. One thread
-/// per (chunk, k, c), c fastest, so that a warp reads consecutive channels.
+/// in[bt − K + 1 + k, c] where that token lies in bt's sample, the rows of
+/// `in` starting `inStride` elements apart. One thread per (chunk, k, c),
+/// c fastest, so that a warp reads consecutive channels.
 template <typename Real, typename Out>
-__global__ void causalConvWeightGradKernel(const Real *in, const Real *grad,
-                                           int64_t batch, int64_t length,
-                                           int64_t channels, int64_t width,
-                                           Out *partial) {
+__global__ void causalConvWeightGradKernel(const Real *in, int64_t inStride,
+                                           const Real *grad, int64_t batch,
+                                           int64_t length, int64_t channels,
+                                           int64_t width, Out *partial) {
   using C = Compute<Real>;
   const int64_t tokens = batch * length;
   const int64_t chunks =
@@ -269,7 +270,7 @@ __global__ void causalConvWeightGradKernel(const Real *in, const Real *grad,
          ++bt) {
       if (t >= width - 1 - k)
         sum += C(grad[bt * channels + c]) *
-               C(in[(bt - width + 1 + k) * channels + c]);
+               C(in[(bt - width + 1 + k) * inStride + c]);
       if (++t == length)
         t = 0;
     }
@@ -524,10 +525,13 @@ inline void weightNormGrad(In<Real> weight, In<Real> gain, In<Real> grad,
 /// chunk of kConvGradTokens tokens, the chunks' partial sums (in the
 /// arithmetic type) then added in order by sumColumns, so that every
 /// channel's B·T terms spread over the GPU rather than one thread each.
+/// The rows of `in` start `inStride` elements apart (fp.slice read in
+/// place).
 template <typename Real>
-inline void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
-                           int64_t batch, int64_t length, int64_t channels,
-                           int64_t width, Real *dIn, Real *dWeight) {
+inline void causalConvGradStrided(In<Real> in, int64_t inStride,
+                                  In<Real> weight, In<Real> grad, int64_t batch,
+                                  int64_t length, int64_t channels,
+                                  int64_t width, Real *dIn, Real *dWeight) {
   using C = Compute<Real>;
   detail::launch(
       "causalConvGrad (input)", detail::causalConvInputGradKernel<Real>,
@@ -543,8 +547,8 @@ inline void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
     detail::launch("causalConvGrad (weight)",
                    detail::causalConvWeightGradKernel<Real, Real>,
                    detail::blocksFor(taps), detail::kThreads, 0,
-                   detail::stream(), in, grad, batch, length, channels, width,
-                   dWeight);
+                   detail::stream(), in, inStride, grad, batch, length,
+                   channels, width, dWeight);
     return;
   }
   detail::LaunchBuffer partial(size_t(chunks * taps) * sizeof(C),
@@ -552,9 +556,18 @@ inline void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
   detail::launch(
       "causalConvGrad (weight)", detail::causalConvWeightGradKernel<Real, C>,
       detail::blocksFor(chunks * taps), detail::kThreads, 0, detail::stream(),
-      in, grad, batch, length, channels, width, partial.as<C>());
+      in, inStride, grad, batch, length, channels, width, partial.as<C>());
   detail::sumColumnsOf(static_cast<const C *>(partial.as<C>()), chunks, taps,
                        dWeight);
+}
+
+/// causalConvGradStrided of packed rows.
+template <typename Real>
+inline void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
+                           int64_t batch, int64_t length, int64_t channels,
+                           int64_t width, Real *dIn, Real *dWeight) {
+  causalConvGradStrided<Real>(in, channels, weight, grad, batch, length,
+                              channels, width, dIn, dWeight);
 }
 
 /// The cotangents of the recurrence of fp.selective_scan (no skip term),

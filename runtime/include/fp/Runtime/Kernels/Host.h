@@ -629,11 +629,13 @@ FP_KERNEL void selectiveScan(In<Real> u, In<Real> delta, In<Real> a,
 }
 
 /// Depthwise causal convolution: out[b, t, c] = bias[c] +
-/// Σ_k weight[c, k] · in[b, t − K + 1 + k, c], zero left padding.
+/// Σ_k weight[c, k] · in[b, t − K + 1 + k, c], zero left padding, with the
+/// rows of `in` (one per token) starting `inStride` elements apart: a
+/// column range of a wider matrix (fp.slice read in place).
 template <typename Real>
-FP_KERNEL void causalConv(In<Real> in, In<Real> weight, In<Real> bias,
-                          int64_t batch, int64_t length, int64_t channels,
-                          int64_t width, Real *out) {
+FP_KERNEL void causalConvStrided(In<Real> in, int64_t inStride, In<Real> weight,
+                                 In<Real> bias, int64_t batch, int64_t length,
+                                 int64_t channels, int64_t width, Real *out) {
   using C = Compute<Real>;
   parallelFor(batch * length, channels * width, [&](int64_t bt) {
     int64_t t = bt % length;
@@ -644,11 +646,20 @@ FP_KERNEL void causalConv(In<Real> in, In<Real> weight, In<Real> bias,
         int64_t source = t - width + 1 + k;
         if (source >= 0)
           sum += C(weight[c * width + k]) *
-                 C(in[(bt - t + source) * channels + c]);
+                 C(in[(bt - t + source) * inStride + c]);
       }
       dst[c] = Real(sum);
     }
   });
+}
+
+/// causalConvStrided of packed rows.
+template <typename Real>
+FP_KERNEL void causalConv(In<Real> in, In<Real> weight, In<Real> bias,
+                          int64_t batch, int64_t length, int64_t channels,
+                          int64_t width, Real *out) {
+  causalConvStrided(in, channels, weight, bias, batch, length, channels, width,
+                    out);
 }
 
 //===----------------------------------------------------------------------===//

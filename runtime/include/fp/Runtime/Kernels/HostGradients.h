@@ -228,10 +228,14 @@ inline constexpr int64_t kConvGradTokens = 256;
 /// tokens (across samples) sums its terms in token order into a partial sum
 /// per weight, in Accum<Real>, and the chunks' partial sums are added in
 /// chunk order, so the result does not depend on the number of threads.
+/// The rows of `in` (one per token) start `inStride` elements apart: a
+/// column range of a wider matrix (fp.slice read in place).
 template <typename Real>
-FP_KERNEL void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
-                              int64_t batch, int64_t length, int64_t channels,
-                              int64_t width, Real *dIn, Real *dWeight) {
+FP_KERNEL void causalConvGradStrided(In<Real> in, int64_t inStride,
+                                     In<Real> weight, In<Real> grad,
+                                     int64_t batch, int64_t length,
+                                     int64_t channels, int64_t width, Real *dIn,
+                                     Real *dWeight) {
   using C = Compute<Real>;
   using A = Accum<Real>;
   parallelFor(batch * length, channels * width, [&](int64_t bs) {
@@ -258,7 +262,7 @@ FP_KERNEL void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
       const int64_t t = bt % length;
       In<Real> g = grad + bt * channels;
       for (int64_t k = std::max<int64_t>(0, width - 1 - t); k < width; ++k) {
-        In<Real> x = in + (bt - width + 1 + k) * channels;
+        In<Real> x = in + (bt - width + 1 + k) * inStride;
         A *sum = acc + k * channels;
 #pragma omp simd
         for (int64_t c = 0; c < channels; ++c)
@@ -274,6 +278,15 @@ FP_KERNEL void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
       dWeight[c * width + k] = Real(sum);
     }
   });
+}
+
+/// causalConvGradStrided of packed rows.
+template <typename Real>
+FP_KERNEL void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
+                              int64_t batch, int64_t length, int64_t channels,
+                              int64_t width, Real *dIn, Real *dWeight) {
+  causalConvGradStrided(in, channels, weight, grad, batch, length, channels,
+                        width, dIn, dWeight);
 }
 
 /// The cotangents of the recurrence of fp.selective_scan (no skip term):
