@@ -278,116 +278,145 @@ __global__ void causalConvWeightGradKernel(const Real *in, int64_t inStride,
   }
 }
 
-// The selective scan's adjoint runs in four passes over a scratch of
-// [B, T, N, d] values (d = channels, innermost so that the threads of a
-// warp, one channel each, touch consecutive addresses):
-//   1. each (sample, channel) thread recomputes S_t forward into the
-//      scratch;
-//   2. dC_t[n] = Σ_i g_t[i] S_t[i, n], one warp per (b, t, n);
-//   3. each thread runs Λ backward in time, writes du and dΔ, replaces S_t
-//      in the scratch by its term Λ_t[i, n] Δ_t[i] u_t[i] of dB once step t
-//      no longer needs it, and keeps its dA sums per sample;
-//   4. dB_t[n] = Σ_i of those terms, one warp per (b, t, n); dA sums the
-//      samples' partial sums (sumColumns).
+// The selective scan's adjoint runs in two passes over a scratch of the
+// states, [B, T, N, d] values (d = channels, innermost so that the threads
+// of a warp, one channel each, touch consecutive addresses). A block holds
+// `blockDim.x` channels of one sample, a thread one channel:
+//   1. each thread recomputes S_t forward into the scratch, and the block
+//      sums g_t[i] S_t[i, n] over its channels: its part of dC_t[n];
+//   2. each thread runs Λ backward in time, reading S_{t−1} from the
+//      scratch, writes du and dΔ and keeps its dA sums per sample; the
+//      block sums Λ_t[i, n] Δ_t[i] u_t[i] over its channels: its part of
+//      dB_t[n].
+// With one block per sample those sums are dC and dB; otherwise they are
+// partial sums per block of channels, which sumColumns then adds in order,
+// as it adds the samples' dA sums.
 
-template <typename Real>
-__global__ void scanStatesKernel(const Real *u, const Real *delta,
-                                 const Real *a, const Real *bm, int64_t batch,
-                                 int64_t length, int64_t channels,
-                                 int64_t state, Compute<Real> *states) {
+/// Sums terms[n · blockDim.x + j] over the block's threads j for every
+/// n < state, in a fixed order (each lane the threads j ≡ lane mod 32 in
+/// order, then a shuffle tree), and stores the sum of n at out[n]; warp w
+/// sums n = w, w + warps, .... blockDim.x is a multiple of 32 and every
+/// thread calls it; it synchronises before and after.
+template <typename C, typename Out>
+__device__ void blockSumTerms(const C *terms, int64_t state, Out *out) {
+  __syncthreads();
+  const int64_t lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (int64_t n = threadIdx.x / 32; n < state; n += warps) {
+    C sum = 0;
+    for (int64_t j = lane; j < blockDim.x; j += 32)
+      sum += terms[n * blockDim.x + j];
+    for (int offset = 16; offset > 0; offset /= 2)
+      sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    if (lane == 0)
+      out[n] = Out(sum);
+  }
+  __syncthreads();
+}
+
+/// Pass 1. Per thread, S_{t−1}[n] and its terms of dC live in dynamic
+/// shared memory as Compute<Real>, element n at [n · blockDim.x]; the block
+/// of channels `block` of sample b writes its sums of token bt at
+/// partialC[(block · B·T + bt) · N].
+template <typename Real, typename Out>
+__global__ void
+scanStatesKernel(const Real *u, const Real *delta, const Real *a,
+                 const Real *bm, const Real *grad, int64_t batch,
+                 int64_t length, int64_t channels, int64_t state,
+                 Compute<Real> *states, Out *partialC) {
   using C = Compute<Real>;
-  for (int64_t task = firstThread(); task < batch * channels;
-       task += allThreads()) {
-    const int64_t b = task / channels, i = task % channels;
+  const int64_t stride = blockDim.x;
+  C *terms = reinterpret_cast<C *>(sharedBytes());
+  C *st = terms + state * stride + threadIdx.x;
+  const int64_t blocksPerSample = (channels + stride - 1) / stride;
+  const int64_t rows = batch * length;
+  for (int64_t task = blockIdx.x; task < batch * blocksPerSample;
+       task += gridDim.x) {
+    const int64_t b = task / blocksPerSample, block = task % blocksPerSample;
+    const int64_t i = block * stride + threadIdx.x;
+    const bool active = i < channels;
     for (int64_t t = 0; t < length; ++t) {
       const int64_t bt = b * length + t;
-      const C dt = C(delta[bt * channels + i]);
-      const C dtu = dt * C(u[bt * channels + i]);
-      C *cur = states + bt * state * channels + i;
-      const C *prev = cur - state * channels;
-      for (int64_t n = 0; n < state; ++n)
-        cur[n * channels] = std::exp(dt * C(a[i * state + n])) *
-                                (t > 0 ? prev[n * channels] : C(0)) +
-                            dtu * C(bm[bt * state + n]);
+      if (active) {
+        const C dt = C(delta[bt * channels + i]);
+        const C dtu = dt * C(u[bt * channels + i]);
+        const C g = C(grad[bt * channels + i]);
+        C *cur = states + bt * state * channels + i;
+        for (int64_t n = 0; n < state; ++n) {
+          const C s = std::exp(dt * C(a[i * state + n])) *
+                          (t > 0 ? st[n * stride] : C(0)) +
+                      dtu * C(bm[bt * state + n]);
+          st[n * stride] = s;
+          cur[n * channels] = s;
+          terms[n * stride + threadIdx.x] = g * s;
+        }
+      } else {
+        for (int64_t n = 0; n < state; ++n)
+          terms[n * stride + threadIdx.x] = C(0);
+      }
+      blockSumTerms(terms, state, partialC + (block * rows + bt) * state);
     }
   }
 }
 
-/// out[r, n] = Σ_i weight[r, i] · values[r, n, i] (weight null: 1) for
-/// rows r < rows: one warp per output, lanes striding over i, then a
-/// shuffle tree, in the arithmetic type of `values`.
-template <typename Real>
-__global__ void channelSumKernel(const Real *weight,
-                                 const Compute<Real> *values, int64_t rows,
-                                 int64_t state, int64_t channels, Real *out) {
-  using C = Compute<Real>;
-  const int64_t lane = threadIdx.x % 32;
-  const int64_t warps = allThreads() / 32;
-  for (int64_t o = firstThread() / 32; o < rows * state; o += warps) {
-    const int64_t r = o / state;
-    const C *v = values + o * channels;
-    const Real *w = weight ? weight + r * channels : nullptr;
-    C sum = 0;
-    for (int64_t i = lane; i < channels; i += 32)
-      sum += w ? C(w[i]) * v[i] : v[i];
-    for (int offset = 16; offset > 0; offset /= 2)
-      sum += __shfl_down_sync(0xffffffffu, sum, offset);
-    if (lane == 0)
-      out[o] = Real(sum);
-  }
-}
-
-/// Pass 3. Per thread, Λ[n] (holding a_{t+1} ⊙ Λ_{t+1}) and its dA sums
-/// live in dynamic shared memory as Compute<Real>, element n at
-/// [n · blockDim.x].
-template <typename Real>
+/// Pass 2. Per thread, Λ[n] (holding a_{t+1} ⊙ Λ_{t+1}), its dA sums and
+/// its terms of dB live in dynamic shared memory as Compute<Real>, element
+/// n at [n · blockDim.x]; the block's sums of dB go to partialB as pass 1's
+/// go to partialC.
+template <typename Real, typename Out>
 __global__ void
 scanAdjointKernel(const Real *u, const Real *delta, const Real *a,
                   const Real *bm, const Real *cm, const Real *grad,
                   int64_t batch, int64_t length, int64_t channels,
-                  int64_t state, Compute<Real> *states, Real *du, Real *dDelta,
-                  Compute<Real> *partialA) {
+                  int64_t state, const Compute<Real> *states, Real *du,
+                  Real *dDelta, Compute<Real> *partialA, Out *partialB) {
   using C = Compute<Real>;
   const int64_t stride = blockDim.x;
-  C *lambda = reinterpret_cast<C *>(sharedBytes()) + threadIdx.x;
+  C *terms = reinterpret_cast<C *>(sharedBytes());
+  C *lambda = terms + state * stride + threadIdx.x;
   C *sumA = lambda + state * stride;
   const int64_t blocksPerSample = (channels + stride - 1) / stride;
+  const int64_t rows = batch * length;
   for (int64_t task = blockIdx.x; task < batch * blocksPerSample;
        task += gridDim.x) {
-    const int64_t b = task / blocksPerSample;
-    const int64_t i = task % blocksPerSample * stride + threadIdx.x;
-    if (i >= channels)
-      continue;
+    const int64_t b = task / blocksPerSample, block = task % blocksPerSample;
+    const int64_t i = block * stride + threadIdx.x;
+    const bool active = i < channels;
     for (int64_t n = 0; n < state; ++n) {
       lambda[n * stride] = C(0);
       sumA[n * stride] = C(0);
     }
     for (int64_t t = length - 1; t >= 0; --t) {
       const int64_t bt = b * length + t;
-      const C dt = C(delta[bt * channels + i]);
-      const C ut = C(u[bt * channels + i]);
-      const C g = C(grad[bt * channels + i]);
-      C *cur = states + bt * state * channels + i;
-      const C *prev = cur - state * channels;
-      C sumU = 0, sumDelta = 0;
-      for (int64_t n = 0; n < state; ++n) {
-        const int64_t k = i * state + n;
-        const C ak = C(a[k]);
-        const C l = g * C(cm[bt * state + n]) + lambda[n * stride];
-        const C at = std::exp(dt * ak);
-        const C bn = C(bm[bt * state + n]);
-        const C sp = t > 0 ? prev[n * channels] : C(0);
-        sumU += l * bn;
-        sumDelta += l * (ak * at * sp + bn * ut);
-        sumA[n * stride] += l * dt * at * sp;
-        cur[n * channels] = l * dt * ut; // S_t is not read again
-        lambda[n * stride] = at * l;
+      if (active) {
+        const C dt = C(delta[bt * channels + i]);
+        const C ut = C(u[bt * channels + i]);
+        const C g = C(grad[bt * channels + i]);
+        const C *prev = states + (bt - 1) * state * channels + i;
+        C sumU = 0, sumDelta = 0;
+        for (int64_t n = 0; n < state; ++n) {
+          const int64_t k = i * state + n;
+          const C ak = C(a[k]);
+          const C l = g * C(cm[bt * state + n]) + lambda[n * stride];
+          const C at = std::exp(dt * ak);
+          const C bn = C(bm[bt * state + n]);
+          const C sp = t > 0 ? prev[n * channels] : C(0);
+          sumU += l * bn;
+          sumDelta += l * (ak * at * sp + bn * ut);
+          sumA[n * stride] += l * dt * at * sp;
+          terms[n * stride + threadIdx.x] = l * dt * ut;
+          lambda[n * stride] = at * l;
+        }
+        du[bt * channels + i] = Real(dt * sumU);
+        dDelta[bt * channels + i] = Real(sumDelta);
+      } else {
+        for (int64_t n = 0; n < state; ++n)
+          terms[n * stride + threadIdx.x] = C(0);
       }
-      du[bt * channels + i] = Real(dt * sumU);
-      dDelta[bt * channels + i] = Real(sumDelta);
+      blockSumTerms(terms, state, partialB + (block * rows + bt) * state);
     }
-    for (int64_t n = 0; n < state; ++n)
-      partialA[b * channels * state + i * state + n] = sumA[n * stride];
+    if (active)
+      for (int64_t n = 0; n < state; ++n)
+        partialA[b * channels * state + i * state + n] = sumA[n * stride];
   }
 }
 
@@ -571,8 +600,9 @@ inline void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
 }
 
 /// The cotangents of the recurrence of fp.selective_scan (no skip term),
-/// HostGradients.h's formulas, in the four passes described above; the
-/// scratch holds B·T·N·d values.
+/// HostGradients.h's formulas, in the two passes described above; the
+/// scratch holds B·T·N·d values, and with more than one block of channels
+/// per sample two buffers hold the blocks' partial sums of dB and dC.
 template <typename Real>
 inline void selectiveScanGrad(In<Real> u, In<Real> delta, In<Real> a,
                               In<Real> bm, In<Real> cm, In<Real> grad,
@@ -582,37 +612,47 @@ inline void selectiveScanGrad(In<Real> u, In<Real> delta, In<Real> a,
   using C = Compute<Real>;
   if (batch <= 0 || length <= 0 || channels <= 0 || state <= 0)
     return;
-  const size_t perThread = 2 * size_t(state) * sizeof(C);
+  // Pass 2's Λ, dA sums and dB terms; pass 1 uses two of the three.
+  const size_t perThread = 3 * size_t(state) * sizeof(C);
   int threads = 128;
-  while (threads > 1 && perThread * threads > detail::kMaxSharedBytes)
+  while (threads > 32 && perThread * threads > detail::kMaxSharedBytes)
     threads /= 2;
   if (perThread * threads > detail::kMaxSharedBytes)
     throw DeviceError("fp::cuda::selectiveScanGrad: a state of " +
                       std::to_string(state) + " does not fit in shared memory");
   const int64_t rows = batch * length, cell = channels * state;
+  const int64_t blocksPerSample = (channels + threads - 1) / threads;
+  const int64_t blocks = batch * blocksPerSample;
   cudaStream_t stream = detail::stream();
   detail::LaunchBuffer states(size_t(rows * cell) * sizeof(C), stream);
   detail::LaunchBuffer partialA(size_t(batch * cell) * sizeof(C), stream);
   C *scratch = states.as<C>();
 
-  detail::launch("selectiveScanGrad (states)", detail::scanStatesKernel<Real>,
-                 detail::blocksFor(batch * channels), detail::kThreads, 0,
-                 stream, u, delta, a, bm, batch, length, channels, state,
-                 scratch);
-  const int64_t sumBlocks =
-      (rows * state + detail::kThreads / 32 - 1) / (detail::kThreads / 32);
-  detail::launch("selectiveScanGrad (dC)", detail::channelSumKernel<Real>,
-                 sumBlocks, detail::kThreads, 0, stream, grad,
-                 static_cast<const C *>(scratch), rows, state, channels, dC);
-  const int64_t blocksPerSample = (channels + threads - 1) / threads;
-  detail::launch("selectiveScanGrad (adjoint)", detail::scanAdjointKernel<Real>,
-                 batch * blocksPerSample, threads, perThread * threads, stream,
-                 u, delta, a, bm, cm, grad, batch, length, channels, state,
-                 scratch, du, dDelta, partialA.as<C>());
-  detail::launch("selectiveScanGrad (dB)", detail::channelSumKernel<Real>,
-                 sumBlocks, detail::kThreads, 0, stream,
-                 static_cast<const Real *>(nullptr),
-                 static_cast<const C *>(scratch), rows, state, channels, dB);
+  auto passes = [&](auto *sumsC, auto *sumsB) {
+    using Out = std::remove_pointer_t<decltype(sumsC)>;
+    detail::launch("selectiveScanGrad (states, dC)",
+                   detail::scanStatesKernel<Real, Out>, blocks, threads,
+                   2 * size_t(state) * sizeof(C) * threads, stream, u, delta, a,
+                   bm, grad, batch, length, channels, state, scratch, sumsC);
+    detail::launch(
+        "selectiveScanGrad (adjoint, dB)", detail::scanAdjointKernel<Real, Out>,
+        blocks, threads, perThread * threads, stream, u, delta, a, bm, cm, grad,
+        batch, length, channels, state, static_cast<const C *>(scratch), du,
+        dDelta, partialA.as<C>(), sumsB);
+  };
+  if (blocksPerSample == 1) {
+    passes(dC, dB);
+  } else {
+    const size_t partialBytes =
+        size_t(blocksPerSample * rows * state) * sizeof(C);
+    detail::LaunchBuffer partialC(partialBytes, stream);
+    detail::LaunchBuffer partialB(partialBytes, stream);
+    passes(partialC.as<C>(), partialB.as<C>());
+    detail::sumColumnsOf(static_cast<const C *>(partialC.as<C>()),
+                         blocksPerSample, rows * state, dC);
+    detail::sumColumnsOf(static_cast<const C *>(partialB.as<C>()),
+                         blocksPerSample, rows * state, dB);
+  }
   detail::sumColumnsOf(static_cast<const C *>(partialA.as<C>()), batch, cell,
                        dA);
 }
