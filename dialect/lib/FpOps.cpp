@@ -683,6 +683,9 @@ bool SliceOp::isReadInPlace() {
              return &use == &conv.getInputMutable();
            if (auto grad = dyn_cast<CausalConvGradOp>(owner))
              return &use == &grad.getInputMutable();
+           // A transposed weight whose GEMMs read it as it lies.
+           if (auto transpose = dyn_cast<TransposeOp>(owner))
+             return transpose.isReadOnlyAsLinearWeight();
            if (auto kernel = dyn_cast<KernelOp>(owner))
              return readsRows(
                  kernel.getBodyBlock()->getArgument(use.getOperandNumber()));

@@ -33,6 +33,11 @@ void mlir::fp::addBackwardDerivation(OpPassManager &pm) {
   // The backward's copy of the map at the fixed point and the layer's own
   // application of it become one.
   pm.addPass(createCSEPass());
+  // The adjoints' columns that nothing reads (the fixed point's) are not
+  // computed.
+  OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(createFpNarrowToSlices());
+  func.addPass(createCSEPass());
 }
 
 void mlir::fp::addProductReuse(OpPassManager &pm) {

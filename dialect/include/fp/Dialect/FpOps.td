@@ -683,11 +683,12 @@ def FP_SliceOp : FP_Op<"slice", [Pure, DeclareOpInterfaceMethods<FP_Differentiab
     /// Whether every reader reads the result where it lies in the input,
     /// each row `start` elements into the input's row, so that it is not
     /// materialised: as an operand of an unnormalised fp.linear or of an
-    /// fp.weight_grad (GEMMs), as the input of fp.causal_conv or
-    /// fp.causal_conv_grad, or as an fp.kernel input that the body
-    /// reads a row at a time (a per-token input of one row per token that
-    /// is never shifted, or a uniform input of one row). The input's last
-    /// dimension is static.
+    /// fp.weight_grad (GEMMs), as the input of an fp.transpose read only
+    /// as fp.linear's weight (which the GEMM reads as it lies), as the input
+    /// of fp.causal_conv or fp.causal_conv_grad, or as an fp.kernel input
+    /// that the body reads a row at a time (a per-token input of one row
+    /// per token that is never shifted, or a uniform input of one row). The
+    /// input's last dimension is static.
     bool isReadInPlace();
   }];
 }

@@ -96,6 +96,54 @@ def FpDeriveBackward : Pass<"fp-derive-backward", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def FpNarrowToSlices : Pass<"fp-narrow-to-slices", "func::FuncOp"> {
+  let summary = "compute only the columns that slices read";
+  let description = [{
+    Outside fixed-point bodies, moves each `fp.slice` towards the values it
+    reads, so that a value only the slice reads is computed on the slice's
+    columns alone:
+
+    - a slice of an elementwise op (arith, math, `fp.silu`, `fp.sigmoid`,
+      `fp.softplus`) whose result only the slice reads becomes the op of
+      its operands' slices;
+    - a slice of `fp.linear %x, (fp.transpose %w) bias %b` that only the
+      slice reads multiplies by the slice of %w's columns (the transposed
+      weight's rows), with the slice of the bias;
+    - a slice within one input of an `fp.concat` is a slice of that input;
+      a slice of a splat is a splat; a slice of a slice is one slice, and a
+      slice of all columns is its input.
+
+    The derived backward needs it: a linear map of a concatenation,
+    `W [x; ȳ]`, has the adjoint `[dx; dȳ] = du W`, a GEMM whose output
+    columns for ȳ the one-step gradient never reads (ȳ is the fixed point,
+    not differentiated). At FP-Mamba's Householder and Kronecker mixers
+    that is half of the backward's largest `dx` GEMM; after this pass the
+    GEMM computes `dx = du W[:, x's columns]`, reading those columns of W
+    where they lie (`fp.slice` read in place).
+
+    ```mlir
+    // before
+    %wt = fp.transpose %w : tensor<64x128xf32> -> tensor<128x64xf32>
+    %d = fp.linear %du, %wt : (tensor<?x?x64xf32>, tensor<128x64xf32>) -> tensor<?x?x128xf32>
+    %s = arith.addf %d, %e : tensor<?x?x128xf32>
+    %dx = fp.slice %s[0 : 64] : tensor<?x?x128xf32> -> tensor<?x?x64xf32>
+    // after
+    %wx = fp.slice %w[0 : 64] : tensor<64x128xf32> -> tensor<64x64xf32>
+    %wxt = fp.transpose %wx : tensor<64x64xf32> -> tensor<64x64xf32>
+    %dx0 = fp.linear %du, %wxt : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+    %ex = fp.slice %e[0 : 64] : tensor<?x?x128xf32> -> tensor<?x?x64xf32>
+    %dx = arith.addf %dx0, %ex : tensor<?x?x64xf32>
+    ```
+
+    Every element still computed is the same sum of the same products, so
+    results change by rounding at most (a narrower GEMM may block its sums
+    differently).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::fp::FPDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FpReuseProducts : Pass<"fp-reuse-products", "func::FuncOp"> {
   let summary = "split linear maps whose partial products are already "
                 "computed";
@@ -303,12 +351,13 @@ def FpPlanBuffers : Pass<"fp-plan-buffers", "func::FuncOp"> {
     GEMM reads the weight as it lies, transposing the other way), and an
     `fp.slice` whose every reader reads it where it lies in its source
     (`SliceOp::isReadInPlace`: an operand of `fp.linear` or
-    `fp.weight_grad`, which the GEMM reads with the source's row stride, the
-    input of `fp.causal_conv` or `fp.causal_conv_grad`, read at that stride
-    too, or an `fp.kernel` input read a row at a time). So the columns of
-    `in_proj`'s output that are x (or, in Mamba, the convolution's input),
-    the parts of `x_proj`'s output and the mixer weight's x block are never
-    copied.
+    `fp.weight_grad`, which the GEMM reads with the source's row stride, or
+    of such an `fp.transpose`; the input of `fp.causal_conv` or
+    `fp.causal_conv_grad`, read at that stride too; or an `fp.kernel` input
+    read a row at a time). So the columns of `in_proj`'s output that are x
+    (or, in Mamba, the convolution's input), the parts of `x_proj`'s output,
+    the mixer weight's x block and, in a derived backward, the columns of a
+    weight that `fp-narrow-to-slices` gave a `dx` GEMM are never copied.
 
     The results the caller provides memory for are computed there rather
     than copied out: the layer's output (a backward's input cotangent) and
