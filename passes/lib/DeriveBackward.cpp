@@ -5,7 +5,8 @@
 // needs become extra results of the forward (fp.saved), and a backward
 // function recomputes the rest and differentiates the layer op by op
 // through DifferentiableOpInterface, with the adjoint of each fixed-point
-// loop chosen by its backward mode.
+// loop chosen by its backward mode. With save-products the forward also
+// saves the token-wise GEMM products the backward would recompute.
 //
 //===----------------------------------------------------------------------===//
 
@@ -165,20 +166,28 @@ void eraseDeadOps(Block &block) {
 /// Derives the backward of one layer function.
 class LayerDerivation {
 public:
-  explicit LayerDerivation(func::FuncOp forward) : forward(forward) {}
+  LayerDerivation(func::FuncOp forward, bool saveProducts)
+      : forward(forward), saveProducts(saveProducts) {}
 
   LogicalResult run();
 
 private:
   func::FuncOp forward;
+  const bool saveProducts;
   SmallVector<FixedPointOp> loops;
   /// Values whose cotangent is dropped: the saved fixed points, except
   /// where the loop's adjoint uses it (neumann, implicit).
   llvm::DenseSet<Value> constants;
   llvm::MapVector<StringRef, Value> paramGradients;
 
+  /// Backward copies of forward `fp.linear`s whose operands the backward
+  /// recomputes exactly as the forward computed them (not through a
+  /// truncated chain), with the forward's product.
+  llvm::DenseMap<Operation *, Value> recomputedProducts;
+
   LogicalResult checkLoops();
-  void saveFixedPoints();
+  SmallVector<Value> readSavedProducts(Block &body, unsigned position);
+  void saveValues(ArrayRef<Value> values);
   FailureOr<SmallVector<Value>> vjpOfBody(OpBuilder &b, const BodyClone &body,
                                           ValueRange fixedPoints,
                                           ValueRange seeds);
@@ -203,16 +212,38 @@ LogicalResult LayerDerivation::checkLoops() {
   return failure(walk.wasInterrupted());
 }
 
-void LayerDerivation::saveFixedPoints() {
+/// Makes the backward read the forward's products instead of recomputing
+/// the ones it still needs: each becomes a new argument of `body` from
+/// `position` on. Returns the forward values to save, in order.
+SmallVector<Value> LayerDerivation::readSavedProducts(Block &body,
+                                                      unsigned position) {
+  auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+  SmallVector<Value> products;
+  // Only live ops are looked up: the map's keys erased as dead are never
+  // met again, and nothing is created before this walk.
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    Value product = recomputedProducts.lookup(&op);
+    if (!product || llvm::is_contained(ret.getOperands(), product) ||
+        cast<RankedTensorType>(product.getType()).hasStaticShape())
+      continue;
+    Value saved =
+        body.insertArgument(position++, product.getType(), product.getLoc());
+    op.getResult(0).replaceAllUsesWith(saved);
+    op.erase();
+    products.push_back(product);
+  }
+  return products;
+}
+
+void LayerDerivation::saveValues(ArrayRef<Value> values) {
   auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
   SmallVector<Value> results(ret.getOperands());
   SmallVector<Type> types(forward.getFunctionType().getResults());
   unsigned first = results.size();
-  for (FixedPointOp loop : loops)
-    for (Value fixedPoint : loop.getFixedPoints()) {
-      results.push_back(fixedPoint);
-      types.push_back(fixedPoint.getType());
-    }
+  for (Value value : values) {
+    results.push_back(value);
+    types.push_back(value.getType());
+  }
   ret->setOperands(results);
   forward.setFunctionType(FunctionType::get(
       forward.getContext(), forward.getFunctionType().getInputs(), types));
@@ -344,13 +375,22 @@ LogicalResult LayerDerivation::run() {
   std::vector<std::unique_ptr<LoopAdjoint>> adjoints;
   IRMapping primal;
   primal.map(input, body->getArgument(0));
+  // Forward values the backward recomputes as they are.
+  llvm::DenseSet<Value> exact = {input};
   unsigned next = 1;
   for (Operation &op : forward.getBody().front()) {
     if (isa<func::ReturnOp>(op))
       continue;
     auto loop = dyn_cast<FixedPointOp>(op);
     if (!loop) {
-      steps.push_back(b.clone(op, primal));
+      Operation *copy = b.clone(op, primal);
+      steps.push_back(copy);
+      if (llvm::all_of(op.getOperands(),
+                       [&](Value v) { return exact.contains(v); })) {
+        exact.insert(op.result_begin(), op.result_end());
+        if (isa<LinearOp>(op))
+          recomputedProducts[copy] = op.getResult(0);
+      }
       continue;
     }
     BackwardAttr mode = loop.getBackward();
@@ -390,6 +430,8 @@ LogicalResult LayerDerivation::run() {
     for (auto [fixedPoint, value] :
          llvm::zip_equal(loop.getFixedPoints(), results))
       primal.map(fixedPoint, value);
+    if (results == fixedPoints)
+      exact.insert(loop.getFixedPoints().begin(), loop.getFixedPoints().end());
   }
   Value outputCotangent = body->getArgument(next);
 
@@ -421,8 +463,6 @@ LogicalResult LayerDerivation::run() {
     names.push_back(param.getNameAttr());
   }
   func::ReturnOp::create(b, loc, results);
-  backward.setFunctionType(FunctionType::get(b.getContext(), argTypes,
-                                             ValueRange(results).getTypes()));
   backward->setAttr("fp.backward_of",
                     FlatSymbolRefAttr::get(forward.getSymNameAttr()));
   backward->setAttr("fp.param_gradients", b.getArrayAttr(names));
@@ -432,7 +472,19 @@ LogicalResult LayerDerivation::run() {
   // passes through.
   eraseDeadOps(*body);
 
-  saveFixedPoints();
+  // The saved values: the fixed points, then (save-products) the products
+  // the backward still recomputes, whose recomputation then goes.
+  SmallVector<Value> saved;
+  for (FixedPointOp loop : loops)
+    llvm::append_range(saved, loop.getFixedPoints());
+  if (saveProducts) {
+    llvm::append_range(saved, readSavedProducts(*body, next));
+    eraseDeadOps(*body);
+  }
+  backward.setFunctionType(FunctionType::get(b.getContext(),
+                                             body->getArgumentTypes(),
+                                             ValueRange(results).getTypes()));
+  saveValues(saved);
   return success();
 }
 
@@ -446,7 +498,7 @@ struct FpDeriveBackwardPass
       if (fn->hasAttr("fp.layer") && !fn.isExternal())
         layers.push_back(fn);
     for (func::FuncOp layer : layers)
-      if (failed(LayerDerivation(layer).run()))
+      if (failed(LayerDerivation(layer, saveProducts).run()))
         return signalPassFailure();
   }
 };

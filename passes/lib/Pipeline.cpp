@@ -28,8 +28,10 @@ void mlir::fp::addHoisting(OpPassManager &pm) {
   func.addPass(createCSEPass());
 }
 
-void mlir::fp::addBackwardDerivation(OpPassManager &pm) {
-  pm.addPass(createFpDeriveBackward());
+void mlir::fp::addBackwardDerivation(OpPassManager &pm, bool saveProducts) {
+  FpDeriveBackwardOptions derivation;
+  derivation.saveProducts = saveProducts;
+  pm.addPass(createFpDeriveBackward(derivation));
   // The backward's copy of the map at the fixed point and the layer's own
   // application of it become one.
   pm.addPass(createCSEPass());
@@ -69,7 +71,7 @@ void mlir::fp::buildFpPipeline(OpPassManager &pm,
   if (options.hoist)
     addHoisting(pm);
   if (options.backward)
-    addBackwardDerivation(pm);
+    addBackwardDerivation(pm, options.saveProducts);
   // After the derivation: the forward's step after the solve reuses the
   // products hoisted out of the loop; the backward's recomputation keeps
   // one GEMM per map.

@@ -142,6 +142,13 @@ cl::opt<bool> withBackward(
     cl::desc("Derive and compile each layer's backward (fp-derive-backward) "
              "for every target"),
     cl::cat(fpcCategory));
+cl::opt<bool> saveProducts(
+    "save-products",
+    cl::desc("With --backward: the training forward also saves the products "
+             "of the linear maps over tokens that the backward reads, so the "
+             "backward runs no GEMM of the forward again (more memory per "
+             "token in training and inference workspace)"),
+    cl::cat(fpcCategory));
 cl::opt<bool> noCache("no-cache", cl::desc("Always run the host compiler"),
                       cl::cat(fpcCategory));
 cl::opt<bool> verbose("v", cl::desc("Print the host compiler command"),
@@ -457,6 +464,9 @@ int main(int argc, char **argv) {
   // like) but are not listed: --help shows what a user of fpc sets.
   cl::HideUnrelatedOptions(fpcCategory);
   cl::ParseCommandLineOptions(argc, argv, "fpc: the fp compiler\n");
+  if (saveProducts && !withBackward)
+    return fail("--save-products needs --backward: only a training forward "
+                "saves values for a backward");
   if (hostArch.empty() || !llvm::all_of(hostArch.getValue(), [](char c) {
         return llvm::isAlnum(c) || llvm::is_contained("._+-", c);
       }))
@@ -551,6 +561,7 @@ int main(int argc, char **argv) {
   pipelineOptions.fuse = !noFuse;
   pipelineOptions.fuseScans = !noFuseScans;
   pipelineOptions.backward = withBackward;
+  pipelineOptions.saveProducts = saveProducts;
   fp::buildFpPipeline(pm, pipelineOptions);
   if (failed(pm.run(*module)))
     return 1;

@@ -89,11 +89,22 @@ def FpDeriveBackward : Pass<"fp-derive-backward", "ModuleOp"> {
     vector-Jacobian rule is an error located at the op (so at the DSL
     source). Run it after `fp-hoist-invariants` (weight normalisation must
     be explicit) and before fusion.
+
+    With `save-products`, the products of the layer's linear maps over
+    tokens that the backward would recompute (`fp.linear` outside the
+    loops, on values the backward recomputes as the forward computed them)
+    are saved too, after the fixed points and in forward order: the
+    backward reads them instead of running their GEMMs again, at the cost
+    of their memory in every training forward's saved buffer.
   }];
   let dependentDialects = ["::mlir::fp::FPDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"saveProducts", "save-products", "bool", /*default=*/"false",
+           "also save the token-wise linear products the backward reads">,
+  ];
 }
 
 def FpNarrowToSlices : Pass<"fp-narrow-to-slices", "func::FuncOp"> {

@@ -35,6 +35,12 @@ struct FpPipelineOptions : public PassPipelineOptions<FpPipelineOptions> {
       *this, "backward",
       llvm::cl::desc("derive every layer's backward (fp-derive-backward)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> saveProducts{
+      *this, "save-products",
+      llvm::cl::desc("with backward: the training forward also saves the "
+                     "token-wise linear products the backward reads, which "
+                     "the backward then does not recompute"),
+      llvm::cl::init(false)};
 };
 
 /// Inlines mixers and maps, drops the inlined functions, canonicalises and
@@ -44,8 +50,9 @@ void addFrontendCleanup(OpPassManager &pm);
 /// Hoists iteration-invariant work out of fixed-point loops.
 void addHoisting(OpPassManager &pm);
 
-/// Derives every layer's backward function.
-void addBackwardDerivation(OpPassManager &pm);
+/// Derives every layer's backward function; with `saveProducts` the
+/// forward saves its token-wise linear products for it.
+void addBackwardDerivation(OpPassManager &pm, bool saveProducts = false);
 
 /// Splits the linear maps outside fixed-point loops whose partial products
 /// the hoisting computed already (fp-reuse-products).
