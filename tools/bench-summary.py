@@ -9,8 +9,8 @@
 # table row per timed table of each run: the configuration, the median times
 # of the compiled layer and the eager reference and their ratio, the
 # iterations, kernels per iteration, host syncs and peak memory of both, the
-# largest relative difference of that table's result (forward output or
-# input gradient), and for the forward the compiled solver step's share of
+# largest relative difference of that table's result (forward output, or the
+# larger of the input's and the parameters' gradients), and for the forward the compiled solver step's share of
 # its roofline. Figures a run did not print are '-'; a run that printed no
 # table is listed with its first error line.
 #
@@ -59,12 +59,15 @@ def parse_run(body):
             current[fields[0]] = dict(zip(
                 ("median", "min", "iterations", "per_iteration", "kernels",
                  "syncs", "peak"), fields[1:]))
-        match = re.match(r"\s+(forward output|training-step dL/dx)\s+(\S+)$",
+        match = re.match(r"\s+(forward output|training-step dL/dx|"
+                         r"training-step dL/dparams)\s+(\S+)( \(\S+\))?$",
                          line)
         if match:
             key = "forward" if match.group(1) == "forward output" \
                 else "training step"
-            differences[key] = match.group(2)
+            known = differences.get(key)
+            if known is None or float(match.group(2)) > float(known):
+                differences[key] = match.group(2)
         match = re.search(r"step time ([\d.]+) ms .*: ([\d.]+)% of the roofline",
                           line)
         if match:

@@ -10,7 +10,8 @@
 // fixed-point iterations, the time per iteration and, where it can count
 // them, the kernels per iteration, the blocking host syncs per call and the
 // peak device memory of a call; then the largest relative differences of the
-// outputs and input gradients, and the speedups. Last, the roofline of one
+// outputs, the input gradients and the parameter gradients, and the
+// speedups. Last, the roofline of one
 // compiled solver step (Roofline.h): its FLOPs and bytes as the compiler
 // counted them, the machine's measured ceilings, and the step's measured
 // time against the bound they give.
@@ -50,6 +51,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -410,6 +412,40 @@ double relativeDifference(const torch::Tensor &actual,
       .item<double>();
 }
 
+/// The gradients the compiled layer's parameters hold (zeros where
+/// undefined), in manifest order.
+std::vector<torch::Tensor> compiledGradients(const CompiledLayer &compiled) {
+  std::vector<torch::Tensor> gradients;
+  for (const torch::Tensor &param : compiled.orderedParameters())
+    gradients.push_back(param.grad().defined() ? param.grad()
+                                               : torch::zeros_like(param));
+  return gradients;
+}
+
+/// The largest relative difference between two sets of gradients of the
+/// layer's parameters (manifest order), and the parameter's name. A
+/// parameter whose expected gradient is zero counts 0 when the other is
+/// zero too, infinity otherwise.
+std::pair<double, std::string>
+worstGradientDifference(const std::vector<torch::Tensor> &actual,
+                        const std::vector<torch::Tensor> &expected,
+                        const LayerInfo &layer) {
+  std::pair<double, std::string> worst{0.0, "-"};
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double scale = expected[i].abs().max().item<double>();
+    const double error = (actual[i] - expected[i].to(actual[i].device()))
+                             .abs()
+                             .max()
+                             .item<double>();
+    const double difference =
+        scale > 0 ? error / scale
+                  : (error > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+    if (difference > worst.first || worst.second == "-")
+      worst = {difference, layer.params[i].name};
+  }
+  return worst;
+}
+
 void printTable(const char *title, const Timing &compiled,
                 const Timing &eager) {
   fmt::print("{}\n", title);
@@ -508,6 +544,7 @@ void printRoofline(const LayerInfo &layer, CompiledLayer &compiled,
 /// from the eager reference's in f32 on the same weights and input, one
 /// untimed call (and step) of it.
 void printF32Differences(ref::BlockMixer &reference, const ModelConfig &config,
+                         const CompiledLayer &compiledLayer,
                          const torch::Tensor &input,
                          const torch::Tensor &weights, const Timing &compiled,
                          const Timing &eager, const Timing *compiledStep,
@@ -539,6 +576,15 @@ void printF32Differences(ref::BlockMixer &reference, const ModelConfig &config,
   fmt::print("  training-step dL/dx     compiled {:.3e}, eager {:.3e}\n",
              relativeDifference(compiledStep->inputGrad, x.grad()),
              relativeDifference(eagerStep->inputGrad, x.grad()));
+  const LayerInfo &layer = compiledLayer.info();
+  const std::vector<torch::Tensor> exact = referenceGradientsFor(*f32, layer);
+  auto [compiledDifference, compiledName] =
+      worstGradientDifference(compiledGradients(compiledLayer), exact, layer);
+  auto [eagerDifference, eagerName] = worstGradientDifference(
+      referenceGradientsFor(reference, layer), exact, layer);
+  fmt::print("  training-step dL/dparams compiled {:.3e} ({}), eager {:.3e} "
+             "({})\n",
+             compiledDifference, compiledName, eagerDifference, eagerName);
 }
 
 /// --cost-only: the step's FLOPs and bytes for the shape, without running.
@@ -715,12 +761,19 @@ int run(const Options &options) {
   fmt::print("  forward output          {:.3e}\n",
              relativeDifference(compiledForwardTiming.output,
                                 eagerForwardTiming.output));
-  if (withStep)
+  if (withStep) {
     fmt::print(
         "  training-step dL/dx     {:.3e}\n",
         relativeDifference(compiledStep->inputGrad, eagerStep->inputGrad));
+    // Both modules hold the parameter gradients of their last step, on the
+    // same input, weights and cotangent.
+    auto [difference, name] = worstGradientDifference(
+        compiledGradients(*compiled), referenceGradientsFor(*reference, layer),
+        layer);
+    fmt::print("  training-step dL/dparams {:.3e} ({})\n", difference, name);
+  }
   if (bf16)
-    printF32Differences(*reference, config, input, weights,
+    printF32Differences(*reference, config, *compiled, input, weights,
                         compiledForwardTiming, eagerForwardTiming,
                         withStep ? &*compiledStep : nullptr,
                         withStep ? &*eagerStep : nullptr);
