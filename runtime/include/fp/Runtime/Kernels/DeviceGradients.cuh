@@ -313,6 +313,24 @@ __device__ void blockSumTerms(const C *terms, int64_t state, Out *out) {
   __syncthreads();
 }
 
+/// Runs `body(b, block, i, active)` for every block of blockDim.x channels
+/// of every sample b that falls to this block of the grid: `block` is the
+/// index of the channels' block within the sample, `i` the thread's channel
+/// and `active` whether it is one (i < channels; the threads past the last
+/// channel still take part in the block's sums).
+template <typename Body>
+__device__ void forEachChannelBlock(int64_t batch, int64_t channels,
+                                    Body &&body) {
+  const int64_t stride = blockDim.x;
+  const int64_t blocksPerSample = (channels + stride - 1) / stride;
+  for (int64_t task = blockIdx.x; task < batch * blocksPerSample;
+       task += gridDim.x) {
+    const int64_t b = task / blocksPerSample, block = task % blocksPerSample;
+    const int64_t i = block * stride + threadIdx.x;
+    body(b, block, i, i < channels);
+  }
+}
+
 /// Pass 1. Per thread, S_{t−1}[n] and its terms of dC live in dynamic
 /// shared memory as Compute<Real>, element n at [n · blockDim.x]; the block
 /// of channels `block` of sample b writes its sums of token bt at
@@ -327,35 +345,31 @@ scanStatesKernel(const Real *u, const Real *delta, const Real *a,
   const int64_t stride = blockDim.x;
   C *terms = reinterpret_cast<C *>(sharedBytes());
   C *st = terms + state * stride + threadIdx.x;
-  const int64_t blocksPerSample = (channels + stride - 1) / stride;
   const int64_t rows = batch * length;
-  for (int64_t task = blockIdx.x; task < batch * blocksPerSample;
-       task += gridDim.x) {
-    const int64_t b = task / blocksPerSample, block = task % blocksPerSample;
-    const int64_t i = block * stride + threadIdx.x;
-    const bool active = i < channels;
-    for (int64_t t = 0; t < length; ++t) {
-      const int64_t bt = b * length + t;
-      if (active) {
-        const C dt = C(delta[bt * channels + i]);
-        const C dtu = dt * C(u[bt * channels + i]);
-        const C g = C(grad[bt * channels + i]);
-        C *cur = states + bt * state * channels + i;
-        for (int64_t n = 0; n < state; ++n) {
-          const C s = std::exp(dt * C(a[i * state + n])) *
-                          (t > 0 ? st[n * stride] : C(0)) +
-                      dtu * C(bm[bt * state + n]);
-          st[n * stride] = s;
-          cur[n * channels] = s;
-          terms[n * stride + threadIdx.x] = g * s;
+  forEachChannelBlock(
+      batch, channels, [&](int64_t b, int64_t block, int64_t i, bool active) {
+        for (int64_t t = 0; t < length; ++t) {
+          const int64_t bt = b * length + t;
+          if (active) {
+            const C dt = C(delta[bt * channels + i]);
+            const C dtu = dt * C(u[bt * channels + i]);
+            const C g = C(grad[bt * channels + i]);
+            C *cur = states + bt * state * channels + i;
+            for (int64_t n = 0; n < state; ++n) {
+              const C s = std::exp(dt * C(a[i * state + n])) *
+                              (t > 0 ? st[n * stride] : C(0)) +
+                          dtu * C(bm[bt * state + n]);
+              st[n * stride] = s;
+              cur[n * channels] = s;
+              terms[n * stride + threadIdx.x] = g * s;
+            }
+          } else {
+            for (int64_t n = 0; n < state; ++n)
+              terms[n * stride + threadIdx.x] = C(0);
+          }
+          blockSumTerms(terms, state, partialC + (block * rows + bt) * state);
         }
-      } else {
-        for (int64_t n = 0; n < state; ++n)
-          terms[n * stride + threadIdx.x] = C(0);
-      }
-      blockSumTerms(terms, state, partialC + (block * rows + bt) * state);
-    }
-  }
+      });
 }
 
 /// Pass 2. Per thread, Λ[n] (holding a_{t+1} ⊙ Λ_{t+1}), its dA sums and
@@ -374,50 +388,46 @@ scanAdjointKernel(const Real *u, const Real *delta, const Real *a,
   C *terms = reinterpret_cast<C *>(sharedBytes());
   C *lambda = terms + state * stride + threadIdx.x;
   C *sumA = lambda + state * stride;
-  const int64_t blocksPerSample = (channels + stride - 1) / stride;
   const int64_t rows = batch * length;
-  for (int64_t task = blockIdx.x; task < batch * blocksPerSample;
-       task += gridDim.x) {
-    const int64_t b = task / blocksPerSample, block = task % blocksPerSample;
-    const int64_t i = block * stride + threadIdx.x;
-    const bool active = i < channels;
-    for (int64_t n = 0; n < state; ++n) {
-      lambda[n * stride] = C(0);
-      sumA[n * stride] = C(0);
-    }
-    for (int64_t t = length - 1; t >= 0; --t) {
-      const int64_t bt = b * length + t;
-      if (active) {
-        const C dt = C(delta[bt * channels + i]);
-        const C ut = C(u[bt * channels + i]);
-        const C g = C(grad[bt * channels + i]);
-        const C *prev = states + (bt - 1) * state * channels + i;
-        C sumU = 0, sumDelta = 0;
+  forEachChannelBlock(
+      batch, channels, [&](int64_t b, int64_t block, int64_t i, bool active) {
         for (int64_t n = 0; n < state; ++n) {
-          const int64_t k = i * state + n;
-          const C ak = C(a[k]);
-          const C l = g * C(cm[bt * state + n]) + lambda[n * stride];
-          const C at = std::exp(dt * ak);
-          const C bn = C(bm[bt * state + n]);
-          const C sp = t > 0 ? prev[n * channels] : C(0);
-          sumU += l * bn;
-          sumDelta += l * (ak * at * sp + bn * ut);
-          sumA[n * stride] += l * dt * at * sp;
-          terms[n * stride + threadIdx.x] = l * dt * ut;
-          lambda[n * stride] = at * l;
+          lambda[n * stride] = C(0);
+          sumA[n * stride] = C(0);
         }
-        du[bt * channels + i] = Real(dt * sumU);
-        dDelta[bt * channels + i] = Real(sumDelta);
-      } else {
-        for (int64_t n = 0; n < state; ++n)
-          terms[n * stride + threadIdx.x] = C(0);
-      }
-      blockSumTerms(terms, state, partialB + (block * rows + bt) * state);
-    }
-    if (active)
-      for (int64_t n = 0; n < state; ++n)
-        partialA[b * channels * state + i * state + n] = sumA[n * stride];
-  }
+        for (int64_t t = length - 1; t >= 0; --t) {
+          const int64_t bt = b * length + t;
+          if (active) {
+            const C dt = C(delta[bt * channels + i]);
+            const C ut = C(u[bt * channels + i]);
+            const C g = C(grad[bt * channels + i]);
+            const C *prev = states + (bt - 1) * state * channels + i;
+            C sumU = 0, sumDelta = 0;
+            for (int64_t n = 0; n < state; ++n) {
+              const int64_t k = i * state + n;
+              const C ak = C(a[k]);
+              const C l = g * C(cm[bt * state + n]) + lambda[n * stride];
+              const C at = std::exp(dt * ak);
+              const C bn = C(bm[bt * state + n]);
+              const C sp = t > 0 ? prev[n * channels] : C(0);
+              sumU += l * bn;
+              sumDelta += l * (ak * at * sp + bn * ut);
+              sumA[n * stride] += l * dt * at * sp;
+              terms[n * stride + threadIdx.x] = l * dt * ut;
+              lambda[n * stride] = at * l;
+            }
+            du[bt * channels + i] = Real(dt * sumU);
+            dDelta[bt * channels + i] = Real(sumDelta);
+          } else {
+            for (int64_t n = 0; n < state; ++n)
+              terms[n * stride + threadIdx.x] = C(0);
+          }
+          blockSumTerms(terms, state, partialB + (block * rows + bt) * state);
+        }
+        if (active)
+          for (int64_t n = 0; n < state; ++n)
+            partialA[b * channels * state + i * state + n] = sumA[n * stride];
+      });
 }
 
 } // namespace detail
