@@ -235,6 +235,14 @@ def main():
         check("not counted (counted on CUDA only)" in result.stdout,
               "the CPU run says why nothing is counted")
         check("1 threads" in result.stdout, "--threads 1 is in effect")
+        buffers = re.search(r"buffers of the compiled layer \(buffer_sizes, "
+                            r"MiB\): forward workspace ([\d.]+), saved for the backward "
+                            r"([\d.]+), backward workspace ([\d.]+)",
+                            result.stdout)
+        check(buffers is not None and
+              all(float(size) > 0 for size in buffers.groups()),
+              "the run gives the compiled layer's buffer sizes, none empty "
+              f"for a layer with a backward: {buffers and buffers.groups()}")
         roofline = result.stdout[result.stdout.find("roofline of one"):]
         launches = parse_launches(roofline)
         check(len(launches) == 4 and launches[-1][0] == "step",

@@ -412,6 +412,28 @@ double relativeDifference(const torch::Tensor &actual,
       .item<double>();
 }
 
+/// The memory the compiled layer asks its caller for at this shape
+/// (buffer_sizes): what its planned buffers hold, apart from the input,
+/// the output and the parameters.
+void printBuffers(const ModelLibrary &library, const LayerInfo &layer,
+                  fp_target target, const Options &options) {
+  fp_buffer_sizes sizes{};
+  if (library.entryPoints(layer.name)
+          .bufferSizes(target, toAbiDType(options.dtype), options.batch,
+                       options.seqLen, &sizes) != FP_OK) {
+    fmt::print("buffers of the compiled layer: buffer_sizes failed: {}\n\n",
+               library.lastError());
+    return;
+  }
+  const double mib = 1024.0 * 1024.0;
+  fmt::print("buffers of the compiled layer (buffer_sizes, MiB): forward "
+             "workspace {:.1f}, saved for the backward {:.1f}, backward "
+             "workspace {:.1f}\n\n",
+             double(sizes.forward_workspace_bytes) / mib,
+             double(sizes.saved_bytes) / mib,
+             double(sizes.backward_workspace_bytes) / mib);
+}
+
 /// The gradients the compiled layer's parameters hold (zeros where
 /// undefined), in manifest order.
 std::vector<torch::Tensor> compiledGradients(const CompiledLayer &compiled) {
@@ -749,6 +771,8 @@ int run(const Options &options) {
                "(compile it with fpc --backward{})\n\n",
                options.model, options.cuda ? "cuda" : "cpu",
                options.cuda ? " --target=cuda or all" : "");
+
+  printBuffers(*library, layer, target, options);
 
   if (!layer.iterationCost.empty())
     printRoofline(layer, *compiled, input, options, device);
