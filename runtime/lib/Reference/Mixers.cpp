@@ -22,12 +22,13 @@ static torch::Tensor activate(const torch::Tensor &x,
 /// from the last dimension of `packed` (m(m+1)/2 entries).
 static torch::Tensor unpackUpperTriangular(const torch::Tensor &packed,
                                            int64_t m) {
-  torch::Tensor indices = torch::triu_indices(m, m);
+  torch::Tensor indices = torch::triu_indices(
+      m, m, 0, torch::TensorOptions(torch::kLong).device(packed.device()));
   torch::Tensor flat = indices[0] * m + indices[1];
   auto shape = packed.sizes().vec();
   shape.back() = m * m;
-  torch::Tensor full = torch::zeros(shape, packed.options())
-                           .index_copy(-1, flat.to(torch::kLong), packed);
+  torch::Tensor full =
+      torch::zeros(shape, packed.options()).index_copy(-1, flat, packed);
   shape.back() = m;
   shape.push_back(m);
   return full.view(shape);
@@ -102,15 +103,16 @@ KroneckerMixer::KroneckerMixer(int64_t mIn, int64_t d, KroneckerNorm norm,
       "gate_proj", std::make_shared<WNLinear>(mIn, m1 + m2, true, dtype));
 }
 
-torch::Tensor fp::rt::ref::powerIterationEigenvalue(const torch::Tensor &M,
+torch::Tensor fp::rt::ref::powerIterationEigenvalue(const torch::Tensor &matrix,
                                                     int64_t d) {
-  auto shape = M.sizes().vec();
+  auto shape = matrix.sizes().vec();
   shape.pop_back();
-  torch::Tensor w =
-      torch::full(shape, 1.0 / std::sqrt(static_cast<double>(d)), M.options());
+  torch::Tensor w = torch::full(shape, 1.0 / std::sqrt(static_cast<double>(d)),
+                                matrix.options());
   torch::Tensor a;
   auto apply = [&](const torch::Tensor &x) {
-    return l2Normalize(torch::matmul(M, x.unsqueeze(-1)).squeeze(-1), 1e-12);
+    return l2Normalize(torch::matmul(matrix, x.unsqueeze(-1)).squeeze(-1),
+                       1e-12);
   };
   for (int step = 0; step < 16; ++step) {
     if (step % 2 == 0)
@@ -118,7 +120,7 @@ torch::Tensor fp::rt::ref::powerIterationEigenvalue(const torch::Tensor &M,
     else
       w = apply(a);
   }
-  return (a * torch::matmul(M, w.unsqueeze(-1)).squeeze(-1)).sum(-1);
+  return (a * torch::matmul(matrix, w.unsqueeze(-1)).squeeze(-1)).sum(-1);
 }
 
 std::pair<torch::Tensor, torch::Tensor>

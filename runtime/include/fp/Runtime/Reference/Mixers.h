@@ -80,8 +80,8 @@ public:
 };
 
 /// The reference's power-iteration estimate of the dominant eigenvalue of
-/// each matrix in M [..., m, m] (16 steps from 𝟙/√d, spec §2.3).
-torch::Tensor powerIterationEigenvalue(const torch::Tensor &M, int64_t d);
+/// each matrix in `matrix` [..., m, m] (16 steps from 𝟙/√d, spec §2.3).
+torch::Tensor powerIterationEigenvalue(const torch::Tensor &matrix, int64_t d);
 
 /// Block-diagonal mixer ("monarch", spec §2.4): blocks of size r,
 /// out_c = v_c − α_c P_c v_c with P_c = L_c L_cᵀ / (max column norm + eps).
