@@ -135,6 +135,8 @@ def main():
                  "--mode is 'eval' or 'train', got 'test'")
     expect_error(binary, ["--model", "x.so", "--warmup", "-1"], 2,
                  "--warmup must be at least 0, got -1")
+    expect_error(binary, ["--model", "x.so", "--kernels", "-1"], 2,
+                 "--kernels must be at least 0, got -1")
     expect_error(binary, ["--model", "x.so", "--repeat", "3"], 2,
                  "unknown option '--repeat'")
     expect_error(binary, ["--model", "x.so", "--model", "y.so"], 2,

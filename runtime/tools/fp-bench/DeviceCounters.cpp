@@ -1,7 +1,8 @@
 //===- DeviceCounters.cpp - CUPTI activity and callback counts --*- C++ -*-===//
 //
 // Kernels, copies and fills come from CUPTI's activity records (what the
-// device ran); blocking calls from runtime API callbacks on entry.
+// device ran, with each kernel's start and end on the device); blocking
+// calls from runtime API callbacks on entry.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,8 +13,12 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cxxabi.h>
+#include <map>
+#include <mutex>
 #include <new>
 
 namespace fp::bench {
@@ -24,6 +29,41 @@ constexpr size_t kBufferAlignment = 8;
 
 std::atomic<int64_t> kernels{0}, copies{0}, syncs{0};
 std::atomic<bool> counting{false};
+
+// The newest kernel record of the CUPTI compiled against (CUPTI returns
+// the version its header asks for).
+#if CUPTI_API_VERSION >= 130000
+using KernelRecord = CUpti_ActivityKernel10;
+#else
+using KernelRecord = CUpti_ActivityKernel9;
+#endif
+
+std::mutex timesMutex;
+std::map<std::string, KernelTime> times; // by mangled name
+
+/// `mangled` demangled, without the return type and parameter list:
+/// "fp::cuda::detail::sampleKernel<float, fp_mamba_k0>".
+std::string kernelName(const char *mangled) {
+  if (!mangled)
+    return "(unnamed)";
+  int status = 0;
+  char *demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : mangled;
+  std::free(demangled);
+  if (name.rfind("void ", 0) == 0)
+    name.erase(0, 5);
+  if (!name.empty() && name.back() == ')') {
+    int depth = 0;
+    for (size_t i = name.size(); i-- > 0;) {
+      depth += name[i] == ')' ? 1 : name[i] == '(' ? -1 : 0;
+      if (depth == 0) {
+        name.resize(i);
+        break;
+      }
+    }
+  }
+  return name;
+}
 
 std::string resultText(CUptiResult result) {
   const char *text = nullptr;
@@ -46,9 +86,16 @@ void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t *buffer, size_t,
          CUPTI_SUCCESS) {
     switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_KERNEL: {
       ++kernels;
+      const auto *kernel = reinterpret_cast<const KernelRecord *>(record);
+      std::lock_guard<std::mutex> lock(timesMutex);
+      KernelTime &time = times[kernel->name ? kernel->name : ""];
+      if (time.launches++ == 0)
+        time.name = kernelName(kernel->name);
+      time.ms += double(kernel->end - kernel->start) * 1e-6;
       break;
+    }
     case CUPTI_ACTIVITY_KIND_MEMCPY:
     case CUPTI_ACTIVITY_KIND_MEMSET:
       ++copies;
@@ -91,6 +138,10 @@ public:
     cudaDeviceSynchronize();
     cuptiActivityFlushAll(1);
     kernels = copies = syncs = 0;
+    {
+      std::lock_guard<std::mutex> lock(timesMutex);
+      times.clear();
+    }
     for (CUpti_ActivityKind kind : kKinds)
       cuptiActivityEnable(kind);
     counting = true;
@@ -102,7 +153,14 @@ public:
     cuptiActivityFlushAll(1);
     for (CUpti_ActivityKind kind : kKinds)
       cuptiActivityDisable(kind);
-    return {kernels.load(), copies.load(), syncs.load()};
+    DeviceCounts counts{kernels.load(), copies.load(), syncs.load(), {}};
+    std::lock_guard<std::mutex> lock(timesMutex);
+    for (auto &entry : times)
+      counts.kernelTimes.push_back(std::move(entry.second));
+    std::sort(
+        counts.kernelTimes.begin(), counts.kernelTimes.end(),
+        [](const KernelTime &a, const KernelTime &b) { return a.ms > b.ms; });
+    return counts;
   }
 
 private:

@@ -95,7 +95,8 @@ options:
                       the input in f32 and computes in bf16 as training
                       does: the compiled layer casts them per call, the
                       eager reference runs under autocast; both are also
-                      compared with the eager reference in f32
+                      compared with the eager reference in f32 (and an f32
+                      run on CUDA with it in f64)
   --mode eval|train   solver rule: evaluation (every sample converges, cap
                       max_iter_eval) or training (quantile, max_iter_train,
                       and the training step is timed too) (default eval)
@@ -105,6 +106,9 @@ options:
   --seed S            seed of the weights and the input (default 0)
   --reference NAME    the models/*.fp model whose reference to use (default:
                       the library's model name)
+  --kernels N         on CUDA, after each table, the N kernels that took the
+                      most device time in the counted call of each side,
+                      by name, with their launches (default 0: none)
   --cost-only         print the FLOPs and bytes of one compiled solver step
                       for --batch, --seq-len and --dtype, and exit (runs
                       nothing)
@@ -125,6 +129,7 @@ struct Options {
   int64_t threads = 0;
   uint64_t seed = 0;
   std::string reference;
+  int64_t kernels = 0;
   bool costOnly = false;
   bool help = false;
   /// Whether the host allocator keeps freed memory (HostMemory.h); not a flag.
@@ -204,6 +209,10 @@ Options parseOptions(const std::vector<std::string> &args) {
          options.seed = static_cast<uint64_t>(parseInteger("seed", v, 0));
        }},
       {"reference", [&](const std::string &v) { options.reference = v; }},
+      {"kernels",
+       [&](const std::string &v) {
+         options.kernels = parseInteger("kernels", v, 0);
+       }},
   };
   std::vector<std::string> seen;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -468,6 +477,31 @@ worstGradientDifference(const std::vector<torch::Tensor> &actual,
   return worst;
 }
 
+/// The `count` kernels of each side's counted call that took the most
+/// device time.
+void printKernelTimes(const Timing &compiled, const Timing &eager,
+                      int64_t count) {
+  for (const auto &[side, timing] :
+       {std::pair<const char *, const Timing &>{"compiled", compiled},
+        std::pair<const char *, const Timing &>{"eager", eager}}) {
+    if (!timing.counts)
+      continue;
+    const std::vector<fp::bench::KernelTime> &times =
+        timing.counts->kernelTimes;
+    double total = 0;
+    for (const fp::bench::KernelTime &time : times)
+      total += time.ms;
+    fmt::print("  kernel time of one {} call: {:.3f} ms in {} kernels of {} "
+               "names; the longest:\n",
+               side, total, timing.counts->kernels, times.size());
+    for (size_t i = 0; i < times.size() && int64_t(i) < count; ++i)
+      fmt::print("    {:>9.3f} ms {:>5.1f}% {:>6}x  {}\n", times[i].ms,
+                 total > 0 ? 100 * times[i].ms / total : 0.0, times[i].launches,
+                 times[i].name);
+  }
+  fmt::print("\n");
+}
+
 void printTable(const char *title, const Timing &compiled,
                 const Timing &eager) {
   fmt::print("{}\n", title);
@@ -562,44 +596,52 @@ void printRoofline(const LayerInfo &layer, CompiledLayer &compiled,
              cost.flops / stepSeconds / 1e9, cost.bytes / stepSeconds / 1e9);
 }
 
-/// For a bf16 run: how far the compiled and the eager (autocast) results are
-/// from the eager reference's in f32 on the same weights and input, one
-/// untimed call (and step) of it.
-void printF32Differences(ref::BlockMixer &reference, const ModelConfig &config,
-                         const CompiledLayer &compiledLayer,
-                         const torch::Tensor &input,
-                         const torch::Tensor &weights, const Timing &compiled,
-                         const Timing &eager, const Timing *compiledStep,
-                         const Timing *eagerStep) {
-  std::shared_ptr<ref::BlockMixer> f32 = ref::makeBlockMixer(config);
+/// How far the compiled and the eager results are from the eager
+/// reference's in a wider type on the same weights and input, one untimed
+/// call (and step) of it: a bf16 run against f32, an f32 run against f64.
+/// `config` is the run's reference configuration (its weights in f32).
+void printWiderDifferences(ref::BlockMixer &reference, ModelConfig config,
+                           torch::Dtype narrow, torch::Dtype wider,
+                           const CompiledLayer &compiledLayer,
+                           const torch::Tensor &runInput,
+                           const torch::Tensor &runWeights,
+                           const Timing &compiled, const Timing &eager,
+                           const Timing *compiledStep,
+                           const Timing *eagerStep) {
+  config.dtype = wider;
+  std::shared_ptr<ref::BlockMixer> wide = ref::makeBlockMixer(config);
   {
     torch::NoGradGuard noGrad;
     auto from = reference.parameters();
-    auto to = f32->parameters();
+    auto to = wide->parameters();
     for (size_t i = 0; i < from.size(); ++i)
       to[i].copy_(from[i]);
   }
-  f32->to(input.device());
-  f32->train(reference.is_training());
+  wide->to(runInput.device());
+  wide->train(reference.is_training());
+  const torch::Tensor input = runInput.to(wider);
+  const torch::Tensor weights = runWeights.to(wider);
   torch::Tensor output;
   {
     torch::NoGradGuard noGrad;
-    output = f32->forward(input);
+    output = wide->forward(input);
   }
-  fmt::print("bf16 against the eager reference in f32 (max|bf16 - f32| / "
-             "max|f32|; the f32 solve may stop at another step):\n");
+  const std::string n = dtypeName(narrow), w = dtypeName(wider);
+  fmt::print("{} against the eager reference in {} (max|{} - {}| / "
+             "max|{}|; the {} solve may stop at another step):\n",
+             n, w, n, w, w, w);
   fmt::print("  forward output          compiled {:.3e}, eager {:.3e}\n",
              relativeDifference(compiled.output, output),
              relativeDifference(eager.output, output));
   if (!compiledStep || !eagerStep)
     return;
   torch::Tensor x = input.detach().requires_grad_(true);
-  (f32->forward(x) * weights).sum().backward();
+  (wide->forward(x) * weights).sum().backward();
   fmt::print("  training-step dL/dx     compiled {:.3e}, eager {:.3e}\n",
              relativeDifference(compiledStep->inputGrad, x.grad()),
              relativeDifference(eagerStep->inputGrad, x.grad()));
   const LayerInfo &layer = compiledLayer.info();
-  const std::vector<torch::Tensor> exact = referenceGradientsFor(*f32, layer);
+  const std::vector<torch::Tensor> exact = referenceGradientsFor(*wide, layer);
   auto [compiledDifference, compiledName] =
       worstGradientDifference(compiledGradients(compiledLayer), exact, layer);
   auto [eagerDifference, eagerName] = worstGradientDifference(
@@ -763,10 +805,15 @@ int run(const Options &options) {
   fmt::print("\n");
   printTable("forward (no gradients)", compiledForwardTiming,
              eagerForwardTiming);
-  if (withStep)
+  if (counter && options.kernels > 0)
+    printKernelTimes(compiledForwardTiming, eagerForwardTiming,
+                     options.kernels);
+  if (withStep) {
     printTable("training step (forward with gradients + backward)",
                *compiledStep, *eagerStep);
-  else if (options.training)
+    if (counter && options.kernels > 0)
+      printKernelTimes(*compiledStep, *eagerStep, options.kernels);
+  } else if (options.training)
     fmt::print("training step: not timed: '{}' has no backward for {} "
                "(compile it with fpc --backward{})\n\n",
                options.model, options.cuda ? "cuda" : "cpu",
@@ -796,11 +843,16 @@ int run(const Options &options) {
         layer);
     fmt::print("  training-step dL/dparams {:.3e} ({})\n", difference, name);
   }
-  if (bf16)
-    printF32Differences(*reference, config, *compiled, input, weights,
-                        compiledForwardTiming, eagerForwardTiming,
-                        withStep ? &*compiledStep : nullptr,
-                        withStep ? &*eagerStep : nullptr);
+  // How much of that difference is each side's rounding: both against the
+  // reference in a wider type (an f32 run on CUDA, whose kernels sum in
+  // other orders than the reference's; on the host the f64 run costs more
+  // than the benchmark).
+  if (bf16 || (options.cuda && options.dtype == torch::kFloat32))
+    printWiderDifferences(
+        *reference, config, options.dtype,
+        bf16 ? torch::kFloat32 : torch::kFloat64, *compiled, input, weights,
+        compiledForwardTiming, eagerForwardTiming,
+        withStep ? &*compiledStep : nullptr, withStep ? &*eagerStep : nullptr);
   fmt::print("\niterations: per-sample mean of the last call; ms/iteration "
              "and kernels/iter. divide by the largest per-sample count.\n");
   if (counter)
