@@ -12,10 +12,14 @@
 #                                   gpu-check/bundle.tar.xz (gpu-check/ is
 #                                   git-ignored; carry it there)
 #   tools/gpu-check.sh run [STAGE]  on the GPU machine, from the repository
-#                                   root: STAGE is build, test (test-cuda,
+#                                   root: STAGE is build [TARGET...]
+#                                   (everything, or the targets named),
+#                                   test (test-cuda,
 #                                   then test-cpu), test-cuda, test-cpu,
 #                                   bench [CONFIG...] (all configurations,
-#                                   or those named) or all (the default:
+#                                   or those named), profile [CONFIG...]
+#                                   (Nsight Compute on the fused kernels)
+#                                   or all (the default:
 #                                   test-cuda, bench, test-cpu), logs under
 #                                   $OUT (else build-gpu/out)
 #
@@ -176,7 +180,8 @@ verdict() {
 }
 
 # Configures build-gpu/ unless it is configured, then builds the targets
-# named (everything without any); returns at the first failing step.
+# named (everything without any), going on past a failed compile so that
+# the log lists every error; returns at the first failing step.
 build_runtime() {
   local deps="$bundle/deps" torch_prefix abi cupti
   python3 -c 'import torch; print("torch", torch.__version__,
@@ -185,7 +190,7 @@ build_runtime() {
     return
   nvidia-smi || true
   if [[ -f "$root/build-gpu/build.ninja" ]]; then
-    cmake --build "$root/build-gpu" ${1:+--target "$@"}
+    cmake --build "$root/build-gpu" ${1:+--target "$@"} -- -k 0
     return
   fi
   torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)') ||
@@ -207,7 +212,7 @@ print(os.path.dirname(c.__file__))' 2>/dev/null) || cupti=
     -DFP_BUILD_COMPILER=OFF -DFP_ENABLE_CUDA=ON \
     -DCMAKE_PREFIX_PATH="$gtest;$deps;$bundle;$torch_prefix" \
     ${cupti:+-DFP_CUPTI_ROOT="$cupti"} || return
-  cmake --build "$root/build-gpu" ${1:+--target "$@"}
+  cmake --build "$root/build-gpu" ${1:+--target "$@"} -- -k 0
 }
 
 # Builds what a stage runs (the targets named, or everything), appending to
@@ -283,16 +288,21 @@ stage_test_cuda() {
   grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
 }
 
-# Runs fp-bench on the configurations named in $@, or on all of them.
-stage_bench() {
-  local log="$out/bench.log" code=0 repeats="${FP_BENCH_REPEATS:-3}"
-  local only=" $* " known
+# Fails unless every argument names a benchmark configuration.
+check_configs() {
+  local known name
   known=" $(bench_configs | cut -d'|' -f1 | tr '\n' ' ')"
-  local name
   for name in "$@"; do
     [[ "$known" == *" $name "* ]] ||
       die "unknown benchmark configuration '$name'; one of$known"
   done
+}
+
+# Runs fp-bench on the configurations named in $@, or on all of them.
+stage_bench() {
+  local log="$out/bench.log" code=0 repeats="${FP_BENCH_REPEATS:-3}"
+  local only=" $* " name
+  check_configs "$@"
   stage_build fp-bench || return 0
   : >"$log"
   local source set args mode started=$SECONDS config_started
@@ -303,8 +313,8 @@ stage_bench() {
       echo "== $name, $mode: fp-bench --model $name.so $args" >>"$log"
       # shellcheck disable=SC2086 # $args holds separate words
       "$root/build-gpu/bin/fp-bench" --model "$bundle/bench/$name.so" \
-        --device cuda --mode "$mode" --repeats "$repeats" $args \
-        >>"$log" 2>&1 || code=$?
+        --device cuda --mode "$mode" --repeats "$repeats" --kernels 12 \
+        $args >>"$log" 2>&1 || code=$?
       echo >>"$log"
     done
     # The training step in bf16, both sides, with their f32 differences.
@@ -343,6 +353,41 @@ stage_bench() {
     echo "gpu-check: the benchmark summary failed; $log is complete"
 }
 
+# Nsight Compute on the fused kernel of each configuration named in $@ (or
+# of s_householder1, s_kronecker and lm): one forward call (eval, the loop
+# queued from the host), the solver step's second launch of the kernel
+# whose name matches FP_PROFILE_KERNEL (default: the fused sample kernels),
+# the "detailed" section set, the clocks left as they are; one report per
+# configuration, ncu-NAME.txt, its headline figures printed.
+stage_profile() {
+  local ncu kernel="${FP_PROFILE_KERNEL:-sampleKernel}" code started name
+  ncu=$(command -v ncu) || ncu=
+  local candidate
+  for candidate in /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu; do
+    [[ -n "$ncu" || ! -x "$candidate" ]] || ncu=$candidate
+  done
+  [[ -n "$ncu" ]] || die "no Nsight Compute (ncu) on this machine"
+  [[ $# -gt 0 ]] || set -- s_householder1 s_kronecker lm
+  check_configs "$@"
+  stage_build fp-bench || return 0
+  local source set args
+  while IFS='|' read -r name source set args; do
+    [[ " $* " == *" $name "* ]] || continue
+    code=0
+    started=$SECONDS
+    # shellcheck disable=SC2086 # $args holds separate words
+    FP_CUDA_GRAPHS=0 "$ncu" --clock-control none --set detailed \
+      --kernel-name-base demangled --kernel-name "regex:$kernel" \
+      --launch-skip 1 --launch-count 1 \
+      "$root/build-gpu/bin/fp-bench" --model "$bundle/bench/$name.so" \
+      --device cuda --mode eval --repeats 1 --warmup 0 $args \
+      >"$out/ncu-$name.txt" 2>&1 || code=$?
+    verdict "profile of $name" $code "$out/ncu-$name.txt" "$started"
+    grep -E "^  [a-z].*\(|Duration|L1/TEX Cache Throughput|Issue Slots Busy|Registers Per Thread|Achieved Occupancy|Waves Per SM|excessive" \
+      "$out/ncu-$name.txt" | cut -c1-150 || true
+  done < <(bench_configs)
+}
+
 run() {
   local stage=${1:-all}
   [[ $# -eq 0 ]] || shift
@@ -364,7 +409,7 @@ run() {
   export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # The GPU's stages first: the CPU tests also run in CI.
   case "$stage" in
-  build) stage_build ;;
+  build) stage_build "$@" ;;
   test)
     stage_test_cuda
     stage_test_cpu
@@ -372,13 +417,14 @@ run() {
   test-cpu) stage_test_cpu ;;
   test-cuda) stage_test_cuda ;;
   bench) stage_bench "$@" ;;
+  profile) stage_profile "$@" ;;
   all)
     stage_test_cuda
     stage_bench
     stage_test_cpu
     ;;
   *) die "unknown stage '$stage'; one of build, test, test-cpu, test-cuda," \
-    "bench, all" ;;
+    "bench, profile, all" ;;
   esac
   return "$status"
 }
@@ -391,7 +437,8 @@ run)
   ;;
 *)
   echo "usage: tools/gpu-check.sh prepare |" \
-    "run [build|test|test-cpu|test-cuda|bench [CONFIG...]|all]" >&2
+    "run [build [TARGET...]|test|test-cpu|test-cuda|bench [CONFIG...]|profile" \
+    "[CONFIG...]|all]" >&2
   exit 2
   ;;
 esac
