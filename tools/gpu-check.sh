@@ -358,7 +358,8 @@ stage_bench() {
 # queued from the host), the solver step's second launch of the kernel
 # whose name matches FP_PROFILE_KERNEL (default: the fused sample kernels),
 # the "detailed" section set, the clocks left as they are; one report per
-# configuration, ncu-NAME.txt, its headline figures printed.
+# configuration, ncu-NAME.txt, its headline figures printed; the program
+# ends once that launch is profiled.
 stage_profile() {
   local ncu kernel="${FP_PROFILE_KERNEL:-sampleKernel}" code started name
   ncu=$(command -v ncu) || ncu=
@@ -376,12 +377,19 @@ stage_profile() {
     code=0
     started=$SECONDS
     # shellcheck disable=SC2086 # $args holds separate words
-    FP_CUDA_GRAPHS=0 "$ncu" --clock-control none --set detailed \
+    FP_CUDA_GRAPHS=0 "$ncu" --clock-control none --set detailed --kill yes \
       --kernel-name-base demangled --kernel-name "regex:$kernel" \
       --launch-skip 1 --launch-count 1 \
       "$root/build-gpu/bin/fp-bench" --model "$bundle/bench/$name.so" \
       --device cuda --mode eval --repeats 1 --warmup 0 $args \
       >"$out/ncu-$name.txt" 2>&1 || code=$?
+    # Ended by ncu once profiled, the program's exit status says nothing:
+    # the report does.
+    if grep -q "Section: GPU Speed Of Light" "$out/ncu-$name.txt"; then
+      code=0
+    else
+      [[ $code -ne 0 ]] || code=1
+    fi
     verdict "profile of $name" $code "$out/ncu-$name.txt" "$started"
     grep -E "^  [a-z].*\(|Duration|L1/TEX Cache Throughput|Issue Slots Busy|Registers Per Thread|Achieved Occupancy|Waves Per SM|excessive" \
       "$out/ncu-$name.txt" | cut -c1-150 || true
