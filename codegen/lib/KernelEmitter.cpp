@@ -214,7 +214,10 @@ private:
   /// row, each result's, and each intermediate value's scratch slot.
   SmallVector<std::pair<Value, std::string>> inputLines;
   SmallVector<std::string> outputLines;
-  SmallVector<std::pair<Value, std::string>> scratchDeclarations;
+  SmallVector<std::string> scratchDeclarations;
+  /// Scratch that an op uses while it runs (a matrix product's staged
+  /// operand): its pointer, and its size in elements.
+  llvm::DenseMap<Operation *, std::pair<std::string, int64_t>> temporaries;
   /// Numbers the intermediate values and the shape arrays of the call.
   int64_t nextValue = 0, nextArray = 0;
 
@@ -232,9 +235,8 @@ private:
     std::string input = ptr(reshape.getInput());
     pointers[reshape] = std::move(input);
   }
-  int64_t
-  allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
-                  SmallVectorImpl<std::pair<Value, std::string>> &declarations);
+  int64_t allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
+                          SmallVectorImpl<std::string> &declarations);
   LogicalResult emitOp(Operation *op);
   bool summarySlice(ArrayRef<Operation *> ops,
                     SmallVectorImpl<Operation *> &slice) const;
@@ -243,14 +245,36 @@ private:
 
 } // namespace
 
+/// Elements of scratch a per-token matrix product may stage its transposed
+/// right operand in (fp::fused::matmul): a 64 × 64 operand's padded copy.
+static constexpr int64_t kMaxStagingElements = 64 * 65;
+
+/// The scratch `op` uses while it runs: for a matrix product with a
+/// transposed right operand, fp::fused::stagingSize's room for a padded
+/// copy of it, k × (n rounded up to odd) per matrix, as many matrices as
+/// fit in kMaxStagingElements.
+static int64_t temporaryElements(Operation *op) {
+  auto matmul = dyn_cast<MatmulOp>(op);
+  if (!matmul || !matmul.getTransposeRhs())
+    return 0;
+  TokenShape lhs(matmul.getLhs().getType()), rhs(matmul.getRhs().getType());
+  if (lhs.rank() < 2 || rhs.rank() < 2)
+    return 0;
+  int64_t n = rhs.dims[rhs.rank() - 2], k = rhs.dims.back();
+  int64_t batch = lhs.elements() / (lhs.dims[lhs.rank() - 2] * lhs.dims.back());
+  int64_t one = k * (n | 1);
+  return std::min(batch, kMaxStagingElements / one) * one;
+}
+
 /// Assigns a scratch slot to every result of `ops` that is neither a reshape
-/// nor has a pointer yet (a directly yielded value): a linear scan in body
-/// order, where a slot is reused by a later value that fits once its
-/// value's last reader has run. With `toTheEnd`, yielded values live to the
-/// end. Returns the scratch size.
-int64_t KernelEmitter::allocateScratch(
-    ArrayRef<Operation *> ops, bool toTheEnd,
-    SmallVectorImpl<std::pair<Value, std::string>> &declarations) {
+/// nor has a pointer yet (a directly yielded value), and to every op's
+/// temporary: a linear scan in body order, where a slot is reused by a later
+/// value that fits once its value's last reader has run (a temporary's, once
+/// its op has). With `toTheEnd`, yielded values live to the end. Returns the
+/// scratch size.
+int64_t
+KernelEmitter::allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
+                               SmallVectorImpl<std::string> &declarations) {
   llvm::DenseMap<Operation *, int64_t> index;
   for (auto [i, op] : llvm::enumerate(ops))
     index[op] = i;
@@ -271,32 +295,42 @@ int64_t KernelEmitter::allocateScratch(
   };
   SmallVector<Slot> slots;
   int64_t next = 0;
+  // The offset of a slot of `need` elements free at op `here`, taken until
+  // after op `freeAfter`.
+  auto take = [&](int64_t need, int64_t here, int64_t freeAfter) {
+    Slot *chosen = nullptr;
+    for (Slot &slot : slots)
+      if (slot.freeAfter < here && slot.size >= need &&
+          (!chosen || slot.size < chosen->size))
+        chosen = &slot;
+    if (!chosen) {
+      slots.push_back({next, need, 0});
+      next += need;
+      chosen = &slots.back();
+    }
+    chosen->freeAfter = std::max(freeAfter, here);
+    return chosen->offset;
+  };
   for (Operation *op : ops) {
+    int64_t here = index[op];
+    // Before the results: a temporary must not share a slot with them.
+    if (int64_t need = temporaryElements(op)) {
+      std::string name = "t" + std::to_string(nextValue++);
+      declarations.push_back(llvm::formatv("Scalar *const {0} = scratch + {1};",
+                                           name, take(need, here, here)));
+      temporaries[op] = {name, need};
+    }
     for (Value result : op->getResults()) {
       if (root(result) != result || pointers.count(result) ||
           !isa<RankedTensorType>(result.getType()))
         continue;
-      int64_t need = TokenShape(result.getType()).elements();
-      int64_t here = index[op];
-      Slot *chosen = nullptr;
-      for (Slot &slot : slots)
-        if (slot.freeAfter < here && slot.size >= need &&
-            (!chosen || slot.size < chosen->size))
-          chosen = &slot;
-      if (!chosen) {
-        slots.push_back({next, need, 0});
-        next += need;
-        chosen = &slots.back();
-      }
-      chosen->freeAfter = lastUse.lookup(result);
-      if (chosen->freeAfter < here)
-        chosen->freeAfter = here; // a dead result still occupies its slot
+      // A dead result still occupies its slot while its op runs.
+      int64_t offset = take(TokenShape(result.getType()).elements(), here,
+                            lastUse.lookup(result));
       std::string name = "v" + std::to_string(nextValue++);
       pointers[result] = name;
-      declarations.emplace_back(
-          result, llvm::formatv("Scalar *const {0} = scratch + {1};", name,
-                                chosen->offset)
-                      .str());
+      declarations.push_back(
+          llvm::formatv("Scalar *const {0} = scratch + {1};", name, offset));
     }
   }
   return next;
@@ -430,8 +464,8 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
       w.text(line.second);
     for (const std::string &line : outputLines)
       w.text(line);
-    for (const auto &declaration : scratchDeclarations)
-      w.text(declaration.second);
+    for (const std::string &declaration : scratchDeclarations)
+      w.text(declaration);
     w.text("(void)row;");
     w.text("(void)step;");
     w.text("(void)scratch;");
@@ -600,10 +634,15 @@ LogicalResult KernelEmitter::emitOp(Operation *op) {
         bool tl = matmul.getTransposeLhs(), tr = matmul.getTransposeRhs();
         int64_t m = tl ? l1 : l0, k = tl ? l0 : l1, n = tr ? r0 : r1;
         int64_t batch = lhs.elements() / (l0 * l1);
+        std::string staging;
+        if (auto it = temporaries.find(matmul); it != temporaries.end())
+          staging =
+              llvm::formatv(", {0}, {1}", it->second.first, it->second.second);
         w.line("fp::fused::matmul(team, {0}, {1}, {2}, {3}, {4}, {5}, {6}, "
-               "{7}, {8});",
+               "{7}, {8}{9});",
                ptr(matmul.getLhs()), ptr(matmul.getRhs()), batch, m, n, k,
-               tl ? "true" : "false", tr ? "true" : "false", ptr(matmul));
+               tl ? "true" : "false", tr ? "true" : "false", ptr(matmul),
+               staging);
         return success();
       })
       .Case([&](TriuOp triu) {
@@ -749,7 +788,7 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
       if (root(result) == result)
         pointers.erase(result);
   }
-  SmallVector<std::pair<Value, std::string>> summaryDeclarations;
+  SmallVector<std::string> summaryDeclarations;
   launch.scratch =
       std::max(launch.scratch,
                allocateScratch(slice, /*toTheEnd=*/false, summaryDeclarations));
@@ -782,8 +821,8 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     for (const auto &[value, line] : inputLines)
       if (used.contains(value))
         w.text(line);
-    for (const auto &declaration : summaryDeclarations)
-      w.text(declaration.second);
+    for (const std::string &declaration : summaryDeclarations)
+      w.text(declaration);
     w.text("(void)row;");
     w.text("(void)step;");
     w.text("(void)scratch;");

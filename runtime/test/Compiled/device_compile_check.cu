@@ -43,6 +43,9 @@ FP_HOST_DEVICE void everyBlock(Team &team, bool first, const From *x,
   fp::fused::layerNorm(team, x, uniform, uniform, 2, 8, Scalar(1e-5), y);
   fp::fused::rmsNorm(team, x, uniform, 2, 8, Scalar(1e-5), y);
   fp::fused::matmul(team, x, x, 1, 4, 4, 4, false, true, y);
+  Scalar staging[4 * 5];
+  fp::fused::matmul(team, x, x, 1, 4, 4, 4, false, true, y, staging,
+                    fp::fused::stagingSize(1, 4, 4, 4 * 5));
   fp::fused::matmul(team, x, uniform, 1, 4, 4, 4, true, false, y);
   fp::fused::scanStep(team, state, x, x, 16, y);
   fp::fused::selectiveScanStep(team, first, state, x, x, uniform, x, x, uniform,

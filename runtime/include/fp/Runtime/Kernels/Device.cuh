@@ -242,6 +242,15 @@ struct MaxOp {
   }
 };
 
+/// Combines `value` over the calling warp (all 32 lanes call it) along a
+/// fixed tree; every lane gets lane 0's result.
+template <typename Real, typename Combine>
+__device__ Real warpReduce(Real value, Combine combine) {
+  for (unsigned offset = 16; offset > 0; offset /= 2)
+    value = combine(value, __shfl_down_sync(0xffffffffu, value, offset));
+  return __shfl_sync(0xffffffffu, value, 0);
+}
+
 /// Combines `value` over the block (blockDim.x a multiple of 32) along a
 /// fixed tree: within warps, then over warp results in the first warp.
 /// Every thread must call it; every thread gets the result.
@@ -286,7 +295,50 @@ __device__ inline unsigned char *sharedBytes() {
 /// choice of the scans that keep their state in registers assumes it.
 inline constexpr int kTeamSize = detail::kThreads;
 
-/// The threads of one block computing a token together.
+/// The 32 threads of one warp computing a part of a token together (a
+/// group of BlockTeam): its reductions are shuffles, its barrier the warp's.
+struct WarpTeam {
+  static constexpr int kSize = 32;
+  FP_HOST_DEVICE int rank() const {
+#ifdef __CUDA_ARCH__
+    return int(threadIdx.x % kSize);
+#else
+    return 0;
+#endif
+  }
+  FP_HOST_DEVICE int size() const {
+#ifdef __CUDA_ARCH__
+    return kSize;
+#else
+    return 1;
+#endif
+  }
+  FP_HOST_DEVICE void sync() const {
+#ifdef __CUDA_ARCH__
+    __syncwarp();
+#endif
+  }
+  template <typename Real> FP_HOST_DEVICE Real sum(Real partial) const {
+#ifdef __CUDA_ARCH__
+    return detail::warpReduce(partial, detail::SumOp());
+#else
+    return partial;
+#endif
+  }
+  template <typename Real> FP_HOST_DEVICE Real max(Real partial) const {
+#ifdef __CUDA_ARCH__
+    return detail::warpReduce(partial, detail::MaxOp());
+#else
+    return partial;
+#endif
+  }
+  FP_HOST_DEVICE static constexpr int groups() { return 1; }
+  FP_HOST_DEVICE static constexpr int groupIndex() { return 0; }
+  FP_HOST_DEVICE WarpTeam group() const { return *this; }
+};
+
+/// The threads of one block computing a token together; its groups are
+/// its warps.
 struct BlockTeam {
   FP_HOST_DEVICE int rank() const {
 #ifdef __CUDA_ARCH__
@@ -321,6 +373,23 @@ struct BlockTeam {
     return partial;
 #endif
   }
+  /// A constant (fused kernels run in blocks of kTeamSize threads), so that
+  /// forEachRow's choice folds where the rows' shape is constant.
+  FP_HOST_DEVICE int groups() const {
+#ifdef __CUDA_ARCH__
+    return kTeamSize / WarpTeam::kSize;
+#else
+    return 1;
+#endif
+  }
+  FP_HOST_DEVICE int groupIndex() const {
+#ifdef __CUDA_ARCH__
+    return int(threadIdx.x) / WarpTeam::kSize;
+#else
+    return 0;
+#endif
+  }
+  FP_HOST_DEVICE WarpTeam group() const { return {}; }
 };
 
 namespace detail {

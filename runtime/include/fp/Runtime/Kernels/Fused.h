@@ -15,9 +15,10 @@
 // (SerialTeam), the threads of a block on CUDA. Every function splits its
 // elements over the team, `for (i = rank; i < n; i += size)`; reductions
 // combine per-thread partial results with team.sum / team.max, which every
-// member calls and whose result every member gets. The caller synchronises
-// the team between operations. With the serial team every element and
-// every reduction is computed in exactly the order of the unfused kernels
+// member calls and whose result every member gets; row-wise operations
+// may give rows to the team's groups instead (forEachRow). The caller
+// synchronises the team between operations. With the serial team every element
+// and every reduction is computed in exactly the order of the unfused kernels
 // of Host.h, so fusion does not change the host's results.
 //
 // Shapes are per token: `rows` × `width` is the token's part of a
@@ -51,13 +52,47 @@ template <typename Real> using Wide = fp::Accum<Real>;
 #endif
 
 /// The team of one host thread.
+///
+/// Besides rank, size, sync, sum and max, a team splits into `groups()`
+/// equal groups (the warps of a CUDA block), each a team of its own:
+/// `group()` is the calling member's, `groupIndex()` its number. Work whose
+/// parts are independent (the rows of a row-wise reduction) can run a part
+/// per group, whose reductions then need no barrier of the whole team.
 struct SerialTeam {
   static constexpr int rank() { return 0; }
   static constexpr int size() { return 1; }
   void sync() const {}
   template <typename Real> Real sum(Real partial) const { return partial; }
   template <typename Real> Real max(Real partial) const { return partial; }
+  static constexpr int groups() { return 1; }
+  static constexpr int groupIndex() { return 0; }
+  SerialTeam group() const { return *this; }
 };
+
+/// A row whose elements a team's group covers in this many passes or fewer
+/// is short: forEachRow gives it to one group rather than the whole team.
+inline constexpr int64_t kShortRowPasses = 4;
+
+/// Calls `row(rowTeam, r)` for each of `rows` rows of `width` elements,
+/// where `rowTeam` is the team that computes row r: the whole team row by
+/// row, or, where the rows are at least as many as the team's groups or
+/// short, the calling member's group, each group taking every groups()-th
+/// row. A team of one group (SerialTeam) runs the rows in order either way.
+/// The caller synchronises the team afterwards, as after any operation.
+template <typename Team, typename Row>
+FP_HOST_DEVICE inline void forEachRow(Team &team, int64_t rows, int64_t width,
+                                      const Row &row) {
+  const int groups = team.groups();
+  auto rowTeam = team.group();
+  if (groups > 1 &&
+      (rows >= groups || width <= kShortRowPasses * rowTeam.size())) {
+    for (int64_t r = team.groupIndex(); r < rows; r += groups)
+      row(rowTeam, r);
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    row(team, r);
+}
 
 /// A loop over the team's share of n independent elements (SIMD on the
 /// host), and one whose iterations accumulate in order.
@@ -207,17 +242,70 @@ FP_HOST_DEVICE inline void triu(Team &team, const X *in, int64_t rows,
 // Reductions and normalisations over the last dimension
 //===----------------------------------------------------------------------===//
 
+namespace detail {
+
+/// One row of the row-wise operations below, by `team` (the whole team or
+/// one of its groups; forEachRow).
+
+template <typename Team, typename X, typename Out>
+FP_HOST_DEVICE inline void sumRow(Team &team, const X *x, int64_t width,
+                                  Out *out) {
+  Wide<Out> sum = 0;
+  FP_TEAM_ACCUMULATE(j, width) sum += Wide<Out>(x[j]);
+  sum = team.sum(sum);
+  if (team.rank() == 0)
+    *out = Out(sum);
+}
+
+template <typename Team, typename X, typename Out>
+FP_HOST_DEVICE inline void l2normRow(Team &team, const X *x, int64_t width,
+                                     fp::Compute<Out> eps, Out *out) {
+  using C = fp::Compute<Out>;
+  Wide<Out> sum = 0;
+  FP_TEAM_ACCUMULATE(j, width) sum += Wide<Out>(x[j]) * Wide<Out>(x[j]);
+  sum = team.sum(sum);
+  C norm = C(std::sqrt(sum));
+  norm = norm < eps ? eps : norm;
+  FP_TEAM_FOR(j, width) out[j] = Out(C(x[j]) / norm);
+}
+
+template <typename Team, typename X, typename Wt, typename Bs, typename Out>
+FP_HOST_DEVICE inline void
+layerNormRow(Team &team, const X *x, const Wt *weight, const Bs *bias,
+             int64_t width, fp::Compute<Out> eps, Out *out) {
+  using C = fp::Compute<Out>;
+  C mean = 0;
+  FP_TEAM_ACCUMULATE(j, width) mean += C(x[j]);
+  mean = team.sum(mean) / C(width);
+  C var = 0;
+  FP_TEAM_ACCUMULATE(j, width) var += (C(x[j]) - mean) * (C(x[j]) - mean);
+  var = team.sum(var) / C(width);
+  const C inv = C(1) / std::sqrt(var + eps);
+  FP_TEAM_FOR(j, width)
+  out[j] = Out((C(x[j]) - mean) * inv * C(weight[j]) + C(bias[j]));
+}
+
+template <typename Team, typename X, typename Wt, typename Out>
+FP_HOST_DEVICE inline void rmsNormRow(Team &team, const X *x, const Wt *weight,
+                                      int64_t width, fp::Compute<Out> eps,
+                                      Out *out) {
+  using C = fp::Compute<Out>;
+  Wide<Out> sum = 0;
+  FP_TEAM_ACCUMULATE(j, width) sum += Wide<Out>(x[j]) * Wide<Out>(x[j]);
+  sum = team.sum(sum);
+  const C inv = C(1 / std::sqrt(sum / width + eps));
+  FP_TEAM_FOR(j, width) out[j] = Out(C(x[j]) * inv * C(weight[j]));
+}
+
+} // namespace detail
+
 /// out[r] = Σ_j in[r, j].
 template <typename Team, typename X, typename Out>
 FP_HOST_DEVICE inline void sumRows(Team &team, const X *in, int64_t rows,
                                    int64_t width, Out *out) {
-  for (int64_t r = 0; r < rows; ++r) {
-    Wide<Out> sum = 0;
-    FP_TEAM_ACCUMULATE(j, width) sum += Wide<Out>(in[r * width + j]);
-    sum = team.sum(sum);
-    if (team.rank() == 0)
-      out[r] = Out(sum);
-  }
+  forEachRow(team, rows, width, [&](auto &rowTeam, int64_t r) {
+    detail::sumRow(rowTeam, in + r * width, width, out + r);
+  });
 }
 
 /// Reduces the token's `in` of shape `extents` (rank `rank`) over the
@@ -263,16 +351,9 @@ template <typename Team, typename X, typename Out>
 FP_HOST_DEVICE inline void l2norm(Team &team, const X *in, int64_t rows,
                                   int64_t width, fp::Compute<Out> eps,
                                   Out *out) {
-  using C = fp::Compute<Out>;
-  for (int64_t r = 0; r < rows; ++r) {
-    const X *x = in + r * width;
-    Wide<Out> sum = 0;
-    FP_TEAM_ACCUMULATE(j, width) sum += Wide<Out>(x[j]) * Wide<Out>(x[j]);
-    sum = team.sum(sum);
-    C norm = C(std::sqrt(sum));
-    norm = norm < eps ? eps : norm;
-    FP_TEAM_FOR(j, width) out[r * width + j] = Out(C(x[j]) / norm);
-  }
+  forEachRow(team, rows, width, [&](auto &rowTeam, int64_t r) {
+    detail::l2normRow(rowTeam, in + r * width, width, eps, out + r * width);
+  });
 }
 
 /// (in − mean) / sqrt(var + eps) · weight + bias per row.
@@ -280,20 +361,10 @@ template <typename Team, typename X, typename Wt, typename Bs, typename Out>
 FP_HOST_DEVICE inline void
 layerNorm(Team &team, const X *in, const Wt *weight, const Bs *bias,
           int64_t rows, int64_t width, fp::Compute<Out> eps, Out *out) {
-  using C = fp::Compute<Out>;
-  for (int64_t r = 0; r < rows; ++r) {
-    const X *x = in + r * width;
-    C mean = 0;
-    FP_TEAM_ACCUMULATE(j, width) mean += C(x[j]);
-    mean = team.sum(mean) / C(width);
-    C var = 0;
-    FP_TEAM_ACCUMULATE(j, width) var += (C(x[j]) - mean) * (C(x[j]) - mean);
-    var = team.sum(var) / C(width);
-    const C inv = C(1) / std::sqrt(var + eps);
-    FP_TEAM_FOR(j, width)
-    out[r * width + j] =
-        Out((C(x[j]) - mean) * inv * C(weight[j]) + C(bias[j]));
-  }
+  forEachRow(team, rows, width, [&](auto &rowTeam, int64_t r) {
+    detail::layerNormRow(rowTeam, in + r * width, weight, bias, width, eps,
+                         out + r * width);
+  });
 }
 
 /// in / sqrt(mean(in²) + eps) · weight per row.
@@ -301,66 +372,63 @@ template <typename Team, typename X, typename Wt, typename Out>
 FP_HOST_DEVICE inline void rmsNorm(Team &team, const X *in, const Wt *weight,
                                    int64_t rows, int64_t width,
                                    fp::Compute<Out> eps, Out *out) {
-  using C = fp::Compute<Out>;
-  for (int64_t r = 0; r < rows; ++r) {
-    const X *x = in + r * width;
-    Wide<Out> sum = 0;
-    FP_TEAM_ACCUMULATE(j, width) sum += Wide<Out>(x[j]) * Wide<Out>(x[j]);
-    sum = team.sum(sum);
-    const C inv = C(1 / std::sqrt(sum / width + eps));
-    FP_TEAM_FOR(j, width)
-    out[r * width + j] = Out(C(x[j]) * inv * C(weight[j]));
-  }
+  forEachRow(team, rows, width, [&](auto &rowTeam, int64_t r) {
+    detail::rmsNormRow(rowTeam, in + r * width, weight, width, eps,
+                       out + r * width);
+  });
 }
 
 //===----------------------------------------------------------------------===//
 // Small matrix products
 //===----------------------------------------------------------------------===//
 
-/// out[b] = op(lhs[b]) · op(rhs[b]) for the token's `batch` matrix pairs,
-/// op(L) m×k and op(R) k×n; every output sums over p in order in the
-/// arithmetic type, as Host.h's matmul does. The device team splits the
-/// outputs; the host runs Host.h's loops (i, p, j), whose innermost loop
-/// over a row of the output vectorises, or, for a bf16 output, sums each
-/// output in a register as Host.h's bf16 matmul does.
+/// The row stride of a transposed right operand staged by matmul: n
+/// rounded up to an odd number, so that both the staging copy (threads
+/// along p) and the product (threads along j) touch 32 distinct shared
+/// memory banks per warp.
+FP_HOST_DEVICE constexpr int64_t stagedRowStride(int64_t n) { return n | 1; }
+
+/// The scratch elements matmul can use to stage a transposed right
+/// operand of k × n per matrix: room for as many of the `batch` matrices as
+/// fit in `limit` elements, or 0 if not even one does.
+FP_HOST_DEVICE constexpr int64_t stagingSize(int64_t batch, int64_t n,
+                                             int64_t k, int64_t limit) {
+  const int64_t one = k * stagedRowStride(n);
+  const int64_t fit = one > 0 ? limit / one : 0;
+  return (fit < batch ? fit : batch) * one;
+}
+
+namespace detail {
+
+/// out[b] = op(lhs[b]) · R_b for `batch` matrices, R_b's element (p, j) at
+/// rhs[b · rhsBatch + p · rhsRow + j · rhsColumn]; see matmul.
 template <typename Team, typename L, typename R, typename Out>
 FP_HOST_DEVICE inline void
-matmul(Team &team, const L *lhs, const R *rhs, int64_t batch, int64_t m,
-       int64_t n, int64_t k, bool transposeLhs, bool transposeRhs, Out *out) {
+products(Team &team, const L *lhs, const R *rhs, int64_t batch, int64_t m,
+         int64_t n, int64_t k, bool transposeLhs, int64_t rhsBatch,
+         int64_t rhsRow, int64_t rhsColumn, Out *out) {
   using C = fp::Compute<Out>;
 #ifndef __CUDA_ARCH__
   if constexpr (std::is_same_v<Out, C>) {
     (void)team;
-    // A transposed rhs small enough for the stack is copied to k×n first,
-    // as Host.h does, so that the innermost loop reads it contiguously.
-    constexpr int64_t kStackElements = 64 * 64;
-    C copied[kStackElements];
-    const bool copy = transposeRhs && k * n <= kStackElements;
     for (int64_t b = 0; b < batch; ++b) {
       const L *l = lhs + b * m * k;
-      const R *r = rhs + b * k * n;
-      if (copy)
-        for (int64_t j = 0; j < n; ++j)
-          for (int64_t p = 0; p < k; ++p)
-            copied[p * n + j] = C(r[j * k + p]);
+      const R *r = rhs + b * rhsBatch;
       for (int64_t i = 0; i < m; ++i) {
         Out *oi = out + (b * m + i) * n;
         for (int64_t j = 0; j < n; ++j)
           oi[j] = C(0);
         for (int64_t p = 0; p < k; ++p) {
           const C lip = C(transposeLhs ? l[p * m + i] : l[i * k + p]);
-          if (copy) {
+          const R *rp = r + p * rhsRow;
+          if (rhsColumn == 1) {
 #pragma omp simd
             for (int64_t j = 0; j < n; ++j)
-              oi[j] += lip * copied[p * n + j];
-          } else if (transposeRhs) {
-#pragma omp simd
-            for (int64_t j = 0; j < n; ++j)
-              oi[j] += lip * C(r[j * k + p]);
+              oi[j] += lip * C(rp[j]);
           } else {
 #pragma omp simd
             for (int64_t j = 0; j < n; ++j)
-              oi[j] += lip * C(r[p * n + j]);
+              oi[j] += lip * C(rp[j * rhsColumn]);
           }
         }
       }
@@ -371,12 +439,60 @@ matmul(Team &team, const L *lhs, const R *rhs, int64_t batch, int64_t m,
   FP_TEAM_FOR(e, batch * m * n) {
     int64_t b = e / (m * n), i = (e / n) % m, j = e % n;
     const L *l = lhs + b * m * k;
-    const R *r = rhs + b * k * n;
+    const R *r = rhs + b * rhsBatch + j * rhsColumn;
     C sum = 0;
     for (int64_t p = 0; p < k; ++p)
-      sum += C(transposeLhs ? l[p * m + i] : l[i * k + p]) *
-             C(transposeRhs ? r[j * k + p] : r[p * n + j]);
+      sum += C(transposeLhs ? l[p * m + i] : l[i * k + p]) * C(r[p * rhsRow]);
     out[e] = Out(sum);
+  }
+}
+
+} // namespace detail
+
+/// out[b] = op(lhs[b]) · op(rhs[b]) for the token's `batch` matrix pairs,
+/// op(L) m×k and op(R) k×n; every output sums over p in order in the
+/// arithmetic type, as Host.h's matmul does. The device team splits the
+/// outputs, consecutive threads taking consecutive columns j; the host runs
+/// Host.h's loops (i, p, j), whose innermost loop over a row of the output
+/// vectorises, or, for a bf16 output, sums each output in a register as
+/// Host.h's bf16 matmul does.
+///
+/// A transposed rhs is read at rhs[j · k + p]: on the device one shared
+/// memory bank for a whole warp when k is a multiple of 32, on the host a
+/// strided inner loop. With `staging` (scratch of `stagingElements`, from
+/// stagingSize) the team first copies it, as many matrices at a time as
+/// fit, to k × stagedRowStride(n) there, and reads that instead.
+template <typename Team, typename L, typename R, typename Out>
+FP_HOST_DEVICE inline void
+matmul(Team &team, const L *lhs, const R *rhs, int64_t batch, int64_t m,
+       int64_t n, int64_t k, bool transposeLhs, bool transposeRhs, Out *out,
+       fp::Compute<Out> *staging = nullptr, int64_t stagingElements = 0) {
+  using C = fp::Compute<Out>;
+  if (!transposeRhs) {
+    detail::products(team, lhs, rhs, batch, m, n, k, transposeLhs, k * n, n, 1,
+                     out);
+    return;
+  }
+  const int64_t ld = stagedRowStride(n);
+  const int64_t perStage = staging ? stagingElements / (k * ld) : 0;
+  if (perStage == 0) {
+    detail::products(team, lhs, rhs, batch, m, n, k, transposeLhs, k * n, 1, k,
+                     out);
+    return;
+  }
+  for (int64_t first = 0; first < batch; first += perStage) {
+    const int64_t count = batch - first < perStage ? batch - first : perStage;
+    const R *r = rhs + first * k * n;
+    // Threads along p: rhs is read in order, staging written at stride ld.
+    FP_TEAM_FOR(e, count * n * k) {
+      int64_t b = e / (n * k), j = (e / k) % n, p = e % k;
+      staging[(b * k + p) * ld + j] = C(r[e]);
+    }
+    team.sync();
+    detail::products(team, lhs + first * m * k, staging, count, m, n, k,
+                     transposeLhs, k * ld, ld, 1, out + first * m * n);
+    if (first + perStage < batch)
+      team.sync(); // the next stage overwrites the staging
   }
 }
 

@@ -1,0 +1,301 @@
+//===- FusedTeamTest.cpp - Fused.h on a team of several threads -*- C++ -*-===//
+//
+// Generated host code runs Fused.h's functions with a team of one thread;
+// CUDA runs them with a block whose warps are its groups. These tests run
+// them with a team of host threads split into groups (ThreadTeam below), so
+// that the paths only a team of several threads takes are exercised here:
+// rows given to groups (forEachRow), and a matrix product that stages its
+// transposed right operand. Results are compared with the one-thread team's
+// on fresh random inputs (the seed is printed): exactly where each output
+// sums in the same order, to 1e-13 where a team's reduction reorders it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/Kernels/BFloat16.h"
+#include "fp/Runtime/Kernels/Fused.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace {
+
+uint64_t freshSeed() {
+  uint64_t seed = std::random_device{}();
+  std::cout << "[   seed   ] " << seed << std::endl;
+  return seed;
+}
+
+/// Fresh inputs in [-2, 2).
+std::vector<double> randomValues(std::mt19937_64 &rng, int64_t n) {
+  std::uniform_real_distribution<double> uniform(-2.0, 2.0);
+  std::vector<double> values(n);
+  for (double &v : values)
+    v = uniform(rng);
+  return values;
+}
+
+/// A barrier for `count` threads, reusable.
+class Barrier {
+public:
+  explicit Barrier(int count) : count(count) {}
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex);
+    const int64_t generation = passed;
+    if (++waiting == count) {
+      waiting = 0;
+      ++passed;
+      released.notify_all();
+      return;
+    }
+    released.wait(lock, [&] { return passed != generation; });
+  }
+
+private:
+  std::mutex mutex;
+  std::condition_variable released;
+  const int count;
+  int waiting = 0;
+  int64_t passed = 0;
+};
+
+/// What the members of a team (or of one of its groups) share: their
+/// barrier and one slot per member for reductions.
+struct TeamShared {
+  explicit TeamShared(int size) : barrier(size), slots(size) {}
+  Barrier barrier;
+  std::vector<long double> slots;
+};
+
+/// One member of a team of host threads, as Fused.h's functions see a team
+/// (rank, size, sync, sum, max, groups): a CUDA block in miniature, whose
+/// groups stand for its warps. Reductions combine the members' partial
+/// results in rank order; every member gets the result.
+class ThreadTeam {
+public:
+  ThreadTeam(TeamShared &shared, std::deque<TeamShared> *groupShared, int rank,
+             int size, int groupSize)
+      : shared(&shared), groupShared(groupShared), memberRank(rank),
+        memberCount(size), groupSize(groupSize) {}
+
+  int rank() const { return memberRank; }
+  int size() const { return memberCount; }
+  void sync() const { shared->barrier.wait(); }
+  template <typename Real> Real sum(Real partial) const {
+    return combine(partial, [](Real a, Real b) { return a + b; });
+  }
+  template <typename Real> Real max(Real partial) const {
+    return combine(partial, [](Real a, Real b) { return a < b ? b : a; });
+  }
+  int groups() const { return groupShared ? memberCount / groupSize : 1; }
+  int groupIndex() const { return groupShared ? memberRank / groupSize : 0; }
+  ThreadTeam group() const {
+    if (!groupShared)
+      return *this;
+    return ThreadTeam((*groupShared)[groupIndex()], nullptr,
+                      memberRank % groupSize, groupSize, groupSize);
+  }
+
+private:
+  template <typename Real, typename Combine>
+  Real combine(Real partial, Combine op) const {
+    shared->slots[memberRank] = static_cast<long double>(partial);
+    sync();
+    Real result = static_cast<Real>(shared->slots[0]);
+    for (int i = 1; i < memberCount; ++i)
+      result = op(result, static_cast<Real>(shared->slots[i]));
+    sync(); // every member has read the slots before they are reused
+    return result;
+  }
+
+  TeamShared *shared;
+  std::deque<TeamShared> *groupShared;
+  int memberRank, memberCount, groupSize;
+};
+
+/// Runs `work(team)` on every member of a team of `size` threads in groups
+/// of `groupSize`, each member on a thread of its own.
+template <typename Work> void onTeam(int size, int groupSize, Work work) {
+  TeamShared shared(size);
+  std::deque<TeamShared> groupShared;
+  for (int g = 0; g < size / groupSize; ++g)
+    groupShared.emplace_back(groupSize);
+  std::vector<std::thread> threads;
+  threads.reserve(size);
+  for (int rank = 0; rank < size; ++rank)
+    threads.emplace_back([&, rank] {
+      ThreadTeam team(shared, &groupShared, rank, size, groupSize);
+      work(team);
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+}
+
+constexpr int kTeam = 8, kGroup = 4;
+
+/// The largest |x − y| relative to the largest |y|.
+double relativeDifference(const std::vector<double> &x,
+                          const std::vector<double> &y) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    diff = std::max(diff, std::fabs(x[i] - y[i]));
+    scale = std::max(scale, std::fabs(y[i]));
+  }
+  return diff / scale;
+}
+
+TEST(FusedTeam, ForEachRowGivesEachRowToOneTeam) {
+  // Which team computes a row: kTeam members, groups of kGroup. Rows at
+  // least as many as the groups, or short (at most kShortRowPasses passes
+  // of a group), go to groups; others to the whole team.
+  struct Case {
+    int64_t rows, width;
+    bool byGroups;
+  };
+  const int64_t shortRow = fp::fused::kShortRowPasses * kGroup;
+  for (Case c :
+       {Case{1, shortRow + 1, false}, Case{1, shortRow, true},
+        Case{2, 1000, true}, Case{5, 1000, true}, Case{32, 32, true}}) {
+    SCOPED_TRACE("rows " + std::to_string(c.rows) + ", width " +
+                 std::to_string(c.width));
+    // calls[r][rank]: how often member `rank` computed row r, and with a
+    // team of which size.
+    std::vector<std::vector<int>> calls(c.rows, std::vector<int>(kTeam, 0));
+    std::vector<std::vector<int>> sizes(c.rows, std::vector<int>(kTeam, 0));
+    onTeam(kTeam, kGroup, [&](ThreadTeam &team) {
+      fp::fused::forEachRow(team, c.rows, c.width,
+                            [&](ThreadTeam &rowTeam, int64_t r) {
+                              ++calls[r][team.rank()];
+                              sizes[r][team.rank()] = rowTeam.size();
+                            });
+    });
+    for (int64_t r = 0; r < c.rows; ++r) {
+      int members = 0;
+      for (int rank = 0; rank < kTeam; ++rank) {
+        EXPECT_LE(calls[r][rank], 1) << "row " << r << ", member " << rank;
+        if (calls[r][rank] == 0)
+          continue;
+        ++members;
+        EXPECT_EQ(sizes[r][rank], c.byGroups ? kGroup : kTeam)
+            << "row " << r << ", member " << rank;
+      }
+      EXPECT_EQ(members, c.byGroups ? kGroup : kTeam) << "row " << r;
+    }
+  }
+
+  // A team of one group (the host's) computes every row in order.
+  std::vector<int64_t> order;
+  fp::fused::SerialTeam serial;
+  fp::fused::forEachRow(serial, 5, 3, [&](fp::fused::SerialTeam &, int64_t r) {
+    order.push_back(r);
+  });
+  EXPECT_EQ(order, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(FusedTeam, RowFunctionsOnATeamEqualTheSerialOnes) {
+  std::mt19937_64 rng(freshSeed());
+  // One long row (the whole team), one short row, rows as many as the
+  // groups and more (groups), rows many and short (the Kronecker mixer's).
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {1, 100}, {1, 13}, {2, 100}, {5, 37}, {32, 32}};
+  for (const auto &shape : shapes) {
+    const int64_t rows = shape.first, width = shape.second;
+    SCOPED_TRACE("rows " + std::to_string(rows) + ", width " +
+                 std::to_string(width));
+    const int64_t n = rows * width;
+    std::vector<double> x = randomValues(rng, n), w = randomValues(rng, width),
+                        b = randomValues(rng, width);
+    fp::fused::SerialTeam serial;
+    // Each function's output, serial and on the team.
+    auto compare = [&](const char *name, int64_t outputs, auto fn) {
+      std::vector<double> expected(outputs), actual(outputs, NAN);
+      fn(serial, expected.data());
+      onTeam(kTeam, kGroup, [&](ThreadTeam &team) {
+        fn(team, actual.data());
+        team.sync();
+      });
+      EXPECT_LE(relativeDifference(actual, expected), 1e-13) << name;
+    };
+    compare("l2norm", n, [&](auto &team, double *out) {
+      fp::fused::l2norm(team, x.data(), rows, width, 1e-12, out);
+    });
+    compare("layerNorm", n, [&](auto &team, double *out) {
+      fp::fused::layerNorm(team, x.data(), w.data(), b.data(), rows, width,
+                           1e-5, out);
+    });
+    compare("rmsNorm", n, [&](auto &team, double *out) {
+      fp::fused::rmsNorm(team, x.data(), w.data(), rows, width, 1e-5, out);
+    });
+    compare("sumRows", rows, [&](auto &team, double *out) {
+      fp::fused::sumRows(team, x.data(), rows, width, out);
+    });
+  }
+}
+
+/// A product whose right operand is transposed, with its operand staged in
+/// room for 0 (no staging), 1, 2 and all of its `batch` matrices: each
+/// output sums over p in order either way, so every result equals the one
+/// without staging exactly, on the one-thread team in Real and on a team of
+/// threads with a bf16 output (whose host path is the device's: one output
+/// per thread).
+template <typename Real>
+void checkStagedProducts(std::mt19937_64 &rng, int64_t batch, int64_t m,
+                         int64_t n, int64_t k, bool transposeLhs) {
+  SCOPED_TRACE("batch " + std::to_string(batch) + ", " + std::to_string(m) +
+               "x" + std::to_string(k) + " by " + std::to_string(k) + "x" +
+               std::to_string(n) + (transposeLhs ? ", lhs transposed" : ""));
+  std::vector<double> l = randomValues(rng, batch * m * k),
+                      r = randomValues(rng, batch * n * k);
+  std::vector<Real> lhs(l.begin(), l.end()), rhs(r.begin(), r.end());
+  const int64_t one = k * fp::fused::stagedRowStride(n);
+  fp::fused::SerialTeam serial;
+
+  std::vector<Real> expected(batch * m * n);
+  fp::fused::matmul(serial, lhs.data(), rhs.data(), batch, m, n, k,
+                    transposeLhs, true, expected.data());
+  std::vector<fp::bf16> expectedBf16(batch * m * n);
+  fp::fused::matmul(serial, lhs.data(), rhs.data(), batch, m, n, k,
+                    transposeLhs, true, expectedBf16.data());
+
+  for (int64_t room : {int64_t(0), one, 2 * one, batch * one}) {
+    EXPECT_EQ(fp::fused::stagingSize(batch, n, k, room),
+              std::min(room / one, batch) * one);
+    std::vector<Real> staging(room + 1), out(batch * m * n);
+    fp::fused::matmul(serial, lhs.data(), rhs.data(), batch, m, n, k,
+                      transposeLhs, true, out.data(), staging.data(), room);
+    EXPECT_EQ(out, expected) << "one thread, staging for " << room / one;
+
+    std::vector<float> teamStaging(room + 1);
+    std::vector<fp::bf16> outBf16(batch * m * n);
+    onTeam(kTeam, kGroup, [&](ThreadTeam &team) {
+      fp::fused::matmul(team, lhs.data(), rhs.data(), batch, m, n, k,
+                        transposeLhs, true, outBf16.data(), teamStaging.data(),
+                        room);
+    });
+    for (int64_t e = 0; e < batch * m * n; ++e)
+      ASSERT_EQ(float(outBf16[e]), float(expectedBf16[e]))
+          << "team, staging for " << room / one << ", output " << e;
+  }
+}
+
+TEST(FusedTeam, StagedTransposedProductsEqualTheUnstagedOnes) {
+  std::mt19937_64 rng(freshSeed());
+  // The Kronecker mixer's 32 × 32 products, the Monarch mixer's 64 blocks of
+  // 16 × 16, an odd n (staged at stride n) and a batch staged 2 at a time
+  // with a short last stage.
+  checkStagedProducts<float>(rng, 1, 32, 32, 32, false);
+  checkStagedProducts<float>(rng, 1, 32, 32, 32, true);
+  checkStagedProducts<float>(rng, 64, 16, 16, 16, false);
+  checkStagedProducts<double>(rng, 3, 5, 7, 6, false);
+  checkStagedProducts<double>(rng, 5, 4, 6, 3, true);
+}
+
+} // namespace
