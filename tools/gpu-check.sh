@@ -68,7 +68,10 @@ die() {
 # arguments. lm_split is config LM with its scan in a kernel of its own
 # (fpc --no-fuse-scans), parallel over samples and channels, against the
 # fused kernel's one block per sample at B = 16. The *_saved ones save the
-# forward's GEMM products for the backward (fpc --save-products).
+# forward's GEMM products for the backward (fpc --save-products). The
+# *_a_untransposed ones read the selective scan's A as it is, channels ×
+# N, in the fused kernel (fpc --no-transpose-scan-a), for comparison with
+# the default's Aᵀ.
 bench_configs() {
   cat <<'EOF'
 s_householder1|models/fp_mamba_householder1.fp|--set d_model=512|--batch 512 --seq-len 17
@@ -77,6 +80,8 @@ s_kronecker|models/fp_mamba_kronecker.fp|--set d_model=512|--batch 512 --seq-len
 lm|models/fp_mamba_lm.fp|--set n_layers=1|--batch 16 --seq-len 2048
 lm_split|models/fp_mamba_lm.fp|--set n_layers=1 --no-fuse-scans|--batch 16 --seq-len 2048
 lm_saved|models/fp_mamba_lm.fp|--set n_layers=1 --save-products|--batch 16 --seq-len 2048
+s_householder1_a_untransposed|models/fp_mamba_householder1.fp|--set d_model=512 --no-transpose-scan-a|--batch 512 --seq-len 17
+lm_a_untransposed|models/fp_mamba_lm.fp|--set n_layers=1 --no-transpose-scan-a|--batch 16 --seq-len 2048
 EOF
 }
 

@@ -31,15 +31,17 @@
 // call's element type `Real`;
 // scratch, state and literals the arithmetic type `Scalar` (float for
 // bf16). Every op is one call of a Fused.h function followed by a team
-// synchronisation.
+// synchronisation, except views, which take their input's storage: a
+// reshape, and the transpose of an input holding Aᵀ that selective scans
+// read as it lies (fp-transpose-scan-a; Fused.h's `ATransposed`).
 //
 // A kernel whose scans can run a sample's tokens in chunks (Fused.h,
 // "Chunked execution") is kChunkable: no scan reads another scan's result,
-// every selective scan's A is a uniform input, and nothing a scan reads is
-// written to a result. Its `summarize` runs the ops the scans read and the
-// scans' summary steps (no result is written), `saveCarry` stores the
-// scans' carries (kCarry elements per chunk) and `loadCarry` starts them
-// from the carries of the chunks before.
+// every selective scan's A is (a view of) a uniform input, and nothing a
+// scan reads is written to a result. Its `summarize` runs the ops the scans
+// read and the scans' summary steps (no result is written), `saveCarry`
+// stores the scans' carries (kCarry elements per chunk) and `loadCarry`
+// starts them from the carries of the chunks before.
 //
 //===----------------------------------------------------------------------===//
 
@@ -175,6 +177,37 @@ bool scanStateInRegisters(SelectiveScanOp scan) {
   return perThread * stateSize <= kMaxScanRegisters;
 }
 
+/// Whether `scan` reads its state matrix transposed: its A is the
+/// fp.transpose of a kernel input holding Aᵀ (fp-transpose-scan-a), which
+/// the scan reads as it lies.
+bool readsTransposedMatrix(SelectiveScanOp scan) {
+  auto transpose = scan.getA().getDefiningOp<TransposeOp>();
+  return transpose && isa<BlockArgument>(transpose.getInput()) &&
+         llvm::all_of(transpose->getUses(), [](OpOperand &use) {
+           auto reader = dyn_cast<SelectiveScanOp>(use.getOwner());
+           return reader && use.get() == reader.getA();
+         });
+}
+
+/// The template arguments of Fused.h's selective-scan functions for `scan`:
+/// whether its A is given transposed.
+StringRef scanTemplateArguments(SelectiveScanOp scan) {
+  return readsTransposedMatrix(scan) ? "<true>" : "";
+}
+
+/// Whether `op` is a view of its input, with its input's storage: a
+/// reshape, or the transpose of Aᵀ that selective scans read as it lies.
+bool isView(Operation *op) {
+  if (isa<ReshapeOp>(op))
+    return true;
+  auto transpose = dyn_cast<TransposeOp>(op);
+  return transpose && !transpose->use_empty() &&
+         llvm::all_of(transpose->getUsers(), [](Operation *user) {
+           auto scan = dyn_cast<SelectiveScanOp>(user);
+           return scan && readsTransposedMatrix(scan);
+         });
+}
+
 /// Whether `op` computes no tensor: the extents and scalars a body's splats
 /// are built from (tensor.dim, arith.constant), which get no storage and
 /// emit nothing of their own.
@@ -229,11 +262,11 @@ private:
     assert(it != pointers.end() && "a kernel value without storage");
     return it->second;
   }
-  /// Gives a reshape its input's pointer. (The copy comes first: inserting
-  /// into `pointers` may move the strings that ptr() refers to.)
-  void aliasInput(ReshapeOp reshape) {
-    std::string input = ptr(reshape.getInput());
-    pointers[reshape] = std::move(input);
+  /// Gives a view (isView) its input's pointer. (The copy comes first:
+  /// inserting into `pointers` may move the strings that ptr() refers to.)
+  void aliasInput(Operation *view) {
+    std::string input = ptr(view->getOperand(0));
+    pointers[view->getResult(0)] = std::move(input);
   }
   int64_t allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
                           SmallVectorImpl<std::string> &declarations);
@@ -352,8 +385,8 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   for (Operation *op : ops) {
     for (Value result : op->getResults())
       roots[result] = result;
-    if (auto reshape = dyn_cast<ReshapeOp>(op))
-      roots[reshape] = root(reshape.getInput());
+    if (isView(op))
+      roots[op->getResult(0)] = root(op->getOperand(0));
   }
   launch.shifted = !body->getOps<ShiftOp>().empty();
   for (auto [i, arg] : llvm::enumerate(body->getArguments())) {
@@ -387,14 +420,14 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
                       TokenShape(value.getType()).elements()));
     // A value the body computes goes straight to the first result that
     // yields it.
-    if (value.getDefiningOp() && !isa<ReshapeOp>(value.getDefiningOp()) &&
+    if (value.getDefiningOp() && !isView(value.getDefiningOp()) &&
         !pointers.count(value))
       pointers[value] = name;
   }
   launch.scratch = allocateScratch(ops, /*toTheEnd=*/true, scratchDeclarations);
   for (Operation *op : ops)
-    if (auto reshape = dyn_cast<ReshapeOp>(op))
-      aliasInput(reshape);
+    if (isView(op))
+      aliasInput(op);
 
   // State slots, those held in registers on CUDA last, and the per-token
   // cost.
@@ -472,7 +505,7 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     w.text("(void)state;");
     w.text("(void)registers;");
     for (Operation *op : ops) {
-      if (isa<ReshapeOp>(op) || computesNoTensor(op))
+      if (isView(op) || computesNoTensor(op))
         continue;
       std::string at = locationComment(op->getLoc());
       w.line("// {0}{1}{2}", op->getName().getStringRef(),
@@ -653,6 +686,7 @@ LogicalResult KernelEmitter::emitOp(Operation *op) {
       })
       .Case([&](SelectiveScanOp scan) {
         TokenShape a = shape(scan.getA());
+        StringRef transposed = scanTemplateArguments(scan);
         std::string operands = llvm::formatv(
             "{0}, {1}, {2}, {3}, {4}, {5}", ptr(scan.getU()),
             ptr(scan.getDelta()), ptr(scan.getA()), ptr(scan.getB()),
@@ -660,14 +694,15 @@ LogicalResult KernelEmitter::emitOp(Operation *op) {
         auto it = registerMembers.find(scan);
         if (it != registerMembers.end()) {
           w.text("#ifdef __CUDA_ARCH__");
-          w.line("fp::fused::selectiveScanStep(team, step == 0, "
-                 "registers.{0}, {1}, {2});",
-                 it->second, operands, ptr(scan));
+          w.line("fp::fused::selectiveScanStep{0}(team, step == 0, "
+                 "registers.{1}, {2}, {3});",
+                 transposed, it->second, operands, ptr(scan));
           w.text("#else");
         }
-        w.line("fp::fused::selectiveScanStep(team, step == 0, state + {0}, "
-               "{1}, {2}, {3}, {4});",
-               stateOffsetOf(scan), operands, a.dims[0], a.dims[1], ptr(scan));
+        w.line("fp::fused::selectiveScanStep{0}(team, step == 0, state + {1}, "
+               "{2}, {3}, {4}, {5});",
+               transposed, stateOffsetOf(scan), operands, a.dims[0], a.dims[1],
+               ptr(scan));
         if (it != registerMembers.end())
           w.text("#endif");
         return success();
@@ -696,7 +731,7 @@ bool KernelEmitter::summarySlice(ArrayRef<Operation *> ops,
   bool anyScan = false;
   for (Operation *op : ops) {
     if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
-      auto a = dyn_cast<BlockArgument>(scan.getA());
+      auto a = dyn_cast<BlockArgument>(root(scan.getA()));
       if (!a || TokenShape(a.getType()).perToken)
         return false;
       // The summary step reads neither C nor D.
@@ -793,8 +828,8 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
       std::max(launch.scratch,
                allocateScratch(slice, /*toTheEnd=*/false, summaryDeclarations));
   for (Operation *op : computed)
-    if (auto reshape = dyn_cast<ReshapeOp>(op))
-      aliasInput(reshape);
+    if (isView(op))
+      aliasInput(op);
   llvm::DenseSet<Value> used;
   for (Operation *op : slice) {
     if (computesNoTensor(op))
@@ -829,7 +864,7 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     w.text("(void)state;");
     w.text("(void)registers;");
     for (Operation *op : slice) {
-      if (isa<ReshapeOp>(op) || computesNoTensor(op))
+      if (isView(op) || computesNoTensor(op))
         continue;
       std::string at = locationComment(op->getLoc());
       w.line("// {0}{1}{2}", op->getName().getStringRef(),
@@ -839,14 +874,16 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
         std::string operands = llvm::formatv(
             "{0}, {1}, {2}, {3}", ptr(scan.getU()), ptr(scan.getDelta()),
             ptr(scan.getA()), ptr(scan.getB()));
+        StringRef transposed = scanTemplateArguments(scan);
         perTarget(op,
-                  llvm::formatv("fp::fused::selectiveScanSummaryStep(team, "
-                                "first, registers.{0}, {1});",
-                                registerMembers.lookup(op), operands),
-                  llvm::formatv("fp::fused::selectiveScanSummaryStep(team, "
-                                "first, state + {0}, {1}, {2}, {3});",
-                                stateOffsetOf(op), operands, a.dims[0],
-                                a.dims[1]));
+                  llvm::formatv("fp::fused::selectiveScanSummaryStep{0}(team, "
+                                "first, registers.{1}, {2});",
+                                transposed, registerMembers.lookup(op),
+                                operands),
+                  llvm::formatv("fp::fused::selectiveScanSummaryStep{0}(team, "
+                                "first, state + {1}, {2}, {3}, {4});",
+                                transposed, stateOffsetOf(op), operands,
+                                a.dims[0], a.dims[1]));
       } else if (auto scan = dyn_cast<ScanOp>(op)) {
         w.line("fp::fused::scanSummaryStep(team, first, state + {0}, {1}, "
                "{2}, {3});",
@@ -904,16 +941,18 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
       int64_t offset = carryOffsets.lookup(op);
       if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
         TokenShape a(scan.getA().getType());
+        StringRef transposed = scanTemplateArguments(scan);
+        std::string matrix = inputOf(root(scan.getA()));
         perTarget(op,
-                  llvm::formatv("fp::fused::loadSelectiveScanCarry(team, "
-                                "registers.{0}, state + {1}, {2}, carries + "
-                                "{3}, kCarry, count);",
-                                registerMembers.lookup(op), stateOffsetOf(op),
-                                inputOf(scan.getA()), offset),
-                  llvm::formatv("fp::fused::loadSelectiveScanCarry(team, "
-                                "state + {0}, {1}, {2}, {3}, carries + {4}, "
+                  llvm::formatv("fp::fused::loadSelectiveScanCarry{0}(team, "
+                                "registers.{1}, state + {2}, {3}, carries + "
+                                "{4}, kCarry, count);",
+                                transposed, registerMembers.lookup(op),
+                                stateOffsetOf(op), matrix, offset),
+                  llvm::formatv("fp::fused::loadSelectiveScanCarry{0}(team, "
+                                "state + {1}, {2}, {3}, {4}, carries + {5}, "
                                 "kCarry, count);",
-                                stateOffsetOf(op), inputOf(scan.getA()),
+                                transposed, stateOffsetOf(op), matrix,
                                 a.dims[0], a.dims[1], offset));
       } else {
         w.line("fp::fused::loadScanCarry(team, state + {0}, {1}, carries + "

@@ -48,13 +48,16 @@ void mlir::fp::addProductReuse(OpPassManager &pm) {
   func.addPass(createCSEPass());
 }
 
-void mlir::fp::addFusion(OpPassManager &pm, bool fuseScans) {
+void mlir::fp::addFusion(OpPassManager &pm, bool fuseScans,
+                         bool transposeScanA) {
   OpPassManager &func = pm.nest<func::FuncOp>();
   func.addPass(createFpMergeLinears());
   FpFuseMixScanOptions fusion;
   fusion.fuseScans = fuseScans;
   func.addPass(createFpFuseMixScan(fusion));
   func.addPass(createCSEPass());
+  if (fuseScans && transposeScanA)
+    func.addPass(createFpTransposeScanA());
 }
 
 void mlir::fp::addLoopLowering(OpPassManager &pm) {
@@ -78,7 +81,7 @@ void mlir::fp::buildFpPipeline(OpPassManager &pm,
   if (options.hoist)
     addProductReuse(pm);
   if (options.fuse)
-    addFusion(pm, options.fuseScans);
+    addFusion(pm, options.fuseScans, options.transposeScanA);
   addLoopLowering(pm);
   addBufferPlanning(pm);
 }

@@ -1,5 +1,6 @@
 // RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-host | FileCheck %s
 // RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=CUDA
+// RUN: fp-opt %s -fp-transpose-scan-a -fp-plan-buffers | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=TRANSPOSED
 
 // Where a fused kernel's scans keep their state. On CUDA a selective scan
 // whose state fits 128 values per thread of a 256-thread team keeps it in
@@ -15,6 +16,11 @@
 // the summary pass (the ops its scans read and their summary steps, no
 // result written) and the carry of each scan, [S | ΣΔ] or [h | P], in body
 // order.
+//
+// With fp-transpose-scan-a the kernel takes each A transposed, which the
+// layer computes once per call, and every scan function reads it as it
+// lies (`<true>`): the transposes in the body emit nothing, and the kernel
+// still runs in chunks.
 
 module attributes {fp.models = [{d_model = 4 : i64, layer = @scans, n_layers = 1 : i64, name = "scans", norm = "rms_norm", norm_eps = 1.000000e-05 : f64, pad_vocab_multiple = 8 : i64, tie_embeddings = true, vocab = 11 : i64}]} {
   func.func @scans(%x: tensor<?x?x4xf32>) -> tensor<?x?x4xf32> attributes {fp.layer} {
@@ -93,3 +99,18 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @scans, n_layers = 1
 // CUDA: namespace kernels = fp::cuda;
 // CUDA: static constexpr int64_t kRegisterState = 20;
 // CUDA: kernels::forEachSample<Real>(B, T, {{[0-9]+}}, 135196, {{[0-9]+}}, Kernel0<Real>{
+
+// TRANSPOSED-LABEL: struct Kernel0 {
+//       TRANSPOSED:   FP_HOST_DEVICE void operator()(
+//   TRANSPOSED-NOT:     transpose
+//       TRANSPOSED:     fp::fused::selectiveScanStep<true>(team, step == 0, state + 0, x0, x0, x1, x2, x2, nullptr, 4096, 16, y0);
+//       TRANSPOSED:     fp::fused::selectiveScanStep<true>(team, step == 0, registers.scan0, x3, x3, x4, x5, x5, x6, y1);
+//  TRANSPOSED-NEXT:     #else
+//  TRANSPOSED-NEXT:     fp::fused::selectiveScanStep<true>(team, step == 0, state + 135176, x3, x3, x4, x5, x5, x6, 4, 2, y1);
+//       TRANSPOSED:   static constexpr bool kChunkable = true;
+//       TRANSPOSED:     fp::fused::selectiveScanSummaryStep<true>(team, first, state + 0, x0, x0, x1, x2, 4096, 16);
+//       TRANSPOSED:     fp::fused::loadSelectiveScanCarry<true>(team, state + 0, in1, 4096, 16, carries + 0, kCarry, count);
+//       TRANSPOSED:     fp::fused::loadSelectiveScanCarry<true>(team, registers.scan0, state + 135176, in4, carries + 69632, kCarry, count);
+//       TRANSPOSED:   kernels::transpose(p1, 4096, 16, [[ABIG:s[0-9]+]]);
+//       TRANSPOSED:   kernels::transpose(p3, 4, 2, [[ASMALL:s[0-9]+]]);
+//       TRANSPOSED:   Kernel0<Real>{{{.*}}[[ABIG]]{{.*}}[[ASMALL]]

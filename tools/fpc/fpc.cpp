@@ -137,6 +137,12 @@ cl::opt<bool> noFuseScans(
              "own, parallel over samples and channels (on a GPU, for batches "
              "too small to fill it with one block per sample)"),
     cl::cat(fpcCategory));
+cl::opt<bool> noTransposeScanA(
+    "no-transpose-scan-a",
+    cl::desc("Fused selective scans read their state matrix A as it is "
+             "(channels x N) rather than transposed (skip "
+             "fp-transpose-scan-a)"),
+    cl::cat(fpcCategory));
 cl::opt<bool> withBackward(
     "backward",
     cl::desc("Derive and compile each layer's backward (fp-derive-backward) "
@@ -560,6 +566,7 @@ int main(int argc, char **argv) {
   fp::FpPipelineOptions pipelineOptions;
   pipelineOptions.fuse = !noFuse;
   pipelineOptions.fuseScans = !noFuseScans;
+  pipelineOptions.transposeScanA = !noTransposeScanA;
   pipelineOptions.backward = withBackward;
   pipelineOptions.saveProducts = saveProducts;
   fp::buildFpPipeline(pm, pipelineOptions);

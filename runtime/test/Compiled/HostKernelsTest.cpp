@@ -21,6 +21,7 @@
 #include <limits>
 #include <random>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -308,6 +309,17 @@ std::vector<double> randomValues(std::mt19937_64 &rng, int64_t n) {
   return values;
 }
 
+/// The `cols` × `rows` transpose of a row-major `rows` × `cols` matrix.
+template <typename Real>
+std::vector<Real> transposed(const std::vector<Real> &m, int64_t rows,
+                             int64_t cols) {
+  std::vector<Real> t(m.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      t[j * rows + i] = m[i * cols + j];
+  return t;
+}
+
 // With the host's one-thread team every fused function computes each
 // element in the unfused kernel's order, so the results are identical: a
 // kernel fused by fp-fuse-mix-scan computes what the ops did one by one.
@@ -456,18 +468,25 @@ TEST(HostKernels, FusedScanStepsEqualTheUnfusedScans) {
                           cm.data(), skip.data(), batch, length, channels,
                           state, whole.data());
   fp::fused::SerialTeam team;
-  for (int64_t b = 0; b < batch; ++b) {
-    std::vector<double> st(2 * state * channels, 0.0);
-    for (int64_t t = 0; t < length; ++t) {
-      int64_t row = b * length + t;
-      fp::fused::selectiveScanStep(
-          team, t == 0, st.data(), u.data() + row * channels,
-          delta.data() + row * channels, a.data(), bm.data() + row * state,
-          cm.data() + row * state, skip.data(), channels, state,
-          fused.data() + row * channels);
+  // A as it is, and transposed (fp-transpose-scan-a).
+  const std::vector<double> at = transposed(a, channels, state);
+  auto selective = [&](auto aTransposed) {
+    constexpr bool kTransposed = decltype(aTransposed)::value;
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<double> st(2 * state * channels, 0.0);
+      for (int64_t t = 0; t < length; ++t) {
+        int64_t row = b * length + t;
+        fp::fused::selectiveScanStep<kTransposed>(
+            team, t == 0, st.data(), u.data() + row * channels,
+            delta.data() + row * channels, kTransposed ? at.data() : a.data(),
+            bm.data() + row * state, cm.data() + row * state, skip.data(),
+            channels, state, fused.data() + row * channels);
+      }
     }
-  }
-  EXPECT_EQ(whole, fused) << "selective scan";
+    EXPECT_EQ(whole, fused) << "selective scan, A transposed " << kTransposed;
+  };
+  selective(std::false_type{});
+  selective(std::true_type{});
 
   fp::host::scan(delta.data(), u.data(), batch, length, channels, false,
                  whole.data());
@@ -515,30 +534,39 @@ template <typename Real> void checkScanInRegisters(uint64_t seed) {
   using Registers = fp::fused::ScanRegisters<Real, channels, state, threads>;
   static_assert(Registers::kPerThread == 3);
   const Real *const skips[] = {skip.data(), nullptr};
-  for (const Real *d : skips) {
-    std::vector<Real> whole(tokens * channels),
-        fused(tokens * channels, std::numeric_limits<Real>::quiet_NaN());
-    fp::host::selectiveScan(u.data(), delta.data(), a.data(), bm.data(),
-                            cm.data(), d, batch, length, channels, state,
-                            whole.data());
-    for (int member = 0; member < threads; ++member) {
-      MemberOfTeam<threads> team{member};
-      Registers registers;
-      for (auto &channel : registers.s)
-        std::fill(std::begin(channel), std::end(channel),
-                  std::numeric_limits<Real>::quiet_NaN());
-      for (int64_t b = 0; b < batch; ++b) {
-        for (int64_t t = 0; t < length; ++t) {
-          int64_t row = b * length + t;
-          fp::fused::selectiveScanStep(
-              team, t == 0, registers, u.data() + row * channels,
-              delta.data() + row * channels, a.data(), bm.data() + row * state,
-              cm.data() + row * state, d, fused.data() + row * channels);
+  const std::vector<Real> at = transposed(a, channels, state);
+  // A as it is, and transposed (fp-transpose-scan-a).
+  auto withA = [&](auto aTransposed) {
+    constexpr bool kTransposed = decltype(aTransposed)::value;
+    for (const Real *d : skips) {
+      std::vector<Real> whole(tokens * channels),
+          fused(tokens * channels, std::numeric_limits<Real>::quiet_NaN());
+      fp::host::selectiveScan(u.data(), delta.data(), a.data(), bm.data(),
+                              cm.data(), d, batch, length, channels, state,
+                              whole.data());
+      for (int member = 0; member < threads; ++member) {
+        MemberOfTeam<threads> team{member};
+        Registers registers;
+        for (auto &channel : registers.s)
+          std::fill(std::begin(channel), std::end(channel),
+                    std::numeric_limits<Real>::quiet_NaN());
+        for (int64_t b = 0; b < batch; ++b) {
+          for (int64_t t = 0; t < length; ++t) {
+            int64_t row = b * length + t;
+            fp::fused::selectiveScanStep<kTransposed>(
+                team, t == 0, registers, u.data() + row * channels,
+                delta.data() + row * channels,
+                kTransposed ? at.data() : a.data(), bm.data() + row * state,
+                cm.data() + row * state, d, fused.data() + row * channels);
+          }
         }
       }
+      EXPECT_EQ(whole, fused)
+          << (d ? "with D" : "without D") << ", A transposed " << kTransposed;
     }
-    EXPECT_EQ(whole, fused) << (d ? "with D" : "without D");
-  }
+  };
+  withA(std::false_type{});
+  withA(std::true_type{});
 }
 
 TEST(HostKernels, ScanStateInRegistersEqualsTheUnfusedScan) {
@@ -643,72 +671,80 @@ TEST(HostKernels, ScansInChunksEqualTheSequentialScans) {
     EXPECT_LE(relativeDifference(out, plain), 1e-13) << "fp.scan";
 
     const int64_t states = stateSize * channels, carrySize = states + channels;
-    std::fill(out.begin(), out.end(), 0.0);
-    runInChunks(
-        batch, length, chunks, 2 * states + channels, carrySize,
-        [&](int64_t row, bool first, double *state) {
-          fp::fused::selectiveScanSummaryStep(
-              serial, first, state, u.data() + row * channels,
-              delta.data() + row * channels, a.data(),
-              bm.data() + row * stateSize, channels, stateSize);
-        },
-        [&](const double *state, double *carry) {
-          fp::fused::saveSelectiveScanCarry(serial, state, channels, stateSize,
-                                            carry);
-        },
-        [&](double *state, const double *carries, int64_t count) {
-          fp::fused::loadSelectiveScanCarry(serial, state, a.data(), channels,
-                                            stateSize, carries, carrySize,
-                                            count);
-        },
-        [&](int64_t row, int64_t t, double *state) {
-          fp::fused::selectiveScanStep(
-              serial, t == 0, state, u.data() + row * channels,
-              delta.data() + row * channels, a.data(),
-              bm.data() + row * stateSize, cm.data() + row * stateSize,
-              skip.data(), channels, stateSize, out.data() + row * channels);
-        });
-    EXPECT_LE(relativeDifference(out, selective), 1e-13)
-        << "selective scan, state in memory";
-
-    using Registers =
-        fp::fused::ScanRegisters<double, channels, stateSize, threads>;
-    std::vector<double> fromRegisters(tokens * channels, 0.0),
-        memory(states, std::numeric_limits<double>::quiet_NaN());
-    for (int member = 0; member < threads; ++member) {
-      MemberOfTeam<threads> team{member};
-      Registers registers;
-      for (auto &channel : registers.s)
-        std::fill(std::begin(channel), std::end(channel),
-                  std::numeric_limits<double>::quiet_NaN());
-      std::fill(std::begin(registers.sumDelta), std::end(registers.sumDelta),
-                std::numeric_limits<double>::quiet_NaN());
+    const std::vector<double> at = transposed(a, channels, stateSize);
+    // A as it is, and transposed (fp-transpose-scan-a).
+    auto selectiveInChunks = [&](auto aTransposed) {
+      constexpr bool kTransposed = decltype(aTransposed)::value;
+      const double *matrix = kTransposed ? at.data() : a.data();
+      std::fill(out.begin(), out.end(), 0.0);
       runInChunks(
-          batch, length, chunks, 0, carrySize,
-          [&](int64_t row, bool first, double *) {
-            fp::fused::selectiveScanSummaryStep(
-                team, first, registers, u.data() + row * channels,
-                delta.data() + row * channels, a.data(),
-                bm.data() + row * stateSize);
+          batch, length, chunks, 2 * states + channels, carrySize,
+          [&](int64_t row, bool first, double *state) {
+            fp::fused::selectiveScanSummaryStep<kTransposed>(
+                serial, first, state, u.data() + row * channels,
+                delta.data() + row * channels, matrix,
+                bm.data() + row * stateSize, channels, stateSize);
           },
-          [&](const double *, double *carry) {
-            fp::fused::saveSelectiveScanCarry(team, registers, carry);
+          [&](const double *state, double *carry) {
+            fp::fused::saveSelectiveScanCarry(serial, state, channels,
+                                              stateSize, carry);
           },
-          [&](double *, const double *carries, int64_t count) {
-            fp::fused::loadSelectiveScanCarry(team, registers, memory.data(),
-                                              a.data(), carries, carrySize,
-                                              count);
+          [&](double *state, const double *carries, int64_t count) {
+            fp::fused::loadSelectiveScanCarry<kTransposed>(
+                serial, state, matrix, channels, stateSize, carries, carrySize,
+                count);
           },
-          [&](int64_t row, int64_t t, double *) {
-            fp::fused::selectiveScanStep(
-                team, t == 0, registers, u.data() + row * channels,
-                delta.data() + row * channels, a.data(),
+          [&](int64_t row, int64_t t, double *state) {
+            fp::fused::selectiveScanStep<kTransposed>(
+                serial, t == 0, state, u.data() + row * channels,
+                delta.data() + row * channels, matrix,
                 bm.data() + row * stateSize, cm.data() + row * stateSize,
-                skip.data(), fromRegisters.data() + row * channels);
+                skip.data(), channels, stateSize, out.data() + row * channels);
           });
-    }
-    EXPECT_LE(relativeDifference(fromRegisters, selective), 1e-13)
-        << "selective scan, state in registers";
+      EXPECT_LE(relativeDifference(out, selective), 1e-13)
+          << "selective scan, state in memory, A transposed " << kTransposed;
+
+      using Registers =
+          fp::fused::ScanRegisters<double, channels, stateSize, threads>;
+      std::vector<double> fromRegisters(tokens * channels, 0.0),
+          memory(states, std::numeric_limits<double>::quiet_NaN());
+      for (int member = 0; member < threads; ++member) {
+        MemberOfTeam<threads> team{member};
+        Registers registers;
+        for (auto &channel : registers.s)
+          std::fill(std::begin(channel), std::end(channel),
+                    std::numeric_limits<double>::quiet_NaN());
+        std::fill(std::begin(registers.sumDelta), std::end(registers.sumDelta),
+                  std::numeric_limits<double>::quiet_NaN());
+        runInChunks(
+            batch, length, chunks, 0, carrySize,
+            [&](int64_t row, bool first, double *) {
+              fp::fused::selectiveScanSummaryStep<kTransposed>(
+                  team, first, registers, u.data() + row * channels,
+                  delta.data() + row * channels, matrix,
+                  bm.data() + row * stateSize);
+            },
+            [&](const double *, double *carry) {
+              fp::fused::saveSelectiveScanCarry(team, registers, carry);
+            },
+            [&](double *, const double *carries, int64_t count) {
+              fp::fused::loadSelectiveScanCarry<kTransposed>(
+                  team, registers, memory.data(), matrix, carries, carrySize,
+                  count);
+            },
+            [&](int64_t row, int64_t t, double *) {
+              fp::fused::selectiveScanStep<kTransposed>(
+                  team, t == 0, registers, u.data() + row * channels,
+                  delta.data() + row * channels, matrix,
+                  bm.data() + row * stateSize, cm.data() + row * stateSize,
+                  skip.data(), fromRegisters.data() + row * channels);
+            });
+      }
+      EXPECT_LE(relativeDifference(fromRegisters, selective), 1e-13)
+          << "selective scan, state in registers, A transposed " << kTransposed;
+    };
+    selectiveInChunks(std::false_type{});
+    selectiveInChunks(std::true_type{});
   }
 }
 

@@ -294,6 +294,36 @@ def FpFuseMixScan : Pass<"fp-fuse-mix-scan", "func::FuncOp"> {
   ];
 }
 
+def FpTransposeScanA : Pass<"fp-transpose-scan-a", "func::FuncOp"> {
+  let summary = "give fused selective scans their state matrix transposed";
+  let description = [{
+    A selective scan in an `fp.kernel` reads its state matrix `A`
+    (channels × N, a uniform input) at every token, and the kernel's threads
+    run along channels: on a GPU a warp reading one column of `A` touches a
+    row of it per thread. This pass gives such a kernel `Aᵀ` (N × channels)
+    as its input instead, computed once where `A` is defined (outside the
+    fixed-point loop once `A` is hoisted), and transposes it back inside
+    the body, where codegen reads the input as it lies: the scan reads
+    `Aᵀ[n, c]`, contiguous along channels. A kernel input is rewritten only
+    when every use of it is as a selective scan's `A`. The IR keeps its
+    meaning: the body's `fp.transpose` undoes the outer one.
+
+    ```mlir
+    // before
+    %r = fp.kernel (%a = %A, ...) : (tensor<64x16xf32>, ...) -> ... {
+      %s = fp.selective_scan %u, %dt, %a, %b, %c ...
+    }
+    // after
+    %At = fp.transpose %A : tensor<64x16xf32> -> tensor<16x64xf32>
+    %r = fp.kernel (%at = %At, ...) : (tensor<16x64xf32>, ...) -> ... {
+      %a = fp.transpose %at : tensor<16x64xf32> -> tensor<64x16xf32>
+      %s = fp.selective_scan %u, %dt, %a, %b, %c ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::fp::FPDialect"];
+}
+
 def FpLowerFixedPoint : Pass<"fp-lower-fixed-point", "func::FuncOp"> {
   let summary = "lower fp.fixed_point to an scf.while with explicit solver "
                 "steps";

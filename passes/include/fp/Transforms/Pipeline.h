@@ -31,6 +31,11 @@ struct FpPipelineOptions : public PassPipelineOptions<FpPipelineOptions> {
                      "work runs in per-token kernels and the scan in a kernel "
                      "of its own, parallel over samples and channels"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> transposeScanA{
+      *this, "transpose-scan-a",
+      llvm::cl::desc("with fuse-scans: fused selective scans read their "
+                     "state matrix transposed (fp-transpose-scan-a)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> backward{
       *this, "backward",
       llvm::cl::desc("derive every layer's backward (fp-derive-backward)"),
@@ -60,8 +65,10 @@ void addProductReuse(OpPassManager &pm);
 
 /// Merges the linear maps of one input in fixed-point bodies into one GEMM,
 /// then groups per-token chains and mixers, and with `fuseScans` the scans
-/// among them, into kernels.
-void addFusion(OpPassManager &pm, bool fuseScans = true);
+/// among them, into kernels, whose selective scans then read their state
+/// matrix transposed with `transposeScanA`.
+void addFusion(OpPassManager &pm, bool fuseScans = true,
+               bool transposeScanA = true);
 
 /// Lowers fixed-point loops to scf.while with explicit solver steps.
 void addLoopLowering(OpPassManager &pm);

@@ -503,6 +503,18 @@ __global__ void tokenKernel(Kernel kernel, int64_t rows, int64_t length,
   }
 }
 
+/// Blocks per SM that sampleKernel and chunkCarryKernel ask ptxas to fit
+/// (__launch_bounds__), so that it keeps them within 128 registers per
+/// thread: two where the scans' register state is at most config LM's
+/// (1536 channels of 16 states, 96 values per thread), one above, where two
+/// would spill. Without the bound ptxas takes more registers where it finds
+/// a use for them (the chunk-carry kernel at config LM 146, the Householder
+/// kernel reading Aᵀ 141), and one block per SM is left.
+inline constexpr int64_t kTwoBlockRegisterState = 2 * 1536 * 16 + 1536;
+template <typename Kernel> constexpr int fusedBlocksPerMultiprocessor() {
+  return Kernel::kRegisterState <= kTwoBlockRegisterState ? 2 : 1;
+}
+
 /// Block i computes chunk k = i mod chunks of sample b = i / chunks (the
 /// tokens [k · span, (k + 1) · span) of it, in time order), its `state`
 /// elements of scan state in memory zeroed first; the scans that keep
@@ -510,9 +522,11 @@ __global__ void tokenKernel(Kernel kernel, int64_t rows, int64_t length,
 /// starts its scans from the carries of the chunks before it (Fused.h,
 /// "Chunked execution"). One chunk: the whole sample.
 template <typename C, typename Kernel>
-__global__ void sampleKernel(Kernel kernel, int64_t length, int64_t span,
-                             int64_t chunks, int64_t scratch, C *global,
-                             int64_t state, C *states, const C *carries) {
+__global__ void __launch_bounds__(kTeamSize,
+                                  fusedBlocksPerMultiprocessor<Kernel>())
+    sampleKernel(Kernel kernel, int64_t length, int64_t span, int64_t chunks,
+                 int64_t scratch, C *global, int64_t state, C *states,
+                 const C *carries) {
   const int64_t i = blockIdx.x, b = i / chunks, k = i % chunks;
   C *buffer =
       global ? global + i * scratch : reinterpret_cast<C *>(sharedBytes());
@@ -536,21 +550,12 @@ __global__ void sampleKernel(Kernel kernel, int64_t length, int64_t span,
   }
 }
 
-/// Blocks per SM that chunkCarryKernel asks ptxas to fit: two where the
-/// scans' register state is at most config LM's (1536 channels of 16
-/// states, 96 values per thread), which then takes 128 registers, as the
-/// per-sample kernel does, instead of 146; one above, where two would spill.
-inline constexpr int64_t kTwoBlockRegisterState = 2 * 1536 * 16 + 1536;
-template <typename Kernel> constexpr int carryBlocksPerMultiprocessor() {
-  return Kernel::kRegisterState <= kTwoBlockRegisterState ? 2 : 1;
-}
-
 /// Pass 1 of a chunked kernel: block i computes the carry of chunk
 /// k = i mod (chunks − 1) of sample b = i / (chunks − 1), every chunk of a
 /// sample but its last, into carries[b · chunks + k].
 template <typename C, typename Kernel>
 __global__ void __launch_bounds__(kTeamSize,
-                                  carryBlocksPerMultiprocessor<Kernel>())
+                                  fusedBlocksPerMultiprocessor<Kernel>())
     chunkCarryKernel(Kernel kernel, int64_t length, int64_t span,
                      int64_t chunks, int64_t scratch, C *global, int64_t state,
                      C *states, C *carries) {

@@ -511,6 +511,17 @@ FP_HOST_DEVICE inline void scanStep(Team &team, S *state, const K *coeff,
   }
 }
 
+/// A[c, n] of a selective scan's state matrix, given as A (channels × N)
+/// or, with ATransposed, as Aᵀ (N × channels: fp-transpose-scan-a), which
+/// threads running along channels read contiguously. Every selective-scan
+/// function below takes its `a` in the layout its ATransposed says.
+template <bool ATransposed, typename A>
+FP_HOST_DEVICE inline const A &scanMatrixEntry(const A *a, int64_t c, int64_t n,
+                                               int64_t channels,
+                                               int64_t stateSize) {
+  return ATransposed ? a[n * channels + c] : a[c * stateSize + n];
+}
+
 /// One step of fp.selective_scan for the token: S[n, c] = exp(Δ_c A[c, n])
 /// S[n, c] + Δ_c u_c B_n, out_c = Σ_n S[n, c] C_n + D_c u_c (`skip` = D
 /// may be nullptr). `state` holds 2·N·channels elements of the arithmetic
@@ -520,8 +531,9 @@ FP_HOST_DEVICE inline void scanStep(Team &team, S *state, const K *coeff,
 /// of its thread; on the host in the output row, with the loop over
 /// channels innermost so that it vectorises (a bf16 output sums in a
 /// register there too).
-template <typename Team, typename S, typename U, typename D, typename A,
-          typename Bm, typename Cm, typename Skip, typename Out>
+template <bool ATransposed = false, typename Team, typename S, typename U,
+          typename D, typename A, typename Bm, typename Cm, typename Skip,
+          typename Out>
 FP_HOST_DEVICE inline void
 selectiveScanStep(Team &team, bool first, S *state, const U *u, const D *delta,
                   const A *a, const Bm *bm, const Cm *cm, Skip skip,
@@ -532,7 +544,7 @@ selectiveScanStep(Team &team, bool first, S *state, const U *u, const D *delta,
   if (first) {
     FP_TEAM_FOR(e, stateSize * channels) {
       int64_t n = e / channels, c = e % channels;
-      at[e] = S(a[c * stateSize + n]);
+      at[e] = S(scanMatrixEntry<ATransposed>(a, c, n, channels, stateSize));
     }
     team.sync();
   }
@@ -590,9 +602,9 @@ struct ScanRegisters {
 /// read from `a` at every step. Each output sums over n in order in a
 /// register, with the same arithmetic as the device path above, so the two
 /// give equal results.
-template <typename Team, typename S, int64_t Channels, int64_t N, int Threads,
-          typename U, typename D, typename A, typename Bm, typename Cm,
-          typename Skip, typename Out>
+template <bool ATransposed = false, typename Team, typename S, int64_t Channels,
+          int64_t N, int Threads, typename U, typename D, typename A,
+          typename Bm, typename Cm, typename Skip, typename Out>
 FP_HOST_DEVICE inline void
 selectiveScanStep(Team &team, bool first,
                   ScanRegisters<S, Channels, N, Threads> &registers, const U *u,
@@ -614,11 +626,12 @@ selectiveScanStep(Team &team, bool first,
         sc[n] = S(0);
     }
     const S dc = S(delta[c]), uc = S(u[c]), du = dc * uc;
-    const A *ac = a + c * N;
     S y = 0;
     FP_UNROLL
     for (int64_t n = 0; n < N; ++n) {
-      sc[n] = exp(dc * S(ac[n])) * sc[n] + du * S(bm[n]);
+      sc[n] = exp(dc * S(scanMatrixEntry<ATransposed>(a, c, n, Channels, N))) *
+                  sc[n] +
+              du * S(bm[n]);
       y += sc[n] * S(cm[n]);
     }
     if constexpr (hasSkip)
@@ -650,8 +663,8 @@ selectiveScanStep(Team &team, bool first,
 /// The summary step of selectiveScanStep (state in memory): S and Σ Δ, no
 /// output. The launcher zeroes the state before a chunk's first token
 /// (`first`), which copies Aᵀ.
-template <typename Team, typename S, typename U, typename D, typename A,
-          typename Bm>
+template <bool ATransposed = false, typename Team, typename S, typename U,
+          typename D, typename A, typename Bm>
 FP_HOST_DEVICE inline void
 selectiveScanSummaryStep(Team &team, bool first, S *state, const U *u,
                          const D *delta, const A *a, const Bm *bm,
@@ -662,7 +675,7 @@ selectiveScanSummaryStep(Team &team, bool first, S *state, const U *u,
   if (first) {
     FP_TEAM_FOR(e, stateSize * channels) {
       int64_t n = e / channels, c = e % channels;
-      at[e] = S(a[c * stateSize + n]);
+      at[e] = S(scanMatrixEntry<ATransposed>(a, c, n, channels, stateSize));
     }
     team.sync();
   }
@@ -677,8 +690,9 @@ selectiveScanSummaryStep(Team &team, bool first, S *state, const U *u,
 }
 
 /// The summary step of selectiveScanStep with the state in registers.
-template <typename Team, typename S, int64_t Channels, int64_t N, int Threads,
-          typename U, typename D, typename A, typename Bm>
+template <bool ATransposed = false, typename Team, typename S, int64_t Channels,
+          int64_t N, int Threads, typename U, typename D, typename A,
+          typename Bm>
 FP_HOST_DEVICE inline void
 selectiveScanSummaryStep(Team &team, bool first,
                          ScanRegisters<S, Channels, N, Threads> &registers,
@@ -699,10 +713,11 @@ selectiveScanSummaryStep(Team &team, bool first,
       registers.sumDelta[k] = S(0);
     }
     const S dc = S(delta[c]), du = dc * S(u[c]);
-    const A *ac = a + c * N;
     FP_UNROLL
     for (int64_t n = 0; n < N; ++n)
-      sc[n] = exp(dc * S(ac[n])) * sc[n] + du * S(bm[n]);
+      sc[n] = exp(dc * S(scanMatrixEntry<ATransposed>(a, c, n, Channels, N))) *
+                  sc[n] +
+              du * S(bm[n]);
     registers.sumDelta[k] += dc;
   }
 }
@@ -744,7 +759,7 @@ saveSelectiveScanCarry(Team &team,
 /// `a`, and S folded from the `count` carries at `carries` (one every
 /// `stride` elements, in chunk order), S = exp(Σ Δ · A) ⊙ S + S⁰ per chunk.
 /// The chunk's tokens then run with `first` false.
-template <typename Team, typename S, typename A>
+template <bool ATransposed = false, typename Team, typename S, typename A>
 FP_HOST_DEVICE inline void
 loadSelectiveScanCarry(Team &team, S *state, const A *a, int64_t channels,
                        int64_t stateSize, const S *carries, int64_t stride,
@@ -753,7 +768,8 @@ loadSelectiveScanCarry(Team &team, S *state, const A *a, int64_t channels,
   S *at = state + stateSize * channels;
   FP_TEAM_FOR(c, channels) {
     for (int64_t n = 0; n < stateSize; ++n) {
-      const S an = S(a[c * stateSize + n]);
+      const S an =
+          S(scanMatrixEntry<ATransposed>(a, c, n, channels, stateSize));
       S h = 0;
       for (int64_t j = 0; j < count; ++j) {
         const S *carry = carries + j * stride;
@@ -771,15 +787,15 @@ loadSelectiveScanCarry(Team &team, S *state, const A *a, int64_t channels,
 /// chunked launch allocates) and the registers are then loaded from it, so
 /// that they are not live across the fold (which otherwise costs the
 /// per-sample kernel about 40 registers per thread).
-template <typename Team, typename S, int64_t Channels, int64_t N, int Threads,
-          typename A>
+template <bool ATransposed = false, typename Team, typename S, int64_t Channels,
+          int64_t N, int Threads, typename A>
 FP_HOST_DEVICE inline void loadSelectiveScanCarry(
     Team &team, ScanRegisters<S, Channels, N, Threads> &registers, S *memory,
     const A *a, const S *carries, int64_t stride, int64_t count) {
   using fp::host::exp;
   FP_TEAM_ACCUMULATE(c, Channels) {
     for (int64_t n = 0; n < N; ++n) {
-      const S an = S(a[c * N + n]);
+      const S an = S(scanMatrixEntry<ATransposed>(a, c, n, Channels, N));
       S h = 0;
       for (int64_t j = 0; j < count; ++j) {
         const S *carry = carries + j * stride;
