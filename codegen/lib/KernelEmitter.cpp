@@ -33,7 +33,14 @@
 // bf16). Every op is one call of a Fused.h function followed by a team
 // synchronisation, except views, which take their input's storage: a
 // reshape, and the transpose of an input holding Aᵀ that selective scans
-// read as it lies (fp-transpose-scan-a; Fused.h's `ATransposed`).
+// read as it lies (fp-transpose-scan-a; Fused.h's `ATransposed`), and
+// chains: consecutive ops of one element count that compute element i from
+// element i of their operands, or from values computed before them, run as
+// one loop over elements (fp::fused::forEachElement) in which each thread
+// computes the elements it owns in every such loop, so that no barrier
+// separates them; their values live in registers unless something after
+// the chain reads them, and the chain's inputs keep their slots until it
+// ends, so that it never overwrites what another thread still reads.
 //
 // A kernel whose scans can run a sample's tokens in chunks (Fused.h,
 // "Chunked execution") is kChunkable: no scan reads another scan's result,
@@ -251,6 +258,19 @@ private:
   /// Scratch that an op uses while it runs (a matrix product's staged
   /// operand): its pointer, and its size in elements.
   llvm::DenseMap<Operation *, std::pair<std::string, int64_t>> temporaries;
+  /// The values computed into the call's results (pointers `y<j>`, of the
+  /// element type Real rather than Scalar).
+  llvm::DenseSet<Value> inResults;
+  /// Runs of consecutive ops of one element count, each computing element i
+  /// from element i of its operands or from values computed before the run,
+  /// emitted as one loop over elements without barriers between them
+  /// (emitChain); found for the op list being emitted (findChains).
+  struct Chain {
+    SmallVector<Operation *> ops;
+    int64_t elements = 0;
+  };
+  SmallVector<Chain> chains;
+  llvm::DenseMap<Operation *, unsigned> chainOf;
   /// Numbers the intermediate values and the shape arrays of the call.
   int64_t nextValue = 0, nextArray = 0;
 
@@ -271,6 +291,11 @@ private:
   int64_t allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
                           SmallVectorImpl<std::string> &declarations);
   LogicalResult emitOp(Operation *op);
+  std::optional<int64_t> chainElements(Operation *op) const;
+  bool readsAcrossElements(Operation *op, const Chain &chain) const;
+  void findChains(ArrayRef<Operation *> ops);
+  bool storedFromChain(Value value) const;
+  LogicalResult emitChain(const Chain &chain);
   bool summarySlice(ArrayRef<Operation *> ops,
                     SmallVectorImpl<Operation *> &slice) const;
   LogicalResult emitChunkMembers(ArrayRef<Operation *> ops);
@@ -308,9 +333,15 @@ static int64_t temporaryElements(Operation *op) {
 int64_t
 KernelEmitter::allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
                                SmallVectorImpl<std::string> &declarations) {
+  // A chain's ops all sit at its first op's position: the values it reads
+  // live until it ends, and its results, stored by the same loop, never
+  // share their slots.
   llvm::DenseMap<Operation *, int64_t> index;
   for (auto [i, op] : llvm::enumerate(ops))
     index[op] = i;
+  for (const Chain &chain : chains)
+    for (Operation *op : chain.ops)
+      index[op] = index[chain.ops.front()];
   llvm::DenseMap<Value, int64_t> lastUse;
   for (Operation *op : ops)
     for (Value operand : op->getOperands())
@@ -356,6 +387,9 @@ KernelEmitter::allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
     for (Value result : op->getResults()) {
       if (root(result) != result || pointers.count(result) ||
           !isa<RankedTensorType>(result.getType()))
+        continue;
+      // A value only its chain reads lives in a register.
+      if (chainOf.count(op) && !storedFromChain(result))
         continue;
       // A dead result still occupies its slot while its op runs.
       int64_t offset = take(TokenShape(result.getType()).elements(), here,
@@ -421,9 +455,12 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     // A value the body computes goes straight to the first result that
     // yields it.
     if (value.getDefiningOp() && !isView(value.getDefiningOp()) &&
-        !pointers.count(value))
+        !pointers.count(value)) {
       pointers[value] = name;
+      inResults.insert(value);
+    }
   }
+  findChains(ops);
   launch.scratch = allocateScratch(ops, /*toTheEnd=*/true, scratchDeclarations);
   for (Operation *op : ops)
     if (isView(op))
@@ -507,6 +544,14 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     for (Operation *op : ops) {
       if (isView(op) || computesNoTensor(op))
         continue;
+      if (auto it = chainOf.find(op); it != chainOf.end()) {
+        if (op == chains[it->second].ops.front()) {
+          if (failed(emitChain(chains[it->second])))
+            return failure();
+          w.text("team.sync();");
+        }
+        continue;
+      }
       std::string at = locationComment(op->getLoc());
       w.line("// {0}{1}{2}", op->getName().getStringRef(),
              at.empty() ? "" : " at ", at);
@@ -720,6 +765,152 @@ LogicalResult KernelEmitter::emitOp(Operation *op) {
       });
 }
 
+/// The element count of `op` if it can be part of a chain: it computes
+/// element i of its result from element i of its operands (an elementwise
+/// op; a splat constant, from none), or from one element of a value
+/// computed before (a broadcast scalar, a slice of one row: see
+/// readsAcrossElements). Those two read scratch only, never a kernel input,
+/// so that every read of an input in a chain is at its element i.
+std::optional<int64_t> KernelEmitter::chainElements(Operation *op) const {
+  if (op->getNumResults() != 1 ||
+      !isa<RankedTensorType>(op->getResult(0).getType()))
+    return std::nullopt;
+  int64_t elements = TokenShape(op->getResult(0).getType()).elements();
+  auto fromScratch = [&](Value input) {
+    return !isa<BlockArgument>(root(input));
+  };
+  bool member =
+      llvm::TypeSwitch<Operation *, bool>(op)
+          .Case([](tensor::SplatOp splat) {
+            auto constant = splat.getInput().getDefiningOp<arith::ConstantOp>();
+            return constant && splatLiteral(constant).has_value();
+          })
+          .Case([](arith::ConstantOp constant) {
+            return splatLiteral(constant).has_value();
+          })
+          .Case([&](BroadcastOp broadcast) {
+            return TokenShape(broadcast.getInput().getType()).rank() == 0 &&
+                   fromScratch(broadcast.getInput());
+          })
+          .Case([&](SliceOp slice) {
+            return TokenShape(slice.getInput().getType()).rows() == 1 &&
+                   fromScratch(slice.getInput());
+          })
+          .Default([](Operation *other) {
+            return !elementwiseFunctor(other).empty();
+          });
+  if (!member)
+    return std::nullopt;
+  return elements;
+}
+
+/// Whether `op` reads a value of `chain` at another element than its own
+/// (a broadcast scalar, a slice): it cannot join that chain.
+bool KernelEmitter::readsAcrossElements(Operation *op,
+                                        const Chain &chain) const {
+  if (!isa<BroadcastOp, SliceOp>(op))
+    return false;
+  Operation *def = root(op->getOperand(0)).getDefiningOp();
+  return def && llvm::is_contained(chain.ops, def);
+}
+
+/// Finds the chains of two or more ops among `ops`: a chain grows while
+/// the next op (views and scalar ops in between emit nothing) can join it.
+void KernelEmitter::findChains(ArrayRef<Operation *> ops) {
+  chains.clear();
+  chainOf.clear();
+  Chain current;
+  auto close = [&] {
+    if (current.ops.size() >= 2) {
+      for (Operation *op : current.ops)
+        chainOf[op] = chains.size();
+      chains.push_back(std::move(current));
+    }
+    current = Chain();
+  };
+  for (Operation *op : ops) {
+    if (isView(op) || computesNoTensor(op))
+      continue;
+    std::optional<int64_t> elements = chainElements(op);
+    if (!elements) {
+      close();
+      continue;
+    }
+    if (!current.ops.empty() &&
+        (*elements != current.elements || readsAcrossElements(op, current)))
+      close();
+    current.ops.push_back(op);
+    current.elements = *elements;
+  }
+  close();
+}
+
+/// Whether a chain's result needs storage: something outside its chain
+/// reads it (a view, a later op, the yield).
+bool KernelEmitter::storedFromChain(Value value) const {
+  unsigned chain = chainOf.lookup(value.getDefiningOp());
+  return llvm::any_of(value.getUsers(), [&](Operation *user) {
+    auto it = chainOf.find(user);
+    return it == chainOf.end() || it->second != chain;
+  });
+}
+
+/// Emits `chain` as one loop over its elements: each op's element i in a
+/// register of its own, stored where something after the chain reads it,
+/// with the arithmetic and the roundings of the ops one by one (a value in
+/// a result is rounded to the element type before the chain reads it on).
+LogicalResult KernelEmitter::emitChain(const Chain &chain) {
+  for (Operation *op : chain.ops) {
+    std::string at = locationComment(op->getLoc());
+    w.line("// {0}{1}{2}", op->getName().getStringRef(),
+           at.empty() ? "" : " at ", at);
+  }
+  llvm::DenseMap<Value, std::string> registers;
+  auto element = [&](Value value) -> std::string {
+    auto it = registers.find(root(value));
+    if (it != registers.end())
+      return it->second;
+    return llvm::formatv("Scalar({0}[i])", ptr(value)).str();
+  };
+  auto loop = w.blockWithTrailer(
+      ");", "fp::fused::forEachElement(team, {0}, [&](int64_t i)",
+      chain.elements);
+  for (Operation *op : chain.ops) {
+    std::string expression;
+    if (StringRef functor = elementwiseFunctor(op); !functor.empty()) {
+      SmallVector<std::string> operands;
+      for (Value operand : op->getOperands())
+        operands.push_back(element(operand));
+      expression = llvm::formatv("kernels::{0}()({1})", functor,
+                                 llvm::join(operands, ", "));
+    } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+      expression =
+          llvm::formatv("Scalar({0}[0])", ptr(broadcast.getInput())).str();
+    } else if (auto slice = dyn_cast<SliceOp>(op)) {
+      expression = llvm::formatv("Scalar({0}[{1} + i])", ptr(slice.getInput()),
+                                 slice.getStart());
+    } else {
+      auto constant = isa<tensor::SplatOp>(op)
+                          ? op->getOperand(0).getDefiningOp<arith::ConstantOp>()
+                          : cast<arith::ConstantOp>(op);
+      expression = realLiteral(*splatLiteral(constant));
+    }
+    Value result = op->getResult(0);
+    std::string name = "e" + std::to_string(nextValue++);
+    if (!storedFromChain(result)) {
+      w.line("const Scalar {0} = {1};", name, expression);
+    } else if (inResults.contains(result)) {
+      w.line("const Scalar {0} = Scalar(Real({1}));", name, expression);
+      w.line("{0}[i] = Real({1});", ptr(result), name);
+    } else {
+      w.line("const Scalar {0} = {1};", name, expression);
+      w.line("{0}[i] = {1};", ptr(result), name);
+    }
+    registers[result] = name;
+  }
+  return success();
+}
+
 /// The ops a chunk's summary pass runs, in body order: every scan and what
 /// its operands are computed from. False when the kernel cannot run in
 /// chunks (see the file comment).
@@ -824,6 +1015,7 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
         pointers.erase(result);
   }
   SmallVector<std::string> summaryDeclarations;
+  findChains(slice);
   launch.scratch =
       std::max(launch.scratch,
                allocateScratch(slice, /*toTheEnd=*/false, summaryDeclarations));
@@ -866,6 +1058,14 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     for (Operation *op : slice) {
       if (isView(op) || computesNoTensor(op))
         continue;
+      if (auto it = chainOf.find(op); it != chainOf.end()) {
+        if (op == chains[it->second].ops.front()) {
+          if (failed(emitChain(chains[it->second])))
+            return failure();
+          w.text("team.sync();");
+        }
+        continue;
+      }
       std::string at = locationComment(op->getLoc());
       w.line("// {0}{1}{2}", op->getName().getStringRef(),
              at.empty() ? "" : " at ", at);

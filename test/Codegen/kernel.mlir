@@ -58,6 +58,8 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
   }
 }
 
+// Consecutive elementwise ops of one length run as one loop over elements
+// (kernel-chains.mlir).
 // CHECK-LABEL: namespace layer_fused {
 //       CHECK:   namespace kernels = fp::host;
 //       CHECK:   // fp.kernel at kernel.mlir:11:10: 4 ops
@@ -74,13 +76,19 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //  CHECK-NEXT:       const Real *const x1 = in1;
 //  CHECK-NEXT:       Real *const y0 = out0 + row * 4;
 //  CHECK-NEXT:       Scalar *const v0 = scratch + 0;
-//  CHECK-NEXT:       Scalar *const v1 = scratch + 4;
-//  CHECK-NEXT:       Scalar *const v2 = scratch + 0;
-//       CHECK:       fp::fused::unary(team, kernels::Silu(), 4, x0, v0);
+//  CHECK-NEXT:       (void)row;
+//       CHECK:       // fp.silu at kernel.mlir:12:12
+//  CHECK-NEXT:       // math.exp at kernel.mlir:13:12
+//  CHECK-NEXT:       // arith.mulf at kernel.mlir:14:12
+//  CHECK-NEXT:       fp::fused::forEachElement(team, 4, [&](int64_t i) {
+//  CHECK-NEXT:         const Scalar [[SILU:e[0-9]+]] = kernels::Silu()(Scalar(x0[i]));
+//  CHECK-NEXT:         const Scalar [[EXP:e[0-9]+]] = kernels::Exp()([[SILU]]);
+//  CHECK-NEXT:         const Scalar [[MUL:e[0-9]+]] = kernels::Mul()([[EXP]], Scalar(x0[i]));
+//  CHECK-NEXT:         v0[i] = [[MUL]];
+//  CHECK-NEXT:       });
 //  CHECK-NEXT:       team.sync();
-//       CHECK:       fp::fused::unary(team, kernels::Exp(), 4, v0, v1);
-//       CHECK:       fp::fused::binary(team, kernels::Mul(), 4, v1, x0, v2);
-//       CHECK:       fp::fused::rmsNorm(team, v2, x1, 1, 4, Scalar(1.0000000000000001e-05), y0);
+//  CHECK-NEXT:       // fp.rms_norm
+//  CHECK-NEXT:       fp::fused::rmsNorm(team, v0, x1, 1, 4, Scalar(1.0000000000000001e-05), y0);
 //       CHECK:   // fp.kernel at kernel.mlir:18:10: 4 ops, in time order
 //       CHECK:   struct Kernel1 {
 //       CHECK:       fp::fused::unary(team, kernels::Sigmoid(), 4, x0, [[SIG:v[0-9]+]]);
@@ -91,10 +99,14 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CHECK:   // fp.kernel at kernel.mlir:25:12: 4 ops
 //       CHECK:   struct Kernel2 {
 //       CHECK:       Scalar *const [[E:v[0-9]+]] = scratch + 0;
-//  CHECK-NEXT:       Scalar *const [[N:v[0-9]+]] = scratch + 4;
-//       CHECK:       fp::fused::unary(team, kernels::Exp(), 4, x0, [[E]]);
-//       CHECK:       fp::fused::unary(team, kernels::Neg(), 4, x0, [[N]]);
-//       CHECK:       fp::fused::unary(team, kernels::Tanh(), 4, [[N]], y1);
+//   CHECK-NOT:       scratch +
+//       CHECK:       fp::fused::forEachElement(team, 4, [&](int64_t i) {
+//  CHECK-NEXT:         const Scalar [[EXP2:e[0-9]+]] = kernels::Exp()(Scalar(x0[i]));
+//  CHECK-NEXT:         [[E]][i] = [[EXP2]];
+//  CHECK-NEXT:         const Scalar [[NEG:e[0-9]+]] = kernels::Neg()(Scalar(x0[i]));
+//  CHECK-NEXT:         const Scalar [[TANH:e[0-9]+]] = Scalar(Real(kernels::Tanh()([[NEG]])));
+//  CHECK-NEXT:         y1[i] = Real([[TANH]]);
+//  CHECK-NEXT:       });
 //       CHECK:       fp::fused::copy(team, 4, [[E]], y0);
 // A shifted input is read at the token `offset` steps back (or zeros) into
 // a slot; the function object gets the sample length, and no pointer at
@@ -123,22 +135,25 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //  CHECK-NEXT:       fp::fused::fill(team, 4, Scalar(1.0000000000000001e-05), [[EPS:v[0-9]+]]);
 //       CHECK:       // arith.constant
 //  CHECK-NEXT:       fp::fused::fill(team, 1, Scalar(2.0), [[TWO:v[0-9]+]]);
-//       CHECK:       fp::fused::fill(team, 4, [[TWO]][0], [[TWOS:v[0-9]+]]);
-//       CHECK:       fp::fused::binary(team, kernels::Add(), 4, {{v[0-9]+}}, [[EPS]], [[A:v[0-9]+]]);
+//       CHECK:       fp::fused::forEachElement(team, 4, [&](int64_t i) {
+//  CHECK-NEXT:         const Scalar [[TWOS:e[0-9]+]] = Scalar([[TWO]][0]);
+//  CHECK-NEXT:         const Scalar [[TWICE:e[0-9]+]] = kernels::Mul()(Scalar(x0[i]), [[TWOS]]);
+//  CHECK-NEXT:         const Scalar [[SUM4:e[0-9]+]] = kernels::Add()([[TWICE]], Scalar([[EPS]][i]));
+//  CHECK-NEXT:         [[A:v[0-9]+]][i] = [[SUM4]];
 //       CHECK:       fp::fused::insert(team, [[ZEROS]], 1, 2, 0, 6, [[CAT:v[0-9]+]]);
 //       CHECK:       fp::fused::insert(team, [[A]], 1, 4, 2, 6, [[CAT]]);
 //       CHECK:   void forward(
 //       CHECK:     Real *[[OUT:s[0-9]+]] = static_cast<Real *>(args.output);
-//       CHECK:     kernels::forEachToken<Real>(B, T, 8, 16, Kernel0<Real>{in, p0, [[K:s[0-9]+]]});
+//       CHECK:     kernels::forEachToken<Real>(B, T, 4, 16, Kernel0<Real>{in, p0, [[K:s[0-9]+]]});
 //       CHECK:     kernels::forEachSample<Real>(B, T, 8, 8, 16, Kernel1<Real>{[[K]], in, {{s[0-9]+}}});
 //       CHECK:     kernels::forEachToken<Real>(B, T, 8, 12, Kernel3<Real>{[[SUM:s[0-9]+]], in, [[NEAR:s[0-9]+]], T});
-//       CHECK:     kernels::forEachToken<Real>(B, T, 21, 29, Kernel4<Real>{[[NEAR]], in, [[OUT]]});
+//       CHECK:     kernels::forEachToken<Real>(B, T, 17, 29, Kernel4<Real>{[[NEAR]], in, [[OUT]]});
 //   CHECK-NOT:     kernels::copy(
 
 // The CUDA unit has the same function objects, over fp::cuda's launchers.
 // CUDA-LABEL: namespace layer_fused::cuda {
 //       CUDA:   namespace kernels = fp::cuda;
 //       CUDA:   struct Kernel0 {
-//       CUDA:       fp::fused::rmsNorm(team, v2, x1, 1, 4, Scalar(1.0000000000000001e-05), y0);
-//       CUDA:     kernels::forEachToken<Real>(B, T, 8, 16, Kernel0<Real>{in, p0, {{s[0-9]+}}});
+//       CUDA:       fp::fused::rmsNorm(team, v0, x1, 1, 4, Scalar(1.0000000000000001e-05), y0);
+//       CUDA:     kernels::forEachToken<Real>(B, T, 4, 16, Kernel0<Real>{in, p0, {{s[0-9]+}}});
 //       CUDA:     kernels::forEachSample<Real>(B, T, 8, 8, 16, Kernel1<Real>{

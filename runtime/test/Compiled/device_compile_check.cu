@@ -24,6 +24,10 @@ FP_HOST_DEVICE void everyBlock(Team &team, bool first, const From *x,
                                Registers &registers) {
   using Scalar = fp::Compute<To>;
   fp::fused::unary(team, kernels::Silu(), 16, x, y);
+  fp::fused::forEachElement(team, 16, [&](int64_t i) {
+    const Scalar silu = kernels::Silu()(Scalar(x[i]));
+    y[i] = To(kernels::Mul()(silu, Scalar(uniform[i])));
+  });
   fp::fused::binary(team, kernels::Mul(), 16, x, uniform, y);
   fp::fused::copy(team, 16, x, y);
   fp::fused::fill(team, 16, x[0], y);

@@ -113,6 +113,16 @@ FP_HOST_DEVICE inline void forEachRow(Team &team, int64_t rows, int64_t width,
 #define FP_TEAM_ACCUMULATE(i, n)                                               \
   for (int64_t i = team.rank(); i < (n); i += team.size())
 
+/// body(i) for each of n elements, by the member that owns element i in
+/// every loop of this file over n elements (`i = rank; i < n; i += size`):
+/// a run of elementwise ops of one length, emitted as one such loop, needs
+/// no barrier between its ops.
+template <typename Team, typename Body>
+FP_HOST_DEVICE inline void forEachElement(Team &team, int64_t n,
+                                          const Body &body) {
+  FP_TEAM_FOR(i, n) body(i);
+}
+
 /// out[i] = op(x[i]).
 template <typename Team, typename Op, typename X, typename Out>
 FP_HOST_DEVICE inline void unary(Team &team, Op op, int64_t n, const X *x,
