@@ -109,11 +109,20 @@ void replaceByStacked(ArrayRef<LinearOp> members, Value weight, Value bias,
     op.erase();
 }
 
+/// A constant of zeros of `type`, built with `builder`.
+Value zeros(OpBuilder &builder, Location loc, RankedTensorType type) {
+  return arith::ConstantOp::create(
+      builder, loc, type,
+      DenseElementsAttr::get(
+          type, builder.getFloatAttr(type.getElementType(), 0.0).getValue()));
+}
+
 /// Replaces `members` (same input, same block, in block order) by one
 /// linear map at the first member and a slice per member; the stacked
-/// weight and bias are built before `loop`. When some members have a bias,
-/// the others contribute zeros to the stacked one.
-Merged merge(ArrayRef<LinearOp> members, Operation *loop) {
+/// weight and bias are built before `loop`, with zero rows (and zero
+/// biases) up to a multiple of `rowMultiple` rows. When some members have a
+/// bias, the others contribute zeros to the stacked one.
+Merged merge(ArrayRef<LinearOp> members, Operation *loop, int64_t rowMultiple) {
   Merged merged{loop, {}, {}, {}, {}};
   for (LinearOp op : members) {
     merged.weights.push_back(op.getWeight());
@@ -134,15 +143,27 @@ Merged merge(ArrayRef<LinearOp> members, Operation *loop) {
       continue;
     }
     auto weightType = cast<RankedTensorType>(op.getWeight().getType());
-    auto biasType = RankedTensorType::get({weightType.getDimSize(0)},
-                                          weightType.getElementType());
-    biases.push_back(arith::ConstantOp::create(
-        builder, op.getLoc(), biasType,
-        DenseElementsAttr::get(
-            biasType, builder.getFloatAttr(weightType.getElementType(), 0.0)
-                          .getValue())));
+    biases.push_back(zeros(builder, op.getLoc(),
+                           RankedTensorType::get({weightType.getDimSize(0)},
+                                                 weightType.getElementType())));
   }
   Location loc = FusedLoc::get(loop->getContext(), locations);
+  int64_t rows = 0;
+  for (Value weight : weights)
+    rows += cast<RankedTensorType>(weight.getType()).getDimSize(0);
+  int64_t padded = rowMultiple > 1
+                       ? (rows + rowMultiple - 1) / rowMultiple * rowMultiple
+                       : rows;
+  if (int64_t pad = padded - rows) {
+    auto weightType = cast<RankedTensorType>(weights.front().getType());
+    Type element = weightType.getElementType();
+    weights.push_back(
+        zeros(builder, loc,
+              RankedTensorType::get({pad, weightType.getDimSize(1)}, element)));
+    if (anyBias)
+      biases.push_back(
+          zeros(builder, loc, RankedTensorType::get({pad}, element)));
+  }
   merged.weight = stackRows(builder, loc, weights);
   merged.bias = anyBias ? stackRows(builder, loc, biases) : Value();
   replaceByStacked(members, merged.weight, merged.bias, loc);
@@ -184,7 +205,7 @@ struct FpMergeLinearsPass
           continue;
         LLVM_DEBUG(llvm::dbgs() << "merging " << members.size()
                                 << " linear maps at " << loop.getLoc() << "\n");
-        merged.push_back(merge(members, loop));
+        merged.push_back(merge(members, loop, rowMultiple));
       }
     });
 

@@ -1,4 +1,5 @@
-// RUN: fp-opt %s -split-input-file -fp-merge-linears | FileCheck %s
+// RUN: fp-opt %s -split-input-file -fp-merge-linears=row-multiple=1 | FileCheck %s
+// RUN: fp-opt %s -split-input-file -fp-merge-linears | FileCheck %s --check-prefix=PAD
 
 // Three maps of the shifted iterate with invariant weights: the weights are
 // stacked by rows before the loop (flattened, concatenated, reshaped), one
@@ -19,6 +20,19 @@
 //   CHECK-NOT:     fp.linear
 //       CHECK:     fp.reshape %[[G]]
 //       CHECK:     fp.reduce_sum %[[BC]]
+// With the default row-multiple (8), a zero row pads the stacked weight
+// from 7 to 8 rows, so that the GEMM's result rows stay aligned; no slice
+// reads its column.
+// PAD-LABEL: func.func @three_maps
+//       PAD:   %[[Z:.*]] = arith.constant dense<0.000000e+00> : tensor<1x4xf32>
+//       PAD:   %[[ZF:.*]] = fp.reshape %[[Z]] : tensor<1x4xf32> -> tensor<4xf32>
+//       PAD:   %[[FLAT:.*]] = fp.concat %{{.*}}, %{{.*}}, %{{.*}}, %[[ZF]] : tensor<16xf32>, tensor<4xf32>, tensor<8xf32>, tensor<4xf32> -> tensor<32xf32>
+//       PAD:   %[[W:.*]] = fp.reshape %[[FLAT]] : tensor<32xf32> -> tensor<8x4xf32>
+//       PAD:     %[[ALL:.*]] = fp.linear %{{.*}}, %[[W]] : (tensor<?x?x4xf32>, tensor<8x4xf32>) -> tensor<?x?x8xf32>
+//  PAD-NEXT:     fp.slice %[[ALL]][0 : 4] : tensor<?x?x8xf32> -> tensor<?x?x4xf32>
+//  PAD-NEXT:     fp.slice %[[ALL]][4 : 5] : tensor<?x?x8xf32> -> tensor<?x?x1xf32>
+//  PAD-NEXT:     fp.slice %[[ALL]][5 : 7] : tensor<?x?x8xf32> -> tensor<?x?x2xf32>
+//   PAD-NOT:     fp.slice
 func.func @three_maps(%y0: tensor<?x?x4xf32>, %w0: tensor<4x4xf32>,
                       %w1: tensor<1x4xf32>, %w2: tensor<2x4xf32>) -> tensor<?x?x4xf32> {
   %r, %n = fp.fixed_point (%y = %y0) : tensor<?x?x4xf32>
@@ -52,6 +66,11 @@ func.func @three_maps(%y0: tensor<?x?x4xf32>, %w0: tensor<4x4xf32>,
 //       CHECK:     fp.linear %[[Y:.*]], %[[W]] bias %[[B]] : (tensor<?x?x4xf32>, tensor<5x4xf32>, tensor<5xf32>) -> tensor<?x?x5xf32>
 //   CHECK-NOT:     fp.linear
 //       CHECK:     fp.yield
+// Padded, the stacked bias gets zeros for the padding rows too.
+// PAD-LABEL: func.func @one_bias
+//       PAD:   %[[ZB:.*]] = arith.constant dense<0.000000e+00> : tensor<3xf32>
+//       PAD:   %[[B:.*]] = fp.concat %{{.*}}, %{{.*}}, %[[ZB]] : tensor<4xf32>, tensor<1xf32>, tensor<3xf32> -> tensor<8xf32>
+//       PAD:     fp.linear %{{.*}}, %{{.*}} bias %[[B]] : (tensor<?x?x4xf32>, tensor<8x4xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
 func.func @one_bias(%y0: tensor<?x?x4xf32>, %w0: tensor<4x4xf32>,
                     %w1: tensor<1x4xf32>, %b1: tensor<1xf32>) -> tensor<?x?x4xf32> {
   %r, %n = fp.fixed_point (%y = %y0) : tensor<?x?x4xf32>

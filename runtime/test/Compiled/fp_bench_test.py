@@ -171,9 +171,10 @@ def main():
     library = os.path.join(models, "fp_mamba_householder1.so") if models else ""
     if library and os.path.exists(library):
         # Householder r = 1, D = 512: the merged GEMM maps 1024 features to
-        # 1024 + 1 + 32 (2 · 1024 FLOPs each) and moves 2081 elements per
-        # token (y in, the map out; the fused kernel reads the map one token
-        # back) and its 1057 × 1024 weights; B · T = 10, 8-byte elements.
+        # 1024 + 1 + 32, padded to 1064 (fp-merge-linears' row multiple; 2 ·
+        # 1024 FLOPs each), and moves 2088 elements per token (y in, the map
+        # out; the fused kernel reads the map one token back) and its
+        # 1064 × 1024 weights; B · T = 10, 8-byte elements.
         result = run(binary, ["--model", library, "--cost-only", "--batch",
                               "2", "--seq-len", "5", "--dtype", "f64"])
         check(result.returncode == 0, "--cost-only exits 0")
@@ -183,9 +184,9 @@ def main():
               f"--cost-only lists the three launches and the step: {launches}")
         if len(launches) == 4:
             linear = launches[0][1]
-            check(abs(linear[0] - 2 * 1024 * 1057 * 10 / 1e6) < 2e-3,
+            check(abs(linear[0] - 2 * 1024 * 1064 * 10 / 1e6) < 2e-3,
                   f"the GEMM's MFLOP: {linear[0]}")
-            check(abs(linear[1] - (2081 * 10 + 1057 * 1024) * 8 / 1e6) < 2e-3,
+            check(abs(linear[1] - (2088 * 10 + 1064 * 1024) * 8 / 1e6) < 2e-3,
                   f"the GEMM's MB: {linear[1]}")
             check_step_sums(launches)
 
@@ -301,7 +302,7 @@ def main():
               f"bf16: the roofline lists three launches and the step: "
               f"{launches}")
         if len(launches) == 4:
-            check(abs(launches[0][1][1] - (2081 * 10 + 1057 * 1024) * 2 / 1e6)
+            check(abs(launches[0][1][1] - (2088 * 10 + 1064 * 1024) * 2 / 1e6)
                   < 2e-3, f"bf16: the GEMM moves 2-byte elements: "
                           f"{launches[0][1]}")
         check("f32 matrix product" in result.stdout and

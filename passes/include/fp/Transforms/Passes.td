@@ -227,6 +227,14 @@ def FpMergeLinears : Pass<"fp-merge-linears", "func::FuncOp"> {
     `fp-reuse-products` leaves with the loop's maps of ȳ) is one GEMM, as a
     step of the loop is. Weights match when CSE would merge them.
 
+    The stacked weight's rows are padded with zero rows to a multiple of
+    `row-multiple` (8 by default), and its bias with zeros: the merged
+    GEMM's result rows then start 16-byte aligned in bf16 and 32-byte
+    aligned in f32, which GEMM libraries need for their vectorised
+    kernels (cuBLAS falls back to element-wise loads and stores for an odd
+    leading dimension such as FP-Mamba's 1024 + 1 + 32 = 1057). No slice
+    reads the padding's columns.
+
     The slices are per-token ops, so `fp-fuse-mix-scan` folds them into the
     kernels that read them. Each output element is the same dot product as
     before; only the library's blocking of the larger product may change
@@ -234,6 +242,10 @@ def FpMergeLinears : Pass<"fp-merge-linears", "func::FuncOp"> {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::fp::FPDialect"];
+  let options = [
+    Option<"rowMultiple", "row-multiple", "int64_t", /*default=*/"8",
+           "pad the stacked weight with zero rows to a multiple of this">,
+  ];
 }
 
 def FpFuseMixScan : Pass<"fp-fuse-mix-scan", "func::FuncOp"> {
