@@ -296,6 +296,7 @@ private:
   void findChains(ArrayRef<Operation *> ops);
   bool storedFromChain(Value value) const;
   LogicalResult emitChain(const Chain &chain);
+  FailureOr<bool> emitIfChained(Operation *op);
   bool summarySlice(ArrayRef<Operation *> ops,
                     SmallVectorImpl<Operation *> &slice) const;
   LogicalResult emitChunkMembers(ArrayRef<Operation *> ops);
@@ -544,14 +545,11 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     for (Operation *op : ops) {
       if (isView(op) || computesNoTensor(op))
         continue;
-      if (auto it = chainOf.find(op); it != chainOf.end()) {
-        if (op == chains[it->second].ops.front()) {
-          if (failed(emitChain(chains[it->second])))
-            return failure();
-          w.text("team.sync();");
-        }
+      FailureOr<bool> chained = emitIfChained(op);
+      if (failed(chained))
+        return failure();
+      if (*chained)
         continue;
-      }
       std::string at = locationComment(op->getLoc());
       w.line("// {0}{1}{2}", op->getName().getStringRef(),
              at.empty() ? "" : " at ", at);
@@ -855,6 +853,21 @@ bool KernelEmitter::storedFromChain(Value value) const {
   });
 }
 
+/// Whether `op` belongs to a chain; at the chain's first op, emits the
+/// chain and the barrier after it.
+FailureOr<bool> KernelEmitter::emitIfChained(Operation *op) {
+  auto it = chainOf.find(op);
+  if (it == chainOf.end())
+    return false;
+  const Chain &chain = chains[it->second];
+  if (op == chain.ops.front()) {
+    if (failed(emitChain(chain)))
+      return failure();
+    w.text("team.sync();");
+  }
+  return true;
+}
+
 /// Emits `chain` as one loop over its elements: each op's element i in a
 /// register of its own, stored where something after the chain reads it,
 /// with the arithmetic and the roundings of the ops one by one (a value in
@@ -1058,14 +1071,11 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     for (Operation *op : slice) {
       if (isView(op) || computesNoTensor(op))
         continue;
-      if (auto it = chainOf.find(op); it != chainOf.end()) {
-        if (op == chains[it->second].ops.front()) {
-          if (failed(emitChain(chains[it->second])))
-            return failure();
-          w.text("team.sync();");
-        }
+      FailureOr<bool> chained = emitIfChained(op);
+      if (failed(chained))
+        return failure();
+      if (*chained)
         continue;
-      }
       std::string at = locationComment(op->getLoc());
       w.line("// {0}{1}{2}", op->getName().getStringRef(),
              at.empty() ? "" : " at ", at);

@@ -14,6 +14,8 @@
 #include "fp/Runtime/Kernels/BFloat16.h"
 #include "fp/Runtime/Kernels/Fused.h"
 
+#include "KernelTestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,20 +30,9 @@
 
 namespace {
 
-uint64_t freshSeed() {
-  uint64_t seed = std::random_device{}();
-  std::cout << "[   seed   ] " << seed << std::endl;
-  return seed;
-}
-
-/// Fresh inputs in [-2, 2).
-std::vector<double> randomValues(std::mt19937_64 &rng, int64_t n) {
-  std::uniform_real_distribution<double> uniform(-2.0, 2.0);
-  std::vector<double> values(n);
-  for (double &v : values)
-    v = uniform(rng);
-  return values;
-}
+using fp::test::freshSeed;
+using fp::test::randomValues;
+using fp::test::relativeDifference;
 
 /// A barrier for `count` threads, reusable.
 class Barrier {
@@ -140,17 +131,6 @@ template <typename Work> void onTeam(int size, int groupSize, Work work) {
 }
 
 constexpr int kTeam = 8, kGroup = 4;
-
-/// The largest |x − y| relative to the largest |y|.
-double relativeDifference(const std::vector<double> &x,
-                          const std::vector<double> &y) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    diff = std::max(diff, std::fabs(x[i] - y[i]));
-    scale = std::max(scale, std::fabs(y[i]));
-  }
-  return diff / scale;
-}
 
 TEST(FusedTeam, ForEachRowGivesEachRowToOneTeam) {
   // Which team computes a row: kTeam members, groups of kGroup. Rows at

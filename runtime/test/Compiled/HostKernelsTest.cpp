@@ -11,6 +11,8 @@
 
 #include "fp/Runtime/Kernels/Host.h"
 
+#include "KernelTestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,11 +28,9 @@
 
 namespace {
 
-uint64_t freshSeed() {
-  uint64_t seed = std::random_device{}();
-  std::cout << "[   seed   ] " << seed << std::endl;
-  return seed;
-}
+using fp::test::freshSeed;
+using fp::test::randomValues;
+using fp::test::relativeDifference;
 
 /// The distance from `value` to `exact`, in units of the float spacing at
 /// `exact` rounded to float.
@@ -300,15 +300,6 @@ TEST(HostKernels, BroadcastPlacesEveryElement) {
 // Fused building blocks (Fused.h) against the unfused kernels
 //===----------------------------------------------------------------------===//
 
-/// Fresh inputs in [-2, 2).
-std::vector<double> randomValues(std::mt19937_64 &rng, int64_t n) {
-  std::uniform_real_distribution<double> uniform(-2.0, 2.0);
-  std::vector<double> values(n);
-  for (double &v : values)
-    v = uniform(rng);
-  return values;
-}
-
 /// The `cols` × `rows` transpose of a row-major `rows` × `cols` matrix.
 template <typename Real>
 std::vector<Real> transposed(const std::vector<Real> &m, int64_t rows,
@@ -572,17 +563,6 @@ template <typename Real> void checkScanInRegisters(uint64_t seed) {
 TEST(HostKernels, ScanStateInRegistersEqualsTheUnfusedScan) {
   checkScanInRegisters<double>(freshSeed());
   checkScanInRegisters<float>(freshSeed());
-}
-
-/// The largest |x − y| relative to the largest |y|.
-double relativeDifference(const std::vector<double> &x,
-                          const std::vector<double> &y) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < y.size(); ++i) {
-    diff = std::max(diff, std::fabs(x[i] - y[i]));
-    scale = std::max(scale, std::fabs(y[i]));
-  }
-  return diff / scale;
 }
 
 /// Chunked execution (Fused.h): for every sample, the carries of all its

@@ -1,0 +1,50 @@
+//===- KernelTestUtil.h - Helpers shared by the kernel tests ----*- C++ -*-===//
+//
+// Fresh seeds (printed, so that a failure can be replayed), fresh random
+// inputs and the relative difference the host and fused kernel tests
+// compare with.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_TEST_COMPILED_KERNELTESTUTIL_H // NOLINT(llvm-header-guard)
+#define FP_RUNTIME_TEST_COMPILED_KERNELTESTUTIL_H
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <random>
+#include <vector>
+
+namespace fp::test {
+
+/// A fresh seed from the operating system, printed.
+inline uint64_t freshSeed() {
+  uint64_t seed = std::random_device{}();
+  std::cout << "[   seed   ] " << seed << std::endl;
+  return seed;
+}
+
+/// Fresh inputs in [-2, 2).
+inline std::vector<double> randomValues(std::mt19937_64 &rng, int64_t n) {
+  std::uniform_real_distribution<double> uniform(-2.0, 2.0);
+  std::vector<double> values(n);
+  for (double &v : values)
+    v = uniform(rng);
+  return values;
+}
+
+/// The largest |x − y| relative to the largest |y|.
+inline double relativeDifference(const std::vector<double> &x,
+                                 const std::vector<double> &y) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    diff = std::max(diff, std::fabs(x[i] - y[i]));
+    scale = std::max(scale, std::fabs(y[i]));
+  }
+  return diff / scale;
+}
+
+} // namespace fp::test
+
+#endif // FP_RUNTIME_TEST_COMPILED_KERNELTESTUTIL_H
