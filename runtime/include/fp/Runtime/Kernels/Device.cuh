@@ -394,8 +394,36 @@ struct BlockTeam {
 
 namespace detail {
 
-/// Scratch of a fused kernel above this size lives in global memory.
-inline constexpr size_t kMaxFusedSharedBytes = 48 * 1024;
+/// Dynamic shared memory every launch may use; a kernel opts in to more.
+inline constexpr size_t kDefaultSharedBytes = 48 * 1024;
+
+/// Whether a block of `kernel` can have `bytes` of dynamic shared memory on
+/// the current device, opting the kernel in where that is above the default
+/// 48 KiB (cudaFuncAttributeMaxDynamicSharedMemorySize, up to the device's
+/// opt-in limit less the kernel's static shared memory: 227 KiB in all on
+/// an H100). A fused kernel's scratch goes to shared memory where it does,
+/// else to global memory. Neither call is stream-ordered, so this may run
+/// while a step is captured.
+template <typename... Params>
+inline bool allowSharedBytes(void (*kernel)(Params...), size_t bytes) {
+  if (bytes <= kDefaultSharedBytes)
+    return true;
+  const void *entry = reinterpret_cast<const void *>(kernel);
+  int device = 0, optIn = 0;
+  check(cudaGetDevice(&device), "fused kernel (shared memory)");
+  check(cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                               device),
+        "fused kernel (shared memory)");
+  cudaFuncAttributes attributes{};
+  check(cudaFuncGetAttributes(&attributes, entry),
+        "fused kernel (shared memory)");
+  if (bytes + attributes.sharedSizeBytes > size_t(optIn))
+    return false;
+  check(cudaFuncSetAttribute(entry, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(bytes)),
+        "fused kernel (shared memory)");
+  return true;
+}
 
 /// While a solver captures its step into a graph (Solver::loop), the
 /// launch buffers of the step cannot be graph nodes: a loop body admits
@@ -506,13 +534,16 @@ __global__ void tokenKernel(Kernel kernel, int64_t rows, int64_t length,
 /// Blocks per SM that sampleKernel and chunkCarryKernel ask ptxas to fit
 /// (__launch_bounds__), so that it keeps them within 128 registers per
 /// thread: two where the scans' register state is at most config LM's
-/// (1536 channels of 16 states, 96 values per thread), one above, where two
-/// would spill. Without the bound ptxas takes more registers where it finds
-/// a use for them (the chunk-carry kernel at config LM 146, the Householder
-/// kernel reading Aᵀ 141), and one block per SM is left.
+/// (1536 channels of 16 states, 96 values per thread) in 32-bit values, one
+/// above (f64 counts twice), where two would spill. Without the bound ptxas
+/// takes more registers where it finds a use for them (the chunk-carry
+/// kernel at config LM 146, the Householder kernel reading Aᵀ 141), and one
+/// block per SM is left.
 inline constexpr int64_t kTwoBlockRegisterState = 2 * 1536 * 16 + 1536;
-template <typename Kernel> constexpr int fusedBlocksPerMultiprocessor() {
-  return Kernel::kRegisterState <= kTwoBlockRegisterState ? 2 : 1;
+template <typename C, typename Kernel>
+constexpr int fusedBlocksPerMultiprocessor() {
+  const int64_t words = Kernel::kRegisterState * int64_t(sizeof(C) / 4);
+  return words <= kTwoBlockRegisterState ? 2 : 1;
 }
 
 /// Block i computes chunk k = i mod chunks of sample b = i / chunks (the
@@ -523,7 +554,7 @@ template <typename Kernel> constexpr int fusedBlocksPerMultiprocessor() {
 /// "Chunked execution"). One chunk: the whole sample.
 template <typename C, typename Kernel>
 __global__ void __launch_bounds__(kTeamSize,
-                                  fusedBlocksPerMultiprocessor<Kernel>())
+                                  fusedBlocksPerMultiprocessor<C, Kernel>())
     sampleKernel(Kernel kernel, int64_t length, int64_t span, int64_t chunks,
                  int64_t scratch, C *global, int64_t state, C *states,
                  const C *carries) {
@@ -555,7 +586,7 @@ __global__ void __launch_bounds__(kTeamSize,
 /// sample but its last, into carries[b · chunks + k].
 template <typename C, typename Kernel>
 __global__ void __launch_bounds__(kTeamSize,
-                                  fusedBlocksPerMultiprocessor<Kernel>())
+                                  fusedBlocksPerMultiprocessor<C, Kernel>())
     chunkCarryKernel(Kernel kernel, int64_t length, int64_t span,
                      int64_t chunks, int64_t scratch, C *global, int64_t state,
                      C *states, C *carries) {
@@ -604,7 +635,8 @@ inline void forEachToken(int64_t batch, int64_t length, int64_t scratch,
     return;
   const int64_t blocks = std::min(rows, detail::kMaxBlocks);
   const size_t bytes = size_t(scratch) * sizeof(C);
-  const bool shared = bytes <= detail::kMaxFusedSharedBytes;
+  const bool shared =
+      detail::allowSharedBytes(&detail::tokenKernel<C, Kernel>, bytes);
   detail::LaunchBuffer global(shared ? 0 : bytes * size_t(blocks),
                               detail::stream());
   detail::launch("forEachToken", &detail::tokenKernel<C, Kernel>, blocks,
@@ -627,7 +659,11 @@ inline void forEachSample(int64_t batch, int64_t length, int64_t scratch,
     return;
   using C = Compute<Real>;
   const size_t bytes = size_t(scratch) * sizeof(C);
-  const bool shared = bytes <= detail::kMaxFusedSharedBytes;
+  bool shared =
+      detail::allowSharedBytes(&detail::sampleKernel<C, Kernel>, bytes);
+  if constexpr (Kernel::kChunkable)
+    shared = shared && detail::allowSharedBytes(
+                           &detail::chunkCarryKernel<C, Kernel>, bytes);
   const size_t sharedBytes = shared ? bytes : 0;
   int64_t chunks = 1;
   if constexpr (Kernel::kChunkable)
