@@ -202,11 +202,33 @@ StringRef scanTemplateArguments(SelectiveScanOp scan) {
   return readsTransposedMatrix(scan) ? "<true>" : "";
 }
 
+bool isView(Operation *op);
+
+/// Whether `slice` is a view of its input: a range of columns of a single
+/// row, which lie consecutively in the row's storage, where that row is
+/// computed in the body (scratch, or a result). A slice of a kernel input
+/// is copied, so that a chain (emitChain) reads every input at its own
+/// element.
+bool isSliceView(SliceOp slice) {
+  if (TokenShape(slice.getInput().getType()).rows() != 1)
+    return false;
+  Value source = slice.getInput();
+  while (Operation *def = source.getDefiningOp()) {
+    if (!isView(def))
+      return true;
+    source = def->getOperand(0);
+  }
+  return false;
+}
+
 /// Whether `op` is a view of its input, with its input's storage: a
-/// reshape, or the transpose of Aᵀ that selective scans read as it lies.
+/// reshape, a slice of one row (isSliceView), or the transpose of Aᵀ that
+/// selective scans read as it lies.
 bool isView(Operation *op) {
   if (isa<ReshapeOp>(op))
     return true;
+  if (auto slice = dyn_cast<SliceOp>(op))
+    return isSliceView(slice);
   auto transpose = dyn_cast<TransposeOp>(op);
   return transpose && !transpose->use_empty() &&
          llvm::all_of(transpose->getUsers(), [](Operation *user) {
@@ -282,10 +304,13 @@ private:
     assert(it != pointers.end() && "a kernel value without storage");
     return it->second;
   }
-  /// Gives a view (isView) its input's pointer. (The copy comes first:
-  /// inserting into `pointers` may move the strings that ptr() refers to.)
+  /// Gives a view (isView) its input's pointer, offset to a slice's first
+  /// column. (The copy comes first: inserting into `pointers` may move the
+  /// strings that ptr() refers to.)
   void aliasInput(Operation *view) {
     std::string input = ptr(view->getOperand(0));
+    if (auto slice = dyn_cast<SliceOp>(view); slice && slice.getStart() != 0)
+      input = llvm::formatv("({0} + {1})", input, slice.getStart()).str();
     pointers[view->getResult(0)] = std::move(input);
   }
   int64_t allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
@@ -765,10 +790,11 @@ LogicalResult KernelEmitter::emitOp(Operation *op) {
 
 /// The element count of `op` if it can be part of a chain: it computes
 /// element i of its result from element i of its operands (an elementwise
-/// op; a splat constant, from none), or from one element of a value
-/// computed before (a broadcast scalar, a slice of one row: see
-/// readsAcrossElements). Those two read scratch only, never a kernel input,
-/// so that every read of an input in a chain is at its element i.
+/// op; a splat constant, from none), or from the one element of a scalar
+/// computed before (a broadcast: see readsAcrossElements). A broadcast
+/// reads scratch only, never a kernel input, so that every read of an
+/// input in a chain is at its element i. (A slice of one row is a view,
+/// isSliceView: a chain reads it at its offset.)
 std::optional<int64_t> KernelEmitter::chainElements(Operation *op) const {
   if (op->getNumResults() != 1 ||
       !isa<RankedTensorType>(op->getResult(0).getType()))
@@ -790,10 +816,6 @@ std::optional<int64_t> KernelEmitter::chainElements(Operation *op) const {
             return TokenShape(broadcast.getInput().getType()).rank() == 0 &&
                    fromScratch(broadcast.getInput());
           })
-          .Case([&](SliceOp slice) {
-            return TokenShape(slice.getInput().getType()).rows() == 1 &&
-                   fromScratch(slice.getInput());
-          })
           .Default([](Operation *other) {
             return !elementwiseFunctor(other).empty();
           });
@@ -803,10 +825,10 @@ std::optional<int64_t> KernelEmitter::chainElements(Operation *op) const {
 }
 
 /// Whether `op` reads a value of `chain` at another element than its own
-/// (a broadcast scalar, a slice): it cannot join that chain.
+/// (a broadcast scalar): it cannot join that chain.
 bool KernelEmitter::readsAcrossElements(Operation *op,
                                         const Chain &chain) const {
-  if (!isa<BroadcastOp, SliceOp>(op))
+  if (!isa<BroadcastOp>(op))
     return false;
   Operation *def = root(op->getOperand(0)).getDefiningOp();
   return def && llvm::is_contained(chain.ops, def);
@@ -880,8 +902,10 @@ LogicalResult KernelEmitter::emitChain(const Chain &chain) {
   }
   llvm::DenseMap<Value, std::string> registers;
   auto element = [&](Value value) -> std::string {
+    // A view's element i is its source's, except a slice's from an offset.
+    auto slice = value.getDefiningOp<SliceOp>();
     auto it = registers.find(root(value));
-    if (it != registers.end())
+    if (it != registers.end() && (!slice || slice.getStart() == 0))
       return it->second;
     return llvm::formatv("Scalar({0}[i])", ptr(value)).str();
   };
@@ -899,9 +923,6 @@ LogicalResult KernelEmitter::emitChain(const Chain &chain) {
     } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
       expression =
           llvm::formatv("Scalar({0}[0])", ptr(broadcast.getInput())).str();
-    } else if (auto slice = dyn_cast<SliceOp>(op)) {
-      expression = llvm::formatv("Scalar({0}[{1} + i])", ptr(slice.getInput()),
-                                 slice.getStart());
     } else {
       auto constant = isa<tensor::SplatOp>(op)
                           ? op->getOperand(0).getDefiningOp<arith::ConstantOp>()

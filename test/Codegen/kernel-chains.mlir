@@ -6,7 +6,8 @@
 // over elements without barriers between them (a chain): a value only its
 // chain reads stays in a register, one read later is stored, and one
 // computed into a result is rounded to the element type before the chain
-// reads it on. An op of another length (the slice) starts a chain of its
+// reads it on. An op of another length (the tanh of the slice, which is a
+// view of %w's last two columns and emits nothing) starts a chain of its
 // own; an op that is not elementwise (the norms) ends one.
 //
 // A chain's inputs keep their slots until it ends: %p is dead after %q, the
@@ -22,8 +23,9 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @chains, n_layers = 
       %w = arith.mulf %q, %q : tensor<?x?x4xf32>
       %s = fp.slice %w[2 : 4] : tensor<?x?x4xf32> -> tensor<?x?x2xf32>
       %t = math.tanh %s : tensor<?x?x2xf32>
+      %v = arith.addf %t, %s : tensor<?x?x2xf32>
       %z = fp.l2norm %w eps 1.0e-05 : tensor<?x?x4xf32>
-      fp.yield %z, %t : tensor<?x?x4xf32>, tensor<?x?x2xf32>
+      fp.yield %z, %v : tensor<?x?x4xf32>, tensor<?x?x2xf32>
     }
     return %k#0, %k#1 : tensor<?x?x4xf32>, tensor<?x?x2xf32>
   }
@@ -47,12 +49,12 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @chains, n_layers = 
 //  CHECK-NEXT:       [[W]][i] = [[M]];
 //  CHECK-NEXT:     });
 //  CHECK-NEXT:     team.sync();
-//  CHECK-NEXT:     // fp.slice
 //  CHECK-NEXT:     // math.tanh
+//  CHECK-NEXT:     // arith.addf
 //  CHECK-NEXT:     fp::fused::forEachElement(team, 2, [&](int64_t i) {
-//  CHECK-NEXT:       const Scalar [[S:e[0-9]+]] = Scalar([[W]][2 + i]);
-//  CHECK-NEXT:       const Scalar [[T:e[0-9]+]] = Scalar(Real(kernels::Tanh()([[S]])));
-//  CHECK-NEXT:       y1[i] = Real([[T]]);
+//  CHECK-NEXT:       const Scalar [[T:e[0-9]+]] = kernels::Tanh()(Scalar(([[W]] + 2)[i]));
+//  CHECK-NEXT:       const Scalar [[V:e[0-9]+]] = Scalar(Real(kernels::Add()([[T]], Scalar(([[W]] + 2)[i]))));
+//  CHECK-NEXT:       y1[i] = Real([[V]]);
 //  CHECK-NEXT:     });
 //  CHECK-NEXT:     team.sync();
 //  CHECK-NEXT:     // fp.l2norm
