@@ -66,6 +66,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::fp;
@@ -293,6 +294,12 @@ private:
   };
   SmallVector<Chain> chains;
   llvm::DenseMap<Operation *, unsigned> chainOf;
+  /// Scalars every thread computes for itself (findUniforms): ops of one
+  /// element that only chains and other such ops read, emitted as a
+  /// statement of each thread, in a register, with neither scratch nor a
+  /// barrier; and the register each one's value is in where emitted.
+  llvm::DenseSet<Operation *> uniforms;
+  llvm::DenseMap<Value, std::string> uniformNames;
   /// Numbers the intermediate values and the shape arrays of the call.
   int64_t nextValue = 0, nextArray = 0;
 
@@ -308,6 +315,9 @@ private:
   /// column. (The copy comes first: inserting into `pointers` may move the
   /// strings that ptr() refers to.)
   void aliasInput(Operation *view) {
+    // A view of a uniform scalar has its register (uniformNames) instead.
+    if (!pointers.count(view->getOperand(0)))
+      return;
     std::string input = ptr(view->getOperand(0));
     if (auto slice = dyn_cast<SliceOp>(view); slice && slice.getStart() != 0)
       input = llvm::formatv("({0} + {1})", input, slice.getStart()).str();
@@ -320,6 +330,11 @@ private:
   bool readsAcrossElements(Operation *op, const Chain &chain) const;
   void findChains(ArrayRef<Operation *> ops);
   bool storedFromChain(Value value) const;
+  void findUniforms(ArrayRef<Operation *> ops);
+  std::string scalarOf(Value value) const;
+  std::string elementExpression(Operation *op,
+                                llvm::function_ref<std::string(Value)> operand);
+  void emitUniform(Operation *op);
   LogicalResult emitChain(const Chain &chain);
   FailureOr<bool> emitIfChained(Operation *op);
   bool summarySlice(ArrayRef<Operation *> ops,
@@ -368,6 +383,16 @@ KernelEmitter::allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
   for (const Chain &chain : chains)
     for (Operation *op : chain.ops)
       index[op] = index[chain.ops.front()];
+  // A uniform scalar sits at the next op that is followed by a barrier:
+  // the threads may still be computing it while that op runs (no barrier
+  // between them), so what it reads lives until that op ends.
+  int64_t nextPhase = static_cast<int64_t>(ops.size());
+  for (Operation *op : llvm::reverse(ops)) {
+    if (uniforms.contains(op))
+      index[op] = nextPhase;
+    else if (!isView(op) && !computesNoTensor(op))
+      nextPhase = index[op];
+  }
   llvm::DenseMap<Value, int64_t> lastUse;
   for (Operation *op : ops)
     for (Value operand : op->getOperands())
@@ -414,8 +439,10 @@ KernelEmitter::allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
       if (root(result) != result || pointers.count(result) ||
           !isa<RankedTensorType>(result.getType()))
         continue;
-      // A value only its chain reads lives in a register.
-      if (chainOf.count(op) && !storedFromChain(result))
+      // A value only its chain reads lives in a register, as does a
+      // uniform scalar.
+      if ((chainOf.count(op) && !storedFromChain(result)) ||
+          uniforms.contains(op))
         continue;
       // A dead result still occupies its slot while its op runs.
       int64_t offset = take(TokenShape(result.getType()).elements(), here,
@@ -486,6 +513,7 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
       inResults.insert(value);
     }
   }
+  findUniforms(ops);
   findChains(ops);
   launch.scratch = allocateScratch(ops, /*toTheEnd=*/true, scratchDeclarations);
   for (Operation *op : ops)
@@ -570,6 +598,10 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     for (Operation *op : ops) {
       if (isView(op) || computesNoTensor(op))
         continue;
+      if (uniforms.contains(op)) {
+        emitUniform(op);
+        continue;
+      }
       FailureOr<bool> chained = emitIfChained(op);
       if (failed(chained))
         return failure();
@@ -840,8 +872,16 @@ void KernelEmitter::findChains(ArrayRef<Operation *> ops) {
   chains.clear();
   chainOf.clear();
   Chain current;
+  auto readsUniform = [&](Operation *op) {
+    return llvm::any_of(op->getOperands(), [&](Value operand) {
+      Operation *def = root(operand).getDefiningOp();
+      return def && uniforms.contains(def);
+    });
+  };
+  // A single op is a chain too where it reads a uniform scalar, which
+  // lives in a register only.
   auto close = [&] {
-    if (current.ops.size() >= 2) {
+    if (current.ops.size() >= 2 || llvm::any_of(current.ops, readsUniform)) {
       for (Operation *op : current.ops)
         chainOf[op] = chains.size();
       chains.push_back(std::move(current));
@@ -852,7 +892,7 @@ void KernelEmitter::findChains(ArrayRef<Operation *> ops) {
     if (isView(op) || computesNoTensor(op))
       continue;
     std::optional<int64_t> elements = chainElements(op);
-    if (!elements) {
+    if (!elements || uniforms.contains(op)) {
       close();
       continue;
     }
@@ -907,28 +947,16 @@ LogicalResult KernelEmitter::emitChain(const Chain &chain) {
     auto it = registers.find(root(value));
     if (it != registers.end() && (!slice || slice.getStart() == 0))
       return it->second;
+    if (auto uniform = uniformNames.find(root(value));
+        uniform != uniformNames.end())
+      return uniform->second;
     return llvm::formatv("Scalar({0}[i])", ptr(value)).str();
   };
   auto loop = w.blockWithTrailer(
       ");", "fp::fused::forEachElement(team, {0}, [&](int64_t i)",
       chain.elements);
   for (Operation *op : chain.ops) {
-    std::string expression;
-    if (StringRef functor = elementwiseFunctor(op); !functor.empty()) {
-      SmallVector<std::string> operands;
-      for (Value operand : op->getOperands())
-        operands.push_back(element(operand));
-      expression = llvm::formatv("kernels::{0}()({1})", functor,
-                                 llvm::join(operands, ", "));
-    } else if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
-      expression =
-          llvm::formatv("Scalar({0}[0])", ptr(broadcast.getInput())).str();
-    } else {
-      auto constant = isa<tensor::SplatOp>(op)
-                          ? op->getOperand(0).getDefiningOp<arith::ConstantOp>()
-                          : cast<arith::ConstantOp>(op);
-      expression = realLiteral(*splatLiteral(constant));
-    }
+    std::string expression = elementExpression(op, element);
     Value result = op->getResult(0);
     std::string name = "e" + std::to_string(nextValue++);
     if (!storedFromChain(result)) {
@@ -943,6 +971,81 @@ LogicalResult KernelEmitter::emitChain(const Chain &chain) {
     registers[result] = name;
   }
   return success();
+}
+
+/// The expression of one element of a chain member `op` (chainElements),
+/// given its operands' elements.
+std::string KernelEmitter::elementExpression(
+    Operation *op, llvm::function_ref<std::string(Value)> operand) {
+  if (StringRef functor = elementwiseFunctor(op); !functor.empty()) {
+    SmallVector<std::string> operands;
+    for (Value value : op->getOperands())
+      operands.push_back(operand(value));
+    return llvm::formatv("kernels::{0}()({1})", functor,
+                         llvm::join(operands, ", "));
+  }
+  if (auto broadcast = dyn_cast<BroadcastOp>(op))
+    return scalarOf(broadcast.getInput());
+  auto constant = isa<tensor::SplatOp>(op)
+                      ? op->getOperand(0).getDefiningOp<arith::ConstantOp>()
+                      : cast<arith::ConstantOp>(op);
+  return realLiteral(*splatLiteral(constant));
+}
+
+/// The one element of a value of one element: a uniform scalar's register,
+/// or element 0 of its storage.
+std::string KernelEmitter::scalarOf(Value value) const {
+  if (auto it = uniformNames.find(root(value)); it != uniformNames.end())
+    return it->second;
+  return llvm::formatv("Scalar({0}[0])", ptr(value)).str();
+}
+
+/// Finds the ops among `ops` that every thread computes for itself: ops
+/// of one element that could be a chain's (chainElements), that the kernel
+/// does not yield, and that only chains and other such ops read. Such a
+/// scalar (a Householder reflection's coefficient 2·σ(β)·⟨v, y⟩, say)
+/// would otherwise take a scratch slot, a phase of one busy thread and a
+/// barrier; every thread computing it from values stored before (or from
+/// other uniform scalars) needs none of these, and reads only what is
+/// final: its operands are stored by earlier phases, each followed by a
+/// barrier, and no kernel result shares memory with an input.
+void KernelEmitter::findUniforms(ArrayRef<Operation *> ops) {
+  uniforms.clear();
+  for (Operation *op : ops)
+    if (!isView(op) && !computesNoTensor(op) && chainElements(op) == 1)
+      uniforms.insert(op);
+  // Whether only chains, uniform scalars and views read only by them read
+  // `value` (or only its extents).
+  std::function<bool(Value)> readByChainsOnly = [&](Value value) {
+    return llvm::all_of(value.getUsers(), [&](Operation *user) {
+      if (uniforms.contains(user) || isa<tensor::DimOp>(user))
+        return true;
+      if (isView(user))
+        return readByChainsOnly(user->getResult(0));
+      return chainElements(user).has_value();
+    });
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Operation *op :
+         SmallVector<Operation *>(uniforms.begin(), uniforms.end()))
+      if (!readByChainsOnly(op->getResult(0))) {
+        uniforms.erase(op);
+        changed = true;
+      }
+  }
+}
+
+/// Emits the uniform scalar `op` as a statement every thread runs.
+void KernelEmitter::emitUniform(Operation *op) {
+  std::string at = locationComment(op->getLoc());
+  w.line("// {0}{1}{2}", op->getName().getStringRef(), at.empty() ? "" : " at ",
+         at);
+  std::string expression =
+      elementExpression(op, [&](Value operand) { return scalarOf(operand); });
+  std::string name = "u" + std::to_string(nextValue++);
+  w.line("const Scalar {0} = {1};", name, expression);
+  uniformNames[op->getResult(0)] = name;
 }
 
 /// The ops a chunk's summary pass runs, in body order: every scan and what
@@ -1049,6 +1152,7 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
         pointers.erase(result);
   }
   SmallVector<std::string> summaryDeclarations;
+  uniformNames.clear();
   findChains(slice);
   launch.scratch =
       std::max(launch.scratch,
@@ -1092,6 +1196,10 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     for (Operation *op : slice) {
       if (isView(op) || computesNoTensor(op))
         continue;
+      if (uniforms.contains(op)) {
+        emitUniform(op);
+        continue;
+      }
       FailureOr<bool> chained = emitIfChained(op);
       if (failed(chained))
         return failure();

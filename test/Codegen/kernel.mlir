@@ -122,7 +122,9 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CHECK:       fp::fused::binary(team, kernels::Mul(), 4, [[BACK]], [[AHEAD]], y0);
 // Splat constants are filled per token into slots of their own (a float
 // constant as its literal, exact in f64); their extents and scalars emit
-// nothing, and an input read only for its extents gets no pointer.
+// nothing, and an input read only for its extents gets no pointer. A
+// constant of one element that only chains read is a register of every
+// thread instead (a uniform scalar), with no slot and no barrier.
 //       CHECK:   struct Kernel4 {
 //       CHECK:       const Real *const x0 = in0 + row * 4;
 //   CHECK-NOT:       x1 =
@@ -134,9 +136,10 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CHECK:       // tensor.splat
 //  CHECK-NEXT:       fp::fused::fill(team, 4, Scalar(1.0000000000000001e-05), [[EPS:v[0-9]+]]);
 //       CHECK:       // arith.constant
-//  CHECK-NEXT:       fp::fused::fill(team, 1, Scalar(2.0), [[TWO:v[0-9]+]]);
+//  CHECK-NEXT:       const Scalar [[TWO:u[0-9]+]] = Scalar(2.0);
+//   CHECK-NOT:       team.sync();
 //       CHECK:       fp::fused::forEachElement(team, 4, [&](int64_t i) {
-//  CHECK-NEXT:         const Scalar [[TWOS:e[0-9]+]] = Scalar([[TWO]][0]);
+//  CHECK-NEXT:         const Scalar [[TWOS:e[0-9]+]] = [[TWO]];
 //  CHECK-NEXT:         const Scalar [[TWICE:e[0-9]+]] = kernels::Mul()(Scalar(x0[i]), [[TWOS]]);
 //  CHECK-NEXT:         const Scalar [[SUM4:e[0-9]+]] = kernels::Add()([[TWICE]], Scalar([[EPS]][i]));
 //  CHECK-NEXT:         [[A:v[0-9]+]][i] = [[SUM4]];
@@ -147,7 +150,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CHECK:     kernels::forEachToken<Real>(B, T, 4, 16, Kernel0<Real>{in, p0, [[K:s[0-9]+]]});
 //       CHECK:     kernels::forEachSample<Real>(B, T, 8, 8, 16, Kernel1<Real>{[[K]], in, {{s[0-9]+}}});
 //       CHECK:     kernels::forEachToken<Real>(B, T, 8, 12, Kernel3<Real>{[[SUM:s[0-9]+]], in, [[NEAR:s[0-9]+]], T});
-//       CHECK:     kernels::forEachToken<Real>(B, T, 17, 29, Kernel4<Real>{[[NEAR]], in, [[OUT]]});
+//       CHECK:     kernels::forEachToken<Real>(B, T, 16, 29, Kernel4<Real>{[[NEAR]], in, [[OUT]]});
 //   CHECK-NOT:     kernels::copy(
 
 // The CUDA unit has the same function objects, over fp::cuda's launchers.
