@@ -67,6 +67,7 @@
 #include <cassert>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::fp;
@@ -246,6 +247,20 @@ bool computesNoTensor(Operation *op) {
                        [](Type type) { return isa<RankedTensorType>(type); });
 }
 
+/// Whether `op` sums a value of one row (fp.reduce_sum over its last
+/// dimension) into one element: a candidate uniform scalar that every
+/// thread gets from a reduction of the whole team (fp::fused::rowSum).
+bool isRowSumToScalar(Operation *op) {
+  auto reduce = dyn_cast<ReduceSumOp>(op);
+  if (!reduce)
+    return false;
+  TokenShape in(reduce.getInput().getType());
+  ArrayRef<int64_t> dims = reduce.getDims();
+  return in.perToken && in.rank() >= 1 && in.rows() == 1 && dims.size() == 1 &&
+         dims[0] == in.rank() + 1 &&
+         TokenShape(reduce.getType()).elements() == 1;
+}
+
 std::string joinInts(ArrayRef<int64_t> values) {
   return llvm::join(
       llvm::map_range(values, [](int64_t v) { return std::to_string(v); }),
@@ -291,6 +306,9 @@ private:
   struct Chain {
     SmallVector<Operation *> ops;
     int64_t elements = 0;
+    /// A uniform row sum of a value the chain computes
+    /// (isUniformReduction), accumulated as the chain runs.
+    Operation *sum = nullptr;
   };
   SmallVector<Chain> chains;
   llvm::DenseMap<Operation *, unsigned> chainOf;
@@ -380,15 +398,18 @@ KernelEmitter::allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
   llvm::DenseMap<Operation *, int64_t> index;
   for (auto [i, op] : llvm::enumerate(ops))
     index[op] = i;
-  for (const Chain &chain : chains)
+  for (const Chain &chain : chains) {
     for (Operation *op : chain.ops)
       index[op] = index[chain.ops.front()];
+    if (chain.sum)
+      index[chain.sum] = index[chain.ops.front()];
+  }
   // A uniform scalar sits at the next op that is followed by a barrier:
   // the threads may still be computing it while that op runs (no barrier
   // between them), so what it reads lives until that op ends.
   int64_t nextPhase = static_cast<int64_t>(ops.size());
   for (Operation *op : llvm::reverse(ops)) {
-    if (uniforms.contains(op))
+    if (uniforms.contains(op) && !chainOf.count(op))
       index[op] = nextPhase;
     else if (!isView(op) && !computesNoTensor(op))
       nextPhase = index[op];
@@ -598,7 +619,7 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     for (Operation *op : ops) {
       if (isView(op) || computesNoTensor(op))
         continue;
-      if (uniforms.contains(op)) {
+      if (uniforms.contains(op) && !chainOf.count(op)) {
         emitUniform(op);
         continue;
       }
@@ -879,11 +900,14 @@ void KernelEmitter::findChains(ArrayRef<Operation *> ops) {
     });
   };
   // A single op is a chain too where it reads a uniform scalar, which
-  // lives in a register only.
+  // lives in a register only, or where a row sum is accumulated from it.
   auto close = [&] {
-    if (current.ops.size() >= 2 || llvm::any_of(current.ops, readsUniform)) {
+    if (current.ops.size() >= 2 || current.sum ||
+        llvm::any_of(current.ops, readsUniform)) {
       for (Operation *op : current.ops)
         chainOf[op] = chains.size();
+      if (current.sum)
+        chainOf[current.sum] = chains.size();
       chains.push_back(std::move(current));
     }
     current = Chain();
@@ -891,6 +915,15 @@ void KernelEmitter::findChains(ArrayRef<Operation *> ops) {
   for (Operation *op : ops) {
     if (isView(op) || computesNoTensor(op))
       continue;
+    // A uniform row sum of the whole of a value the current chain computes
+    // ends the chain, which accumulates it.
+    if (uniforms.contains(op) && isa<ReduceSumOp>(op) && !current.ops.empty()) {
+      Value summed = op->getOperand(0);
+      Operation *def = root(summed).getDefiningOp();
+      if (llvm::is_contained(current.ops, def) &&
+          TokenShape(summed.getType()).elements() == current.elements)
+        current.sum = op;
+    }
     std::optional<int64_t> elements = chainElements(op);
     if (!elements || uniforms.contains(op)) {
       close();
@@ -925,7 +958,9 @@ FailureOr<bool> KernelEmitter::emitIfChained(Operation *op) {
   if (op == chain.ops.front()) {
     if (failed(emitChain(chain)))
       return failure();
-    w.text("team.sync();");
+    // A row sum's reduction synchronises the team already.
+    if (!chain.sum)
+      w.text("team.sync();");
   }
   return true;
 }
@@ -934,8 +969,13 @@ FailureOr<bool> KernelEmitter::emitIfChained(Operation *op) {
 /// register of its own, stored where something after the chain reads it,
 /// with the arithmetic and the roundings of the ops one by one (a value in
 /// a result is rounded to the element type before the chain reads it on).
+/// A row sum at its end (Chain::sum) is accumulated element by element as
+/// fp::fused::rowSum does and reduced over the team into a uniform scalar.
 LogicalResult KernelEmitter::emitChain(const Chain &chain) {
-  for (Operation *op : chain.ops) {
+  SmallVector<Operation *> described(chain.ops);
+  if (chain.sum)
+    described.push_back(chain.sum);
+  for (Operation *op : described) {
     std::string at = locationComment(op->getLoc());
     w.line("// {0}{1}{2}", op->getName().getStringRef(),
            at.empty() ? "" : " at ", at);
@@ -952,9 +992,16 @@ LogicalResult KernelEmitter::emitChain(const Chain &chain) {
       return uniform->second;
     return llvm::formatv("Scalar({0}[i])", ptr(value)).str();
   };
-  auto loop = w.blockWithTrailer(
-      ");", "fp::fused::forEachElement(team, {0}, [&](int64_t i)",
-      chain.elements);
+  std::string partial;
+  if (chain.sum) {
+    partial = "p" + std::to_string(nextValue++);
+    w.line("fp::fused::Wide<Scalar> {0} = 0;", partial);
+  }
+  std::optional<CodeWriter::Block> loop;
+  w.line("fp::fused::{0}(team, {1}, [&](int64_t i) {{",
+         chain.sum ? "forEachElementInOrder" : "forEachElement",
+         chain.elements);
+  loop.emplace(w, ");");
   for (Operation *op : chain.ops) {
     std::string expression = elementExpression(op, element);
     Value result = op->getResult(0);
@@ -970,6 +1017,14 @@ LogicalResult KernelEmitter::emitChain(const Chain &chain) {
     }
     registers[result] = name;
   }
+  if (!chain.sum)
+    return success();
+  w.line("{0} += fp::fused::Wide<Scalar>({1});", partial,
+         element(chain.sum->getOperand(0)));
+  loop.reset();
+  std::string name = "u" + std::to_string(nextValue++);
+  w.line("const Scalar {0} = Scalar(team.sum({1}));", name, partial);
+  uniformNames[chain.sum->getResult(0)] = name;
   return success();
 }
 
@@ -1012,7 +1067,8 @@ std::string KernelEmitter::scalarOf(Value value) const {
 void KernelEmitter::findUniforms(ArrayRef<Operation *> ops) {
   uniforms.clear();
   for (Operation *op : ops)
-    if (!isView(op) && !computesNoTensor(op) && chainElements(op) == 1)
+    if (!isView(op) && !computesNoTensor(op) &&
+        (chainElements(op) == 1 || isRowSumToScalar(op)))
       uniforms.insert(op);
   // Whether only chains, uniform scalars and views read only by them read
   // `value` (or only its extents).
@@ -1028,11 +1084,17 @@ void KernelEmitter::findUniforms(ArrayRef<Operation *> ops) {
   for (bool changed = true; changed;) {
     changed = false;
     for (Operation *op :
-         SmallVector<Operation *>(uniforms.begin(), uniforms.end()))
-      if (!readByChainsOnly(op->getResult(0))) {
+         SmallVector<Operation *>(uniforms.begin(), uniforms.end())) {
+      // A row sum reads a row in memory or in a chain's registers.
+      Operation *summed = isa<ReduceSumOp>(op)
+                              ? root(op->getOperand(0)).getDefiningOp()
+                              : nullptr;
+      if (!readByChainsOnly(op->getResult(0)) ||
+          (summed && uniforms.contains(summed))) {
         uniforms.erase(op);
         changed = true;
       }
+    }
   }
 }
 
@@ -1041,8 +1103,14 @@ void KernelEmitter::emitUniform(Operation *op) {
   std::string at = locationComment(op->getLoc());
   w.line("// {0}{1}{2}", op->getName().getStringRef(), at.empty() ? "" : " at ",
          at);
-  std::string expression =
-      elementExpression(op, [&](Value operand) { return scalarOf(operand); });
+  std::string expression;
+  if (auto reduce = dyn_cast<ReduceSumOp>(op))
+    expression = llvm::formatv(
+        "fp::fused::rowSum<Scalar>(team, {0}, {1})", ptr(reduce.getInput()),
+        TokenShape(reduce.getInput().getType()).elements());
+  else
+    expression =
+        elementExpression(op, [&](Value operand) { return scalarOf(operand); });
   std::string name = "u" + std::to_string(nextValue++);
   w.line("const Scalar {0} = {1};", name, expression);
   uniformNames[op->getResult(0)] = name;
@@ -1196,7 +1264,7 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     for (Operation *op : slice) {
       if (isView(op) || computesNoTensor(op))
         continue;
-      if (uniforms.contains(op)) {
+      if (uniforms.contains(op) && !chainOf.count(op)) {
         emitUniform(op);
         continue;
       }

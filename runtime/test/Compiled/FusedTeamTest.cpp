@@ -4,10 +4,11 @@
 // CUDA runs them with a block whose warps are its groups. These tests run
 // them with a team of host threads split into groups (ThreadTeam below), so
 // that the paths only a team of several threads takes are exercised here:
-// rows given to groups (forEachRow), and a matrix product that stages its
-// transposed right operand. Results are compared with the one-thread team's
-// on fresh random inputs (the seed is printed): exactly where each output
-// sums in the same order, to 1e-13 where a team's reduction reorders it.
+// rows given to groups (forEachRow), a matrix product that stages its
+// transposed right operand, and row sums every member receives. Results are
+// compared with the one-thread team's on fresh random inputs (the seed is
+// printed): exactly where each output sums in the same order, to 1e-13 where a
+// team's reduction reorders it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -217,6 +218,57 @@ TEST(FusedTeam, RowFunctionsOnATeamEqualTheSerialOnes) {
     compare("sumRows", rows, [&](auto &team, double *out) {
       fp::fused::sumRows(team, x.data(), rows, width, out);
     });
+  }
+}
+
+/// A row sum into a scalar every member holds (rowSum), and a chain that
+/// accumulates the row as it computes it (forEachElementInOrder, then
+/// team.sum), as the kernel emitter writes both: on one thread each equals
+/// sumRows's stored sum exactly (same order, same accumulator, same
+/// rounding), in f32 as in f64; on a team, every member gets the same sum,
+/// the chain's equals rowSum's exactly, and both are within rounding of the
+/// serial sum.
+TEST(FusedTeam, RowSumsGiveEveryMemberTheSum) {
+  std::mt19937_64 rng(freshSeed());
+  for (int64_t width : {1, 13, 100, 1024}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    std::vector<double> x = randomValues(rng, width);
+    std::vector<float> xf(x.begin(), x.end());
+    fp::fused::SerialTeam serial;
+    double stored = NAN;
+    fp::fused::sumRows(serial, x.data(), 1, width, &stored);
+    EXPECT_EQ(fp::fused::rowSum<double>(serial, x.data(), width), stored);
+    float storedF = NAN;
+    fp::fused::sumRows(serial, xf.data(), 1, width, &storedF);
+    EXPECT_EQ(fp::fused::rowSum<float>(serial, xf.data(), width), storedF);
+    // The chain's form: each element computed (here 2x - 1) and added.
+    auto chainSum = [&](auto &team) {
+      fp::fused::Wide<float> partial = 0;
+      fp::fused::forEachElementInOrder(team, width, [&](int64_t i) {
+        const float e = 2 * xf[i] - 1;
+        partial += fp::fused::Wide<float>(e);
+      });
+      return float(team.sum(partial));
+    };
+    std::vector<float> doubled(width);
+    for (int64_t i = 0; i < width; ++i)
+      doubled[i] = 2 * xf[i] - 1;
+    EXPECT_EQ(chainSum(serial),
+              fp::fused::rowSum<float>(serial, doubled.data(), width));
+
+    std::vector<double> sums(kTeam, NAN);
+    std::vector<float> chains(kTeam, NAN), rowSums(kTeam, NAN);
+    onTeam(kTeam, kGroup, [&](ThreadTeam &team) {
+      sums[team.rank()] = fp::fused::rowSum<double>(team, x.data(), width);
+      chains[team.rank()] = chainSum(team);
+      rowSums[team.rank()] =
+          fp::fused::rowSum<float>(team, doubled.data(), width);
+    });
+    for (int member = 0; member < kTeam; ++member) {
+      EXPECT_EQ(sums[member], sums[0]) << "member " << member;
+      EXPECT_EQ(chains[member], rowSums[0]) << "member " << member;
+    }
+    EXPECT_LE(std::abs(sums[0] - stored), 1e-13 * (1 + std::abs(stored)));
   }
 }
 

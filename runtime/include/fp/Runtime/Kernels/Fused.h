@@ -123,6 +123,15 @@ FP_HOST_DEVICE inline void forEachElement(Team &team, int64_t n,
   FP_TEAM_FOR(i, n) body(i);
 }
 
+/// forEachElement whose calls run in order of i on each member (no SIMD on
+/// the host): for a body that also accumulates into a variable of the
+/// member, as a chain ending in a row sum does (fp::fused::rowSum's order).
+template <typename Team, typename Body>
+FP_HOST_DEVICE inline void forEachElementInOrder(Team &team, int64_t n,
+                                                 const Body &body) {
+  FP_TEAM_ACCUMULATE(i, n) body(i);
+}
+
 /// out[i] = op(x[i]).
 template <typename Team, typename Op, typename X, typename Out>
 FP_HOST_DEVICE inline void unary(Team &team, Op op, int64_t n, const X *x,
@@ -316,6 +325,18 @@ FP_HOST_DEVICE inline void sumRows(Team &team, const X *in, int64_t rows,
   forEachRow(team, rows, width, [&](auto &rowTeam, int64_t r) {
     detail::sumRow(rowTeam, in + r * width, width, out + r);
   });
+}
+
+/// Σ_j x[j] over one row of `width`, by the whole team, returned to every
+/// member (a scalar each thread then holds for itself): sumRows's row sum
+/// of a row the whole team computes, in its order and type, and rounded to
+/// Out as sumRows stores it. A chain that computes the row accumulates its
+/// share the same way (Wide<Out>, element by element) and calls team.sum.
+template <typename Out, typename Team, typename X>
+FP_HOST_DEVICE inline Out rowSum(Team &team, const X *x, int64_t width) {
+  Wide<Out> sum = 0;
+  FP_TEAM_ACCUMULATE(j, width) sum += Wide<Out>(x[j]);
+  return Out(team.sum(sum));
 }
 
 /// Reduces the token's `in` of shape `extents` (rank `rank`) over the
