@@ -279,6 +279,37 @@ __device__ Real blockReduce(Real value, Combine combine) {
   return partial[0];
 }
 
+/// Combines `value` over a block of `Warps` warps as blockReduce does,
+/// with one barrier instead of three: each warp's result goes to
+/// partial[buffer], and every thread then combines the partials itself
+/// along blockReduce's tree (the pairs its shuffles form in the first
+/// warp), so every thread has blockReduce's result. Consecutive calls must
+/// alternate `buffer` (BlockTeam does): a call's partials are overwritten
+/// two calls later, by threads that have passed the barrier of the call
+/// between, which every thread reaches only once it has read them.
+template <int Warps, typename Real, typename Combine>
+__device__ Real blockReduceAlternating(Real value, Combine combine,
+                                       unsigned buffer) {
+  static_assert(Warps >= 1 && Warps <= 32, "a block of 1 to 32 warps");
+  __shared__ Real partial[2][32];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (unsigned offset = 16; offset > 0; offset /= 2)
+    value = combine(value, __shfl_down_sync(0xffffffffu, value, offset));
+  if (lane == 0)
+    partial[buffer][warp] = value;
+  __syncthreads();
+  Real tree[Warps];
+#pragma unroll
+  for (int w = 0; w < Warps; ++w)
+    tree[w] = partial[buffer][w];
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2)
+#pragma unroll
+    for (int w = 0; w < offset && w + offset < Warps; ++w)
+      tree[w] = combine(tree[w], tree[w + offset]);
+  return tree[0];
+}
+
 /// Dynamic shared memory, as bytes (its element type varies by kernel).
 __device__ inline unsigned char *sharedBytes() {
   extern __shared__ __align__(16) unsigned char dynamicShared[];
@@ -338,8 +369,13 @@ struct WarpTeam {
 };
 
 /// The threads of one block computing a token together; its groups are
-/// its warps.
+/// its warps. Each thread holds one, which counts its reductions (they
+/// alternate between two buffers), so it is not copied.
 struct BlockTeam {
+  BlockTeam() = default;
+  BlockTeam(const BlockTeam &) = delete;
+  BlockTeam &operator=(const BlockTeam &) = delete;
+
   FP_HOST_DEVICE int rank() const {
 #ifdef __CUDA_ARCH__
     return int(threadIdx.x);
@@ -359,16 +395,20 @@ struct BlockTeam {
     __syncthreads();
 #endif
   }
+  /// Every thread of the block calls each reduction (one barrier each,
+  /// blockReduceAlternating), in the same order.
   template <typename Real> FP_HOST_DEVICE Real sum(Real partial) const {
 #ifdef __CUDA_ARCH__
-    return detail::blockReduce(partial, detail::SumOp());
+    return detail::blockReduceAlternating<kTeamSize / WarpTeam::kSize>(
+        partial, detail::SumOp(), reductions++ & 1u);
 #else
     return partial;
 #endif
   }
   template <typename Real> FP_HOST_DEVICE Real max(Real partial) const {
 #ifdef __CUDA_ARCH__
-    return detail::blockReduce(partial, detail::MaxOp());
+    return detail::blockReduceAlternating<kTeamSize / WarpTeam::kSize>(
+        partial, detail::MaxOp(), reductions++ & 1u);
 #else
     return partial;
 #endif
@@ -390,6 +430,9 @@ struct BlockTeam {
 #endif
   }
   FP_HOST_DEVICE WarpTeam group() const { return {}; }
+
+private:
+  mutable unsigned reductions = 0;
 };
 
 namespace detail {
