@@ -291,6 +291,16 @@ private:
   /// The declarations of the call's pointers: each input's at the token's
   /// row, each result's, and each intermediate value's scratch slot.
   SmallVector<std::pair<Value, std::string>> inputLines;
+  /// The per-token inputs of a kernel run in time order that the call
+  /// reads from a stage buffer in scratch (Fused.h, "Staged inputs"): each
+  /// one's row stride and elements, and its offset in a buffer, in
+  /// elements of Real; and a buffer's size.
+  struct StagedInput {
+    unsigned arg;
+    int64_t stride, elements, offset = 0;
+  };
+  SmallVector<StagedInput> rowInputs, staged;
+  int64_t stageElements = 0;
   SmallVector<std::string> outputLines;
   SmallVector<std::string> scratchDeclarations;
   /// Scratch that an op uses while it runs (a matrix product's staged
@@ -358,6 +368,8 @@ private:
   bool summarySlice(ArrayRef<Operation *> ops,
                     SmallVectorImpl<Operation *> &slice) const;
   LogicalResult emitChunkMembers(ArrayRef<Operation *> ops);
+  void chooseStagedInputs(ArrayRef<Operation *> ops);
+  void emitStageMembers();
 };
 
 } // namespace
@@ -513,6 +525,8 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
         slice && slice.isReadInPlace())
       stride =
           cast<RankedTensorType>(slice.getInput().getType()).getShape().back();
+    if (shape.perToken)
+      rowInputs.push_back({static_cast<unsigned>(i), stride, shape.elements()});
     inputLines.emplace_back(
         arg,
         shape.perToken
@@ -537,6 +551,8 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   findUniforms(ops);
   findChains(ops);
   launch.scratch = allocateScratch(ops, /*toTheEnd=*/true, scratchDeclarations);
+  if (launch.sequential)
+    chooseStagedInputs(ops);
   for (Operation *op : ops)
     if (isView(op))
       aliasInput(op);
@@ -605,8 +621,17 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     auto call = w.block(
         "FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step, "
         "Scalar *scratch, Scalar *state, Registers &registers) const");
-    for (const auto &line : inputLines)
-      w.text(line.second);
+    for (const auto &[value, line] : inputLines) {
+      auto arg = cast<BlockArgument>(value);
+      auto *in = llvm::find_if(staged, [&](const StagedInput &input) {
+        return input.arg == arg.getArgNumber();
+      });
+      if (in == staged.end())
+        w.text(line);
+      else
+        w.line("const Real *const x{0} = stageBuffer(scratch, step) + {1};",
+               in->arg, in->offset);
+    }
     for (const std::string &line : outputLines)
       w.text(line);
     for (const std::string &declaration : scratchDeclarations)
@@ -646,7 +671,76 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   }
   if (failed(emitChunkMembers(ops)))
     return failure();
+  emitStageMembers();
   return launch;
+}
+
+static int64_t roundUp(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+/// Scratch (in elements of the arithmetic type) up to which a kernel run in
+/// time order stages its inputs' rows, both stage buffers included: 96 KiB
+/// in f32, so that two blocks still fit on an SM of an H100.
+static constexpr int64_t kMaxStagedScratch = 24 * 1024;
+
+/// Scan state a CUDA thread may hold in registers in a kernel that stages
+/// its inputs: staging costs a few registers in the token loop, and at
+/// config LM's 96 values ptxas then spills the loop's kernels (40 to 100
+/// bytes a thread), where without it they fit in 128 registers.
+static constexpr int64_t kMaxStagingScanRegisters = 64;
+
+/// Chooses the per-token inputs whose rows the call reads from a stage
+/// buffer, in body order while both buffers fit in kMaxStagedScratch with
+/// the body's scratch, each at an offset aligned to 8 elements; none where
+/// the scans hold more than kMaxStagingScanRegisters values per thread.
+void KernelEmitter::chooseStagedInputs(ArrayRef<Operation *> ops) {
+  int64_t scanRegisters = 0;
+  for (Operation *op : ops)
+    if (auto scan = dyn_cast<SelectiveScanOp>(op);
+        scan && scanStateInRegisters(scan)) {
+      TokenShape a(scan.getA().getType());
+      scanRegisters +=
+          (a.dims[0] + kDeviceTeamSize - 1) / kDeviceTeamSize * a.dims[1];
+    }
+  if (scanRegisters > kMaxStagingScanRegisters)
+    return;
+  const int64_t base = roundUp(launch.scratch, 4);
+  for (StagedInput input : rowInputs) {
+    const int64_t size = roundUp(input.elements, 8);
+    if (base + 2 * (stageElements + size) > kMaxStagedScratch)
+      continue;
+    input.offset = stageElements;
+    stageElements += size;
+    staged.push_back(input);
+  }
+}
+
+/// kStage, and for a kernel with staged inputs its stage buffers (two,
+/// after the scratch of the call and of the summary pass, which grows the
+/// launch's scratch) and its stage(), which copies a token's rows into one.
+void KernelEmitter::emitStageMembers() {
+  w.blank();
+  w.text("// Staged inputs (Fused.h): elements of Real per stage buffer.");
+  w.line("static constexpr int64_t kStage = {0};", stageElements);
+  if (staged.empty())
+    return;
+  const int64_t offset = roundUp(launch.scratch, 4);
+  launch.scratch = offset + 2 * stageElements;
+  w.line("static constexpr int64_t kStageOffset = {0};", offset);
+  {
+    auto buffer = w.block("FP_HOST_DEVICE static Real *stageBuffer(Scalar "
+                          "*scratch, int64_t step)");
+    w.text("return reinterpret_cast<Real *>(scratch + kStageOffset) + "
+           "(step & 1) * kStage;");
+  }
+  w.text("// Copies token `row`'s rows of the staged inputs to `to`.");
+  w.text("template <typename Team>");
+  auto stage = w.block(
+      "FP_HOST_DEVICE void stage(Team &team, int64_t row, Real *to) const");
+  for (const StagedInput &input : staged)
+    w.line("fp::fused::stageRow(team, in{0} + row * {1}, {2}, to + {3});",
+           input.arg, input.stride, input.elements, input.offset);
 }
 
 LogicalResult KernelEmitter::emitOp(Operation *op) {

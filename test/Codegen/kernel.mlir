@@ -89,11 +89,28 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //  CHECK-NEXT:       team.sync();
 //  CHECK-NEXT:       // fp.rms_norm
 //  CHECK-NEXT:       fp::fused::rmsNorm(team, v0, x1, 1, 4, Scalar(1.0000000000000001e-05), y0);
+// A kernel run in time order reads its per-token inputs' rows from one of
+// two stage buffers after its scratch (8 elements a row, aligned), filled by
+// stage() a token ahead (Fused.h, "Staged inputs"); the summary pass of the
+// chunked schedule reads them where they lie.
 //       CHECK:   // fp.kernel at kernel.mlir:18:10: 4 ops, in time order
 //       CHECK:   struct Kernel1 {
+//       CHECK:       const Real *const x0 = stageBuffer(scratch, step) + 0;
+//  CHECK-NEXT:       const Real *const x1 = stageBuffer(scratch, step) + 8;
 //       CHECK:       fp::fused::unary(team, kernels::Sigmoid(), 4, x0, [[SIG:v[0-9]+]]);
 //       CHECK:       fp::fused::scanStep(team, state + 0, [[SIG]], x1, 4, [[H:v[0-9]+]]);
 //       CHECK:       fp::fused::copy(team, 4, [[H]], y0);
+//       CHECK:     FP_HOST_DEVICE void summarize(
+//  CHECK-NEXT:       const Real *const x0 = in0 + row * 4;
+//  CHECK-NEXT:       const Real *const x1 = in1 + row * 4;
+//       CHECK:     static constexpr int64_t kStage = 16;
+//  CHECK-NEXT:     static constexpr int64_t kStageOffset = 8;
+//  CHECK-NEXT:     FP_HOST_DEVICE static Real *stageBuffer(Scalar *scratch, int64_t step) {
+//  CHECK-NEXT:       return reinterpret_cast<Real *>(scratch + kStageOffset) + (step & 1) * kStage;
+//       CHECK:     FP_HOST_DEVICE void stage(Team &team, int64_t row, Real *to) const {
+//  CHECK-NEXT:       fp::fused::stageRow(team, in0 + row * 4, 4, to + 0);
+//  CHECK-NEXT:       fp::fused::stageRow(team, in1 + row * 4, 4, to + 8);
+//  CHECK-NEXT:     }
 // A yielded reshape of an intermediate value is copied to its result after
 // the last op, so no later value may take its slot.
 //       CHECK:   // fp.kernel at kernel.mlir:25:12: 4 ops
@@ -148,7 +165,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CHECK:   void forward(
 //       CHECK:     Real *[[OUT:s[0-9]+]] = static_cast<Real *>(args.output);
 //       CHECK:     kernels::forEachToken<Real>(B, T, 4, 16, Kernel0<Real>{in, p0, [[K:s[0-9]+]]});
-//       CHECK:     kernels::forEachSample<Real>(B, T, 8, 8, 16, Kernel1<Real>{[[K]], in, {{s[0-9]+}}});
+//       CHECK:     kernels::forEachSample<Real>(B, T, 40, 8, 16, Kernel1<Real>{[[K]], in, {{s[0-9]+}}});
 //       CHECK:     kernels::forEachToken<Real>(B, T, 8, 12, Kernel3<Real>{[[SUM:s[0-9]+]], in, [[NEAR:s[0-9]+]], T});
 //       CHECK:     kernels::forEachToken<Real>(B, T, 16, 29, Kernel4<Real>{[[NEAR]], in, [[OUT]]});
 //   CHECK-NOT:     kernels::copy(
@@ -159,4 +176,4 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CUDA:   struct Kernel0 {
 //       CUDA:       fp::fused::rmsNorm(team, v0, x1, 1, 4, Scalar(1.0000000000000001e-05), y0);
 //       CUDA:     kernels::forEachToken<Real>(B, T, 4, 16, Kernel0<Real>{in, p0, {{s[0-9]+}}});
-//       CUDA:     kernels::forEachSample<Real>(B, T, 8, 8, 16, Kernel1<Real>{
+//       CUDA:     kernels::forEachSample<Real>(B, T, 40, 8, 16, Kernel1<Real>{

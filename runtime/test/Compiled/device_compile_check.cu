@@ -101,13 +101,26 @@ template <typename Real> struct AllFused {
   FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step,
                                  Scalar *scratch, Scalar *state,
                                  Registers &registers) const {
-    const Real *x = in + row * 16;
+    const Real *x = stageBuffer(scratch, step);
     Real *y = out + row * 16;
     everyBlock(team, step == 0, x, in, scratch, state, registers);
     team.sync();
     everyBlock(team, step == 0, static_cast<const Scalar *>(scratch),
                static_cast<const Scalar *>(scratch + 16), y, state, registers);
     team.sync();
+  }
+
+  // Staged inputs, as fpc's functors run in time order have them: the
+  // token's row read from one of two buffers after 32 values of scratch.
+  static constexpr int64_t kStage = 16;
+  static constexpr int64_t kStageOffset = 32;
+  FP_HOST_DEVICE static Real *stageBuffer(Scalar *scratch, int64_t step) {
+    return reinterpret_cast<Real *>(scratch + kStageOffset) +
+           (step & 1) * kStage;
+  }
+  template <typename Team>
+  FP_HOST_DEVICE void stage(Team &team, int64_t row, Real *to) const {
+    fp::fused::stageRow(team, in + row * 16, 16, to);
   }
 
   // Chunked execution, as fpc's chunkable functors have it.
@@ -197,7 +210,7 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
   kernels::causalConvStrided(in + 2, 20, in, in, B, T, 16, 4, out);
 
   kernels::forEachToken<Real>(B, T, 16, 16, AllFused<Real>{in, out});
-  kernels::forEachSample<Real>(B, T, 16, 128, 16, AllFused<Real>{in, out});
+  kernels::forEachSample<Real>(B, T, 64, 128, 16, AllFused<Real>{in, out});
 
   kernels::l2norm(in, B * T, 16, Scalar(1e-12), out);
   kernels::layerNorm(in, in, in, B * T, 16, Scalar(1e-5), out);

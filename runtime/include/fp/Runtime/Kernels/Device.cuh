@@ -617,11 +617,8 @@ __global__ void __launch_bounds__(kTeamSize,
       team.sync();
     }
   }
-  const int64_t end = std::min(length, (k + 1) * span);
-  for (int64_t t = k * span; t < end; ++t) {
-    kernel(team, b * length + t, t, buffer, own, registers);
-    team.sync();
-  }
+  fused::runTokens(team, kernel, b * length, k * span,
+                   std::min(length, (k + 1) * span), buffer, own, registers);
 }
 
 /// Pass 1 of a chunked kernel: block i computes the carry of chunk

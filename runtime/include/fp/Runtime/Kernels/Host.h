@@ -185,8 +185,8 @@ FP_KERNEL void forEachSample(int64_t batch, int64_t length, int64_t scratch,
       for (int64_t b = 0; b < batch; ++b) {
         C *st = buffer.data() + scratch;
         std::fill(st, st + state, C(0));
-        for (int64_t t = 0; t < length; ++t)
-          kernel(team, b * length + t, t, buffer.data(), st, registers);
+        fused::runTokens(team, kernel, b * length, 0, length, buffer.data(), st,
+                         registers);
       }
     }
     return;
@@ -220,8 +220,9 @@ FP_KERNEL void forEachSample(int64_t batch, int64_t length, int64_t scratch,
         if (k > 0)
           kernel.loadCarry(team, st, registers,
                            carries.data() + b * chunks * Kernel::kCarry, k);
-        for (int64_t t = k * span; t < std::min(length, (k + 1) * span); ++t)
-          kernel(team, b * length + t, t, buffer.data(), st, registers);
+        fused::runTokens(team, kernel, b * length, k * span,
+                         std::min(length, (k + 1) * span), buffer.data(), st,
+                         registers);
       }
     }
   }
