@@ -71,7 +71,9 @@ die() {
 # forward's GEMM products for the backward (fpc --save-products). The
 # *_a_untransposed ones read the selective scan's A as it is, channels ×
 # N, in the fused kernel (fpc --no-transpose-scan-a), for comparison with
-# the default's Aᵀ.
+# the default's Aᵀ; s_householder1_unstaged reads the inputs' rows where
+# they lie (fpc --no-stage-inputs) rather than from copies made a token
+# ahead.
 bench_configs() {
   cat <<'EOF'
 s_householder1|models/fp_mamba_householder1.fp|--set d_model=512|--batch 512 --seq-len 17
@@ -82,6 +84,7 @@ lm_split|models/fp_mamba_lm.fp|--set n_layers=1 --no-fuse-scans|--batch 16 --seq
 lm_saved|models/fp_mamba_lm.fp|--set n_layers=1 --save-products|--batch 16 --seq-len 2048
 s_householder1_a_untransposed|models/fp_mamba_householder1.fp|--set d_model=512 --no-transpose-scan-a|--batch 512 --seq-len 17
 lm_a_untransposed|models/fp_mamba_lm.fp|--set n_layers=1 --no-transpose-scan-a|--batch 16 --seq-len 2048
+s_householder1_unstaged|models/fp_mamba_householder1.fp|--set d_model=512 --no-stage-inputs|--batch 512 --seq-len 17
 EOF
 }
 

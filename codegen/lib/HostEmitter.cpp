@@ -49,7 +49,9 @@ namespace {
 /// Emits the forward, or the derived backward, of one layer.
 class LayerEmitter {
 public:
-  LayerEmitter(CodeWriter &w, const LayerPlan &plan) : w(w), plan(plan) {}
+  LayerEmitter(CodeWriter &w, const LayerPlan &plan,
+               const KernelOptions &options)
+      : w(w), plan(plan), options(options) {}
 
   /// Emits `template <typename Real> <signature> { ... }`.
   LogicalResult emitFunction(StringRef signature);
@@ -57,6 +59,7 @@ public:
 private:
   CodeWriter &w;
   const LayerPlan &plan;
+  const KernelOptions &options;
   /// Expressions for index values (B, T or a number).
   llvm::DenseMap<Value, std::string> indices;
   /// Expressions for scalar float values.
@@ -128,8 +131,8 @@ LogicalResult LayerEmitter::emitFunction(StringRef signature) {
   // The kernels' function objects first, at namespace scope.
   const char *stem = plan.isBackward ? "BackwardKernel" : "Kernel";
   WalkResult walk = plan.layer.walk([&](KernelOp kernel) {
-    FailureOr<KernelLaunch> launch =
-        emitKernelFunctor(w, kernel, stem + std::to_string(kernels.size()));
+    FailureOr<KernelLaunch> launch = emitKernelFunctor(
+        w, kernel, stem + std::to_string(kernels.size()), options);
     if (failed(launch))
       return WalkResult::interrupt();
     kernels[kernel] = std::move(*launch);
@@ -877,12 +880,12 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
           emitSolverSettings(w, *backward);
         w.text("namespace kernels = fp::host;");
         w.blank();
-        LayerEmitter emitter(w, plan);
+        LayerEmitter emitter(w, plan, info.kernels);
         if (failed(emitter.emitFunction(forwardSignature("forward"))))
           return failure();
         w.blank();
         if (backward) {
-          LayerEmitter backwardEmitter(w, *backward);
+          LayerEmitter backwardEmitter(w, *backward, info.kernels);
           if (failed(
                   backwardEmitter.emitFunction(backwardSignature("backward"))))
             return failure();
@@ -1004,7 +1007,7 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
     emitSolverSettings(w, plan);
     w.text("namespace kernels = fp::cuda;");
     w.blank();
-    LayerEmitter emitter(w, plan);
+    LayerEmitter emitter(w, plan, info.kernels);
     if (failed(emitter.emitFunction(forwardSignature("forward"))))
       return failure();
     w.blank();
@@ -1014,7 +1017,7 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
     w.blank();
     if (const LayerPlan *backward = plan.backward.get()) {
       emitSolverSettings(w, *backward);
-      LayerEmitter backwardEmitter(w, *backward);
+      LayerEmitter backwardEmitter(w, *backward, info.kernels);
       if (failed(backwardEmitter.emitFunction(backwardSignature("backward"))))
         return failure();
       w.blank();

@@ -269,13 +269,15 @@ std::string joinInts(ArrayRef<int64_t> values) {
 
 class KernelEmitter {
 public:
-  KernelEmitter(CodeWriter &w, KernelOp kernel) : w(w), kernel(kernel) {}
+  KernelEmitter(CodeWriter &w, KernelOp kernel, const KernelOptions &options)
+      : w(w), kernel(kernel), options(options) {}
 
   FailureOr<KernelLaunch> emit(StringRef name);
 
 private:
   CodeWriter &w;
   KernelOp kernel;
+  KernelOptions options;
   KernelLaunch launch;
   /// The pointer expression of every body value.
   llvm::DenseMap<Value, std::string> pointers;
@@ -551,7 +553,7 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   findUniforms(ops);
   findChains(ops);
   launch.scratch = allocateScratch(ops, /*toTheEnd=*/true, scratchDeclarations);
-  if (launch.sequential)
+  if (launch.sequential && options.stageInputs)
     chooseStagedInputs(ops);
   for (Operation *op : ops)
     if (isView(op))
@@ -1466,8 +1468,9 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
   return success();
 }
 
-FailureOr<KernelLaunch> mlir::fp::codegen::emitKernelFunctor(CodeWriter &w,
-                                                             KernelOp kernel,
-                                                             StringRef name) {
-  return KernelEmitter(w, kernel).emit(name);
+FailureOr<KernelLaunch>
+mlir::fp::codegen::emitKernelFunctor(CodeWriter &w, KernelOp kernel,
+                                     StringRef name,
+                                     const KernelOptions &options) {
+  return KernelEmitter(w, kernel, options).emit(name);
 }

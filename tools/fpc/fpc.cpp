@@ -143,6 +143,11 @@ cl::opt<bool> noTransposeScanA(
              "(channels x N) rather than transposed (skip "
              "fp-transpose-scan-a)"),
     cl::cat(fpcCategory));
+cl::opt<bool> noStageInputs(
+    "no-stage-inputs",
+    cl::desc("Fused kernels run in time order read each token's input rows "
+             "where they lie rather than from copies made a token ahead"),
+    cl::cat(fpcCategory));
 cl::opt<bool> withBackward(
     "backward",
     cl::desc("Derive and compile each layer's backward (fp-derive-backward) "
@@ -580,6 +585,7 @@ int main(int argc, char **argv) {
 
   fp::codegen::LibraryInfo info;
   info.source = inputFile;
+  info.kernels.stageInputs = !noStageInputs;
   if (!dtypeList.empty())
     info.dtypes.assign(dtypeList.begin(), dtypeList.end());
   const bool withCuda = target != Target::CPU || emit == EmitStage::Cuda;

@@ -10,6 +10,8 @@
 #ifndef FP_CODEGEN_HOSTEMITTER_H
 #define FP_CODEGEN_HOSTEMITTER_H
 
+#include "fp/Codegen/KernelEmitter.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
@@ -27,6 +29,8 @@ struct LibraryInfo {
   /// Element types every forward and backward is instantiated for ("f32",
   /// "f64", "bf16"), in this order.
   SmallVector<std::string> dtypes = {"f32", "f64", "bf16"};
+  /// Choices of the fused kernels' code (KernelEmitter.h).
+  KernelOptions kernels;
 };
 
 /// The element types a library can be compiled for, in manifest spelling.

@@ -38,10 +38,19 @@ struct KernelLaunch {
   bool shifted = false;
 };
 
+/// Choices of the kernel emitter that change the code, not the results.
+struct KernelOptions {
+  /// A kernel run in time order copies each token's input rows into scratch
+  /// a token ahead (Fused.h, "Staged inputs"); `fpc --no-stage-inputs`
+  /// turns it off.
+  bool stageInputs = true;
+};
+
 /// Emits `template <typename Real> struct <name> { ... };` for `kernel`;
 /// reports ops it cannot emit with located errors.
 FailureOr<KernelLaunch> emitKernelFunctor(CodeWriter &w, KernelOp kernel,
-                                          StringRef name);
+                                          StringRef name,
+                                          const KernelOptions &options = {});
 
 /// A C++ expression of type Scalar (the arithmetic type of the call's element
 /// type) for a floating-point constant, exact for doubles.
