@@ -458,6 +458,96 @@ std::vector<torch::Tensor> referenceGradients(ref::BlockMixer &reference,
   return grads;
 }
 
+/// A reference layer of `manifest`'s model in `dtype` with the parameters
+/// of `source`, running its solves like `source`.
+std::shared_ptr<ref::BlockMixer> copyReference(const Manifest &manifest,
+                                               ref::BlockMixer &source,
+                                               torch::Dtype dtype) {
+  std::shared_ptr<ref::BlockMixer> copy =
+      ref::makeBlockMixer(referenceConfigFor(manifest, "", dtype));
+  torch::NoGradGuard noGrad;
+  auto from = source.parameters();
+  auto to = copy->parameters();
+  for (size_t i = 0; i < from.size(); ++i)
+    to[i].copy_(from[i]);
+  if (SolverConfig *solver = solverOf(source))
+    *solverOf(*copy) = *solver;
+  copy->to(from.empty() ? torch::kCPU : from[0].device());
+  return copy;
+}
+
+/// The gradients of ⟨w, compiled(x)⟩ for the input and every parameter of
+/// the layer, in the order of referenceGradients.
+std::vector<torch::Tensor> compiledGradients(CompiledLayer &compiled,
+                                             const torch::Tensor &x,
+                                             const torch::Tensor &w) {
+  torch::Tensor input = x.clone().requires_grad_(true);
+  (compiled.forward(input) * w).sum().backward();
+  std::vector<torch::Tensor> grads = {input.grad()};
+  for (const torch::Tensor &param : compiled.orderedParameters())
+    grads.push_back(param.grad());
+  return grads;
+}
+
+/// Points near the first at which the f32 gradients are compared again when
+/// one draw of the compiled rounding error looks too large.
+constexpr int kNearbyDraws = 4;
+
+/// How far each f32 one-step gradient lands from the exact one at one point.
+struct F32GradientErrors {
+  std::vector<double> compiled, reference;
+};
+
+/// The errors (relativeDifference from the f64 reference on the same numbers)
+/// of the compiled and the reference f32 one-step gradients of ⟨w, layer(x)⟩
+/// at a point near (x, `reference`'s weights): every value of x and of the
+/// weights multiplied by 1 + 2⁻²³·r (r uniform in [−1, 1]) and rounded to
+/// f32, so that both sides round differently than at the first point.
+F32GradientErrors
+f32GradientErrorsNear(const std::shared_ptr<const ModelLibrary> &library,
+                      const Manifest &manifest, const LayerInfo &layer,
+                      ref::BlockMixer &reference, const torch::Tensor &x,
+                      const torch::Tensor &w, uint64_t seed,
+                      const SolveMode &mode) {
+  auto jiggle = [](const torch::Tensor &t) {
+    torch::Tensor wide = t.to(torch::kFloat64);
+    torch::Tensor r = 2 * torch::rand_like(wide) - 1;
+    return (wide * (1 + 0x1p-23 * r)).to(torch::kFloat32);
+  };
+  std::shared_ptr<ref::BlockMixer> near =
+      copyReference(manifest, reference, torch::kFloat32);
+  {
+    torch::NoGradGuard noGrad;
+    for (torch::Tensor &param : near->parameters())
+      param.copy_(jiggle(param));
+  }
+  near->train(true);
+  std::shared_ptr<ref::BlockMixer> exact =
+      copyReference(manifest, *near, torch::kFloat64);
+  exact->train(true);
+  CompiledLayer compiled(library, layer.name, seed, torch::kFloat32);
+  importReferenceWeights(*near, compiled);
+  compiled.to(x.device());
+  setSolveMode(*near, compiled, mode);
+  compiled.train(true);
+
+  torch::Tensor xNear = jiggle(x);
+  std::vector<torch::Tensor> truth = referenceGradients(
+      *exact, layer, xNear.to(torch::kFloat64), w.to(torch::kFloat64));
+  std::vector<torch::Tensor> fromReference =
+      referenceGradients(*near, layer, xNear, w);
+  std::vector<torch::Tensor> fromCompiled =
+      compiledGradients(compiled, xNear, w);
+  F32GradientErrors errors;
+  for (size_t i = 0; i < truth.size(); ++i) {
+    errors.reference.push_back(
+        relativeDifference(fromReference[i].to(torch::kFloat64), truth[i]));
+    errors.compiled.push_back(
+        relativeDifference(fromCompiled[i].to(torch::kFloat64), truth[i]));
+  }
+  return errors;
+}
+
 // One-step gradients (spec §4) through CompiledLayer's autograd node and
 // the library's derived backward equal the reference's autograd gradients
 // of ⟨w, layer(x)⟩ for a random w, for the input and every parameter, with
@@ -466,7 +556,16 @@ std::vector<torch::Tensor> referenceGradients(ref::BlockMixer &reference,
 // with it). Max relative error per tensor: f64 within 1e-9; f32 within 1e-4
 // of the reference, or else within 1e-4 of the exact gradient (the f64
 // reference on the same weights and inputs), or no further from it than 3×
-// the f32 reference's own error.
+// the f32 reference's own error. Through an ill-conditioned part of the map
+// (16 power-iteration steps of the spectral Kronecker mixer) one draw of
+// either error is a noisy statistic: over 151 draws of fp_rnn the ratio
+// compiled/reference had median 1.0–1.2 for every gradient and ranged from
+// 0.07 to 12 (theta_proj). A gradient past 3× is therefore compared again
+// over kNearbyDraws more points near the first (f32GradientErrorsNear): the
+// compiled error's largest over all of them must be within 1e-4 or 3× the
+// reference's largest (over 401 draws of fp_rnn, 5 gradients came here, at
+// 1.6× each). A wrong gradient, or one a few times less accurate
+// everywhere, still fails.
 TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
   std::string directory = FP_TEST_MODELS_DIR;
   if (const char *override = std::getenv("FP_TEST_MODELS_DIR"))
@@ -520,11 +619,7 @@ TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
     std::vector<torch::Tensor> expected =
         referenceGradients(*reference, layer, x, w);
 
-    torch::Tensor input = x.clone().requires_grad_(true);
-    (compiled.forward(input) * w).sum().backward();
-    std::vector<torch::Tensor> actual = {input.grad()};
-    for (const torch::Tensor &param : compiled.orderedParameters())
-      actual.push_back(param.grad());
+    std::vector<torch::Tensor> actual = compiledGradients(compiled, x, w);
 
     // The exact gradient, for the f32 rounding bound: the reference in f64
     // on the same weights and inputs.
@@ -546,6 +641,7 @@ TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
                                  w.to(torch::kFloat64));
     }
 
+    std::vector<F32GradientErrors> nearby; // computed when needed
     const double tolerance = f32 ? 1e-4 : 1e-9;
     double worst = 0;
     std::string worstName;
@@ -580,8 +676,23 @@ TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
       // Two f32 computations of one gradient may round apart by more than
       // either is from the exact one: the compiled gradient must then be
       // within the tolerance of the exact one, or no further from it than
-      // 3× the reference's own error.
-      EXPECT_LE(compiledError, std::max(tolerance, 3 * referenceError))
+      // 3× the reference's own error, at this point or over nearby ones.
+      if (compiledError <= std::max(tolerance, 3 * referenceError))
+        continue;
+      if (nearby.empty())
+        for (int draw = 0; draw < kNearbyDraws; ++draw)
+          nearby.push_back(f32GradientErrorsNear(
+              library, manifest, layer, *reference, x, w, seed, fewSteps));
+      double compiledWorst = compiledError, referenceWorst = referenceError;
+      for (const F32GradientErrors &draw : nearby) {
+        compiledWorst = std::max(compiledWorst, draw.compiled[i]);
+        referenceWorst = std::max(referenceWorst, draw.reference[i]);
+      }
+      std::cout << "[ gradient ] " << name << " f32 " << names[i]
+                << ": largest error from the exact gradient over this and "
+                << kNearbyDraws << " nearby points: compiled " << compiledWorst
+                << ", reference " << referenceWorst << std::endl;
+      EXPECT_LE(compiledWorst, std::max(tolerance, 3 * referenceWorst))
           << "f32: the gradient of " << names[i]
           << " is further from the exact one than rounding explains";
     }
@@ -590,24 +701,6 @@ TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
               << " gradients, worst relative difference " << worst << " ("
               << worstName << ")" << std::endl;
   }
-}
-
-/// A reference layer of `manifest`'s model in `dtype` with the parameters
-/// of `source`, running its solves like `source`.
-std::shared_ptr<ref::BlockMixer> copyReference(const Manifest &manifest,
-                                               ref::BlockMixer &source,
-                                               torch::Dtype dtype) {
-  std::shared_ptr<ref::BlockMixer> copy =
-      ref::makeBlockMixer(referenceConfigFor(manifest, "", dtype));
-  torch::NoGradGuard noGrad;
-  auto from = source.parameters();
-  auto to = copy->parameters();
-  for (size_t i = 0; i < from.size(); ++i)
-    to[i].copy_(from[i]);
-  if (SolverConfig *solver = solverOf(source))
-    *solverOf(*copy) = *solver;
-  copy->to(from.empty() ? torch::kCPU : from[0].device());
-  return copy;
 }
 
 /// Above this movement under one more bf16 rounding, a value has at most
