@@ -183,20 +183,27 @@ fp_target targetOf(const torch::Device &device) {
   return device.is_cuda() ? FP_TARGET_CUDA : FP_TARGET_CPU;
 }
 
-class CompiledModels : public ::testing::TestWithParam<std::string> {};
+/// One model of models/ (the parameter names it), compiled with its backward.
+class CompiledModels : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    std::string directory = FP_TEST_MODELS_DIR;
+    if (const char *override = std::getenv("FP_TEST_MODELS_DIR"))
+      directory = override;
+    else if (!FP_HAVE_FPC)
+      GTEST_SKIP() << "the compiler is not part of this build "
+                      "(FP_BUILD_COMPILER=OFF) and FP_TEST_MODELS_DIR is not "
+                      "set: no model library to compare";
+    path = directory + "/" + GetParam() + ".so";
+    ASSERT_TRUE(std::filesystem::exists(path))
+        << path << " is missing; build the target FpTestModels";
+  }
+
+  std::string path; ///< The model's library.
+};
 
 TEST_P(CompiledModels, ForwardMatchesTheReference) {
-  std::string directory = FP_TEST_MODELS_DIR;
-  if (const char *override = std::getenv("FP_TEST_MODELS_DIR"))
-    directory = override;
-  else if (!FP_HAVE_FPC)
-    GTEST_SKIP() << "the compiler is not part of this build "
-                    "(FP_BUILD_COMPILER=OFF) and FP_TEST_MODELS_DIR is not "
-                    "set: no model library to compare";
   const std::string name = GetParam();
-  const std::string path = directory + "/" + name + ".so";
-  ASSERT_TRUE(std::filesystem::exists(path))
-      << path << " is missing; build the target FpTestModels";
   std::shared_ptr<const ModelLibrary> library = loadModelLibrary(path);
   const Manifest &manifest = library->manifest();
   ASSERT_TRUE(manifest.model.has_value()) << path << " describes no model";
@@ -567,17 +574,7 @@ f32GradientErrorsNear(const std::shared_ptr<const ModelLibrary> &library,
 // 1.6× each). A wrong gradient, or one a few times less accurate
 // everywhere, still fails.
 TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
-  std::string directory = FP_TEST_MODELS_DIR;
-  if (const char *override = std::getenv("FP_TEST_MODELS_DIR"))
-    directory = override;
-  else if (!FP_HAVE_FPC)
-    GTEST_SKIP() << "the compiler is not part of this build "
-                    "(FP_BUILD_COMPILER=OFF) and FP_TEST_MODELS_DIR is not "
-                    "set: no model library to compare";
   const std::string name = GetParam();
-  const std::string path = directory + "/" + name + ".so";
-  ASSERT_TRUE(std::filesystem::exists(path))
-      << path << " is missing; build the target FpTestModels";
   std::shared_ptr<const ModelLibrary> library = loadModelLibrary(path);
   const Manifest &manifest = library->manifest();
   const LayerInfo &layer = referenceLayerOf(manifest);
@@ -794,17 +791,7 @@ bf16Sensitivity(const Manifest &manifest, ref::BlockMixer &exact,
 // f32 that it rounds (the iterate); it typically lands between the two, and an
 // ill-conditioned draw (Kronecker at D = 128) can take all three past 0.5.
 TEST_P(CompiledModels, Bf16IsAsAccurateAsTheReferenceInBf16) {
-  std::string directory = FP_TEST_MODELS_DIR;
-  if (const char *override = std::getenv("FP_TEST_MODELS_DIR"))
-    directory = override;
-  else if (!FP_HAVE_FPC)
-    GTEST_SKIP() << "the compiler is not part of this build "
-                    "(FP_BUILD_COMPILER=OFF) and FP_TEST_MODELS_DIR is not "
-                    "set: no model library to compare";
   const std::string name = GetParam();
-  const std::string path = directory + "/" + name + ".so";
-  ASSERT_TRUE(std::filesystem::exists(path))
-      << path << " is missing; build the target FpTestModels";
   std::shared_ptr<const ModelLibrary> library = loadModelLibrary(path);
   const Manifest &manifest = library->manifest();
   if (!manifest.hasDType(FP_DTYPE_BF16))
