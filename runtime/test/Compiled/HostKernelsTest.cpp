@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <iterator>
@@ -725,6 +726,38 @@ TEST(HostKernels, ScansInChunksEqualTheSequentialScans) {
     };
     selectiveInChunks(std::false_type{});
     selectiveInChunks(std::true_type{});
+  }
+}
+
+TEST(HostKernels, TimeChunksFillOneRoundOfTeams) {
+  using fp::host::kMinChunkTokens;
+  using fp::host::timeChunks;
+  if (std::getenv("FP_TIME_CHUNKS"))
+    GTEST_SKIP() << "FP_TIME_CHUNKS is set and overrides the choice";
+  // Config LM (B = 16, T = 2048) on 132 SMs at two blocks and at one block
+  // per SM: one round of teams each. 17 and 9 chunks would start a second.
+  EXPECT_EQ(timeChunks(16, 2048, 264), 16);
+  EXPECT_EQ(timeChunks(16, 2048, 132), 8);
+  // Chunks of at least kMinChunkTokens tokens.
+  EXPECT_EQ(timeChunks(1, 2048, 264), 2048 / kMinChunkTokens);
+  EXPECT_EQ(timeChunks(1, 2 * kMinChunkTokens - 1, 264), 1);
+  for (int64_t parallel : {1, 2, 8, 132, 264, 528}) {
+    for (int64_t batch = 1; batch <= 600; ++batch) {
+      for (int64_t length : {1, 17, 127, 128, 2048, 100000}) {
+        const int64_t chunks = timeChunks(batch, length, parallel);
+        SCOPED_TRACE(::testing::Message()
+                     << "batch " << batch << ", length " << length << ", "
+                     << parallel << " teams: " << chunks << " chunks");
+        ASSERT_GE(chunks, 1);
+        if (chunks > 1) {
+          EXPECT_LE(batch * chunks, parallel);
+          EXPECT_GE(length / chunks, kMinChunkTokens);
+        }
+        // The most chunks that keep to one round and to the chunk length.
+        EXPECT_TRUE(batch * (chunks + 1) > parallel ||
+                    length / (chunks + 1) < kMinChunkTokens);
+      }
+    }
   }
 }
 

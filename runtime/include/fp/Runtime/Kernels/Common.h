@@ -249,11 +249,14 @@ inline size_t layoutBuffers(const BufferSpec *specs, int count, int64_t batch,
 inline constexpr int64_t kMinChunkTokens = 64;
 
 /// Chunks each sample's `length` tokens are split into for a kernel whose
-/// scans allow it, on a machine that runs `parallel` teams at once: one
-/// when `batch` samples occupy every team, else enough that batch · chunks
-/// teams do, each chunk of at least kMinChunkTokens tokens. The environment
-/// variable FP_TIME_CHUNKS=K sets K instead (at most one chunk per token;
-/// 1 turns chunking off).
+/// scans allow it, on a machine that runs `parallel` teams at once: the
+/// most that batch · chunks teams still run at once, each chunk of at least
+/// kMinChunkTokens tokens; one when `batch` samples take half the teams or
+/// more. A chunk more would start a second round of teams for a few of
+/// them, and the call would take two chunks' time: at B = 16 on 264 teams,
+/// 17 chunks of 121 tokens take 242 tokens' time, 16 of 128 take 128. The
+/// environment variable FP_TIME_CHUNKS=K sets K instead (at most one chunk
+/// per token; 1 turns chunking off).
 inline int64_t timeChunks(int64_t batch, int64_t length, int64_t parallel) {
   if (const char *forced = std::getenv("FP_TIME_CHUNKS"); forced && *forced) {
     char *end = nullptr;
@@ -263,10 +266,10 @@ inline int64_t timeChunks(int64_t batch, int64_t length, int64_t parallel) {
                                   ": expected a positive integer");
     return std::min<int64_t>(chunks, std::max<int64_t>(length, 1));
   }
-  if (batch >= parallel || length < 2 * kMinChunkTokens)
+  if (batch <= 0 || length < 2 * kMinChunkTokens)
     return 1;
-  const int64_t wanted = (parallel + batch - 1) / batch;
-  return std::max<int64_t>(1, std::min(wanted, length / kMinChunkTokens));
+  const int64_t fit = parallel / batch;
+  return std::max<int64_t>(1, std::min(fit, length / kMinChunkTokens));
 }
 
 /// A failed CUDA or cuBLAS call; entry points report it as FP_ERROR_DEVICE.
