@@ -367,6 +367,9 @@ private:
   void emitUniform(Operation *op);
   LogicalResult emitChain(const Chain &chain);
   FailureOr<bool> emitIfChained(Operation *op);
+  void emitUnusedParameters();
+  LogicalResult emitBody(ArrayRef<Operation *> ops,
+                         llvm::function_ref<LogicalResult(Operation *)> emit);
   bool summarySlice(ArrayRef<Operation *> ops,
                     SmallVectorImpl<Operation *> &slice) const;
   LogicalResult emitChunkMembers(ArrayRef<Operation *> ops);
@@ -638,30 +641,9 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
       w.text(line);
     for (const std::string &declaration : scratchDeclarations)
       w.text(declaration);
-    w.text("(void)row;");
-    w.text("(void)step;");
-    w.text("(void)scratch;");
-    w.text("(void)state;");
-    w.text("(void)registers;");
-    for (Operation *op : ops) {
-      if (isView(op) || computesNoTensor(op))
-        continue;
-      if (uniforms.contains(op) && !chainOf.count(op)) {
-        emitUniform(op);
-        continue;
-      }
-      FailureOr<bool> chained = emitIfChained(op);
-      if (failed(chained))
-        return failure();
-      if (*chained)
-        continue;
-      std::string at = locationComment(op->getLoc());
-      w.line("// {0}{1}{2}", op->getName().getStringRef(),
-             at.empty() ? "" : " at ", at);
-      if (failed(emitOp(op)))
-        return failure();
-      w.text("team.sync();");
-    }
+    emitUnusedParameters();
+    if (failed(emitBody(ops, [&](Operation *op) { return emitOp(op); })))
+      return failure();
     // Results not computed in place: a reshaped or repeated value.
     for (auto [j, value] : llvm::enumerate(yield.getValues())) {
       std::string target = "y" + std::to_string(j);
@@ -1194,6 +1176,41 @@ void KernelEmitter::findUniforms(ArrayRef<Operation *> ops) {
   }
 }
 
+/// The kernel's parameters a body may leave unread.
+void KernelEmitter::emitUnusedParameters() {
+  for (StringRef name : {"row", "step", "scratch", "state", "registers"})
+    w.line("(void){0};", name);
+}
+
+/// Emits `ops` in order as a token's work: views and ops that compute no
+/// tensor emit nothing, a uniform scalar is computed into a register and a
+/// chain as one loop; any other op is emitted by `emit`, after a comment
+/// that names it, and followed by the team's barrier.
+LogicalResult
+KernelEmitter::emitBody(ArrayRef<Operation *> ops,
+                        llvm::function_ref<LogicalResult(Operation *)> emit) {
+  for (Operation *op : ops) {
+    if (isView(op) || computesNoTensor(op))
+      continue;
+    if (uniforms.contains(op) && !chainOf.count(op)) {
+      emitUniform(op);
+      continue;
+    }
+    FailureOr<bool> chained = emitIfChained(op);
+    if (failed(chained))
+      return failure();
+    if (*chained)
+      continue;
+    std::string at = locationComment(op->getLoc());
+    w.line("// {0}{1}{2}", op->getName().getStringRef(),
+           at.empty() ? "" : " at ", at);
+    if (failed(emit(op)))
+      return failure();
+    w.text("team.sync();");
+  }
+  return success();
+}
+
 /// Emits the uniform scalar `op` as a statement every thread runs.
 void KernelEmitter::emitUniform(Operation *op) {
   std::string at = locationComment(op->getLoc());
@@ -1352,26 +1369,10 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
         w.text(line);
     for (const std::string &declaration : summaryDeclarations)
       w.text(declaration);
-    w.text("(void)row;");
-    w.text("(void)step;");
-    w.text("(void)scratch;");
-    w.text("(void)state;");
-    w.text("(void)registers;");
-    for (Operation *op : slice) {
-      if (isView(op) || computesNoTensor(op))
-        continue;
-      if (uniforms.contains(op) && !chainOf.count(op)) {
-        emitUniform(op);
-        continue;
-      }
-      FailureOr<bool> chained = emitIfChained(op);
-      if (failed(chained))
-        return failure();
-      if (*chained)
-        continue;
-      std::string at = locationComment(op->getLoc());
-      w.line("// {0}{1}{2}", op->getName().getStringRef(),
-             at.empty() ? "" : " at ", at);
+    emitUnusedParameters();
+    // The scans take their summary steps; the other ops are emitted as in
+    // the body.
+    auto emitSummaryOp = [&](Operation *op) -> LogicalResult {
       if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
         TokenShape a(scan.getA().getType());
         std::string operands = llvm::formatv(
@@ -1392,11 +1393,13 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
                "{2}, {3});",
                stateOffsetOf(op), ptr(scan.getCoeff()), ptr(scan.getInput()),
                TokenShape(scan.getType()).elements());
-      } else if (failed(emitOp(op))) {
-        return failure();
+      } else {
+        return emitOp(op);
       }
-      w.text("team.sync();");
-    }
+      return success();
+    };
+    if (failed(emitBody(slice, emitSummaryOp)))
+      return failure();
   }
   pointers = std::move(fullPointers);
 
