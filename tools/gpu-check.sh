@@ -254,7 +254,7 @@ stage_test_cuda() {
   local log="$out/gpu-solver.log" code=0 started=$SECONDS
   "$root/build-gpu/runtime/test/Compiled/FpDeviceSolverTests" \
     >"$log" 2>&1 || code=$?
-  verdict "device solver vs host solver (cuda)" $code "$log" "$started"
+  verdict "device solver vs host solver, fused launches (cuda)" $code "$log" "$started"
   grep -E "^\[  (PASSED|FAILED|SKIPPED)|^\[  FAILED|fp::cuda::Solver" "$log" |
     tail -20 || true
   log="$out/gpu-models.log"

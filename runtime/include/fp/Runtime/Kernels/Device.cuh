@@ -441,26 +441,32 @@ namespace detail {
 inline constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
 /// Whether a block of `kernel` can have `bytes` of dynamic shared memory on
-/// the current device, opting the kernel in where that is above the default
-/// 48 KiB (cudaFuncAttributeMaxDynamicSharedMemorySize, up to the device's
-/// opt-in limit less the kernel's static shared memory: 227 KiB in all on
-/// an H100). A fused kernel's scratch goes to shared memory where it does,
-/// else to global memory. Neither call is stream-ordered, so this may run
-/// while a step is captured.
+/// the current device, opting the kernel in where its static and dynamic
+/// shared memory together exceed the default 48 KiB
+/// (cudaFuncAttributeMaxDynamicSharedMemorySize, up to the device's opt-in
+/// limit less the kernel's static shared memory: 227 KiB in all on an
+/// H100). Without the opt-in a launch may have 48 KiB less the static
+/// shared memory (the block reductions' partials), and one asking for more
+/// fails as an invalid argument. A fused kernel's scratch goes to shared
+/// memory where it fits, else to global memory. None of these calls is
+/// stream-ordered, so this may run while a step is captured.
 template <typename... Params>
 inline bool allowSharedBytes(void (*kernel)(Params...), size_t bytes) {
-  if (bytes <= kDefaultSharedBytes)
+  if (bytes == 0)
     return true;
   const void *entry = reinterpret_cast<const void *>(kernel);
+  cudaFuncAttributes attributes{};
+  check(cudaFuncGetAttributes(&attributes, entry),
+        "fused kernel (shared memory)");
+  const size_t total = bytes + attributes.sharedSizeBytes;
+  if (total <= kDefaultSharedBytes)
+    return true;
   int device = 0, optIn = 0;
   check(cudaGetDevice(&device), "fused kernel (shared memory)");
   check(cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin,
                                device),
         "fused kernel (shared memory)");
-  cudaFuncAttributes attributes{};
-  check(cudaFuncGetAttributes(&attributes, entry),
-        "fused kernel (shared memory)");
-  if (bytes + attributes.sharedSizeBytes > size_t(optIn))
+  if (total > size_t(optIn))
     return false;
   check(cudaFuncSetAttribute(entry, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              int(bytes)),
