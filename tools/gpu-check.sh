@@ -67,7 +67,9 @@ die() {
 # The benchmark configurations: name, model source, fpc options, fp-bench
 # arguments. lm_split is config LM with its scan in a kernel of its own
 # (fpc --no-fuse-scans), parallel over samples and channels, against the
-# fused kernel's one block per sample at B = 16. The *_saved ones save the
+# fused kernel's one block per sample at B = 16; s_householder1_split is
+# config S so, where 512 samples fill the GPU with fused blocks. Together
+# they say where a library should switch schedules. The *_saved ones save the
 # forward's GEMM products for the backward (fpc --save-products). The
 # *_a_untransposed ones read the selective scan's A as it is, channels ×
 # N, in the fused kernel (fpc --no-transpose-scan-a), for comparison with
@@ -85,6 +87,7 @@ lm_saved|models/fp_mamba_lm.fp|--set n_layers=1 --save-products|--batch 16 --seq
 s_householder1_a_untransposed|models/fp_mamba_householder1.fp|--set d_model=512 --no-transpose-scan-a|--batch 512 --seq-len 17
 lm_a_untransposed|models/fp_mamba_lm.fp|--set n_layers=1 --no-transpose-scan-a|--batch 16 --seq-len 2048
 s_householder1_unstaged|models/fp_mamba_householder1.fp|--set d_model=512 --no-stage-inputs|--batch 512 --seq-len 17
+s_householder1_split|models/fp_mamba_householder1.fp|--set d_model=512 --no-fuse-scans|--batch 512 --seq-len 17
 EOF
 }
 
