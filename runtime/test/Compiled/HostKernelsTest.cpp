@@ -171,6 +171,26 @@ TEST(HostKernels, SelectiveScanMatchesTheDirectRecurrence) {
           ASSERT_NEAR(out32[k], expected[k],
                       1e-5 * (1 + std::fabs(expected[k])))
               << "f32, element " << k;
+
+        // The CUDA kernel's channel function (states in registers, the
+        // next token's operands loaded ahead), one channel at a time: the
+        // same arithmetic in the same order as the host kernel.
+        if (state > 16)
+          continue;
+        std::vector<double> channel64(expected.size());
+        std::vector<float> channel32(expected.size());
+        for (int64_t b = 0; b < batch; ++b)
+          for (int64_t c = 0; c < channels; ++c) {
+            fp::fused::selectiveScanChannel<16>(
+                u.data(), delta.data(), a.data(), bm.data(), cm.data(), skipPtr,
+                b, c, length, channels, state, channel64.data());
+            fp::fused::selectiveScanChannel<16>(
+                u32.data(), delta32.data(), a32.data(), bm32.data(),
+                cm32.data(), withSkip ? skip32.data() : nullptr, b, c, length,
+                channels, state, channel32.data());
+          }
+        EXPECT_EQ(channel64, out64) << "f64, one channel at a time";
+        EXPECT_EQ(channel32, out32) << "f32, one channel at a time";
       }
 }
 

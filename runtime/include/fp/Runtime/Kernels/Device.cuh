@@ -1367,6 +1367,30 @@ selectiveScanKernel(const Real *u, const Real *delta, const Real *a,
   }
 }
 
+/// The selective scan with one thread per (sample, channel) and its
+/// states in registers (fp::fused::selectiveScanChannel), for N ≤
+/// kMaxState.
+template <typename Real, int kMaxState>
+__global__ void
+selectiveScanRegistersKernel(const Real *u, const Real *delta, const Real *a,
+                             const Real *bm, const Real *cm, const Real *skip,
+                             int64_t batch, int64_t length, int64_t channels,
+                             int64_t state, Real *out) {
+  const int64_t n = batch * channels;
+  for (int64_t index = firstThread(); index < n; index += allThreads())
+    fp::fused::selectiveScanChannel<kMaxState>(
+        u, delta, a, bm, cm, skip, index / channels, index % channels, length,
+        channels, state, out);
+}
+
+/// States a selective-scan thread keeps in registers; above, in shared
+/// memory (selectiveScanKernel).
+inline constexpr int64_t kScanRegisterStates = 16;
+/// Threads of a block of selectiveScanRegistersKernel: small blocks spread
+/// few (sample, channel) pairs evenly over the SMs (config LM: 24 576
+/// threads, 384 blocks).
+inline constexpr int kScanRegisterThreads = 64;
+
 template <typename Real>
 __global__ void causalConvKernel(const Real *in, int64_t inStride,
                                  const Real *weight, const Real *bias,
@@ -1416,13 +1440,24 @@ inline void scan(In<Real> coeff, In<Real> input, int64_t batch, int64_t length,
 
 /// Mamba-1's selective scan (fp.selective_scan): state S [d, N] per sample,
 /// S_t = exp(Δ_t A) ⊙ S_{t−1} + (Δ_t u_t) B_t, y_t = S_t C_t + D u_t (skip
-/// may be null). One thread per (sample, channel), sequential over time with
-/// its N states in shared memory; the arithmetic is Host.h's.
+/// may be null). One thread per (sample, channel), sequential over time
+/// with its N states in registers (N ≤ 16), else in shared memory; the
+/// arithmetic is Host.h's.
 template <typename Real>
 inline void selectiveScan(In<Real> u, In<Real> delta, In<Real> a, In<Real> bm,
                           In<Real> cm, In<Real> skip, int64_t batch,
                           int64_t length, int64_t channels, int64_t state,
                           Real *out) {
+  if (state <= detail::kScanRegisterStates) {
+    detail::launch(
+        "selectiveScan",
+        detail::selectiveScanRegistersKernel<Real, detail::kScanRegisterStates>,
+        (batch * channels + detail::kScanRegisterThreads - 1) /
+            detail::kScanRegisterThreads,
+        detail::kScanRegisterThreads, 0, detail::stream(), u, delta, a, bm, cm,
+        skip, batch, length, channels, state, out);
+    return;
+  }
   const size_t perThread = 2 * size_t(state) * sizeof(Compute<Real>);
   int threads = 128;
   while (threads > 1 && perThread * threads > detail::kMaxSharedBytes)

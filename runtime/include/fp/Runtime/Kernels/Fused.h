@@ -974,6 +974,71 @@ FP_HOST_DEVICE inline void loadScanCarry(Team &team, S *state, int64_t n,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// The standalone selective scan's channel
+//===----------------------------------------------------------------------===//
+
+/// Mamba-1's selective scan of one channel `c` of sample `b` (the operands
+/// and output as fp::host::selectiveScan's), its at most kMaxState states
+/// and its row of A in arrays of that size, which CUDA keeps in registers
+/// (the loops over them are unrolled; `state` ≤ kMaxState). Token t + 1's
+/// Δ, u, B and C are loaded while token t is computed, so that a thread
+/// waits out the memory's latency once, not every token. The arithmetic
+/// is fp::host::selectiveScan's, in its order.
+template <int kMaxState, typename Real>
+FP_HOST_DEVICE inline void
+selectiveScanChannel(const Real *u, const Real *delta, const Real *a,
+                     const Real *bm, const Real *cm, const Real *skip,
+                     int64_t b, int64_t c, int64_t length, int64_t channels,
+                     int64_t state, Real *out) {
+  using C = Compute<Real>;
+  using fp::host::exp;
+  C st[kMaxState], at[kMaxState];
+  Real bNext[kMaxState], cNext[kMaxState];
+  FP_UNROLL
+  for (int n = 0; n < kMaxState; ++n) {
+    st[n] = C(0);
+    at[n] = n < state ? C(a[c * state + n]) : C(0);
+    bNext[n] = cNext[n] = Real(0);
+  }
+  const int64_t first = b * length;
+  Real dNext = Real(0), uNext = Real(0);
+  auto load = [&](int64_t bt) {
+    dNext = delta[bt * channels + c];
+    uNext = u[bt * channels + c];
+    FP_UNROLL
+    for (int n = 0; n < kMaxState; ++n)
+      if (n < state) {
+        bNext[n] = bm[bt * state + n];
+        cNext[n] = cm[bt * state + n];
+      }
+  };
+  if (length > 0)
+    load(first);
+  const C skipC = skip ? C(skip[c]) : C(0);
+  for (int64_t t = 0; t < length; ++t) {
+    const int64_t bt = first + t;
+    const C dt = C(dNext), ut = C(uNext);
+    C bn[kMaxState], cn[kMaxState];
+    FP_UNROLL
+    for (int n = 0; n < kMaxState; ++n) {
+      bn[n] = C(bNext[n]);
+      cn[n] = C(cNext[n]);
+    }
+    if (t + 1 < length)
+      load(bt + 1);
+    const C du = dt * ut;
+    C y = 0;
+    FP_UNROLL
+    for (int n = 0; n < kMaxState; ++n)
+      if (n < state) {
+        st[n] = exp(dt * at[n]) * st[n] + du * bn[n];
+        y += st[n] * cn[n];
+      }
+    out[bt * channels + c] = Real(skip ? y + skipC * ut : y);
+  }
+}
+
 #undef FP_TEAM_FOR
 #undef FP_TEAM_ACCUMULATE
 #undef FP_TEAM_SIMD
