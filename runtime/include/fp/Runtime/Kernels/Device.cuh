@@ -690,6 +690,47 @@ inline void forEachToken(int64_t batch, int64_t length, int64_t scratch,
                  length, scratch, global.as<C>());
 }
 
+namespace detail {
+
+/// How forEachSample runs `Kernel` at a call shape: whether its scratch
+/// lies in shared memory, and in how many chunks of `span` tokens each
+/// sample's tokens run.
+struct SamplePlan {
+  bool shared = false;
+  size_t bytes = 0;
+  int64_t chunks = 1, span = 0;
+};
+
+template <typename Real, typename Kernel>
+SamplePlan planSamples(int64_t batch, int64_t length, int64_t scratch) {
+  using C = Compute<Real>;
+  SamplePlan plan;
+  plan.bytes = size_t(scratch) * sizeof(C);
+  plan.shared = allowSharedBytes(&sampleKernel<C, Kernel>, plan.bytes);
+  if constexpr (Kernel::kChunkable) {
+    plan.shared = plan.shared &&
+                  allowSharedBytes(&chunkCarryKernel<C, Kernel>, plan.bytes);
+    plan.chunks = timeChunks(
+        batch, length,
+        residentBlocks(&sampleKernel<C, Kernel>, plan.shared ? plan.bytes : 0));
+  }
+  plan.span = (length + plan.chunks - 1) / plan.chunks;
+  plan.chunks = (length + plan.span - 1) / plan.span;
+  return plan;
+}
+
+} // namespace detail
+
+/// The chunks forEachSample runs each sample's tokens in at this call shape
+/// on the current device: 1 unless the batch leaves the device's blocks
+/// idle and the kernel is Kernel::kChunkable.
+template <typename Real, typename Kernel>
+inline int64_t sampleChunks(int64_t batch, int64_t length, int64_t scratch) {
+  if (batch <= 0 || length <= 0)
+    return 1;
+  return detail::planSamples<Real, Kernel>(batch, length, scratch).chunks;
+}
+
 /// Runs a kernel whose body holds scans: one block per sample, its tokens
 /// in time order, with `state` elements of scan state per sample, zero at
 /// t = 0. The last Kernel::kRegisterState of them are held in the threads'
@@ -704,20 +745,11 @@ inline void forEachSample(int64_t batch, int64_t length, int64_t scratch,
   if (batch <= 0 || length <= 0)
     return;
   using C = Compute<Real>;
-  const size_t bytes = size_t(scratch) * sizeof(C);
-  bool shared =
-      detail::allowSharedBytes(&detail::sampleKernel<C, Kernel>, bytes);
-  if constexpr (Kernel::kChunkable)
-    shared = shared && detail::allowSharedBytes(
-                           &detail::chunkCarryKernel<C, Kernel>, bytes);
-  const size_t sharedBytes = shared ? bytes : 0;
-  int64_t chunks = 1;
-  if constexpr (Kernel::kChunkable)
-    chunks = timeChunks(
-        batch, length,
-        detail::residentBlocks(&detail::sampleKernel<C, Kernel>, sharedBytes));
-  const int64_t span = (length + chunks - 1) / chunks;
-  chunks = (length + span - 1) / span;
+  const detail::SamplePlan plan =
+      detail::planSamples<Real, Kernel>(batch, length, scratch);
+  const bool shared = plan.shared;
+  const size_t bytes = plan.bytes, sharedBytes = shared ? bytes : 0;
+  const int64_t chunks = plan.chunks, span = plan.span;
   const int64_t blocks = batch * chunks;
   if (blocks > detail::kMaxBlocks)
     throw DeviceError("fp::cuda::forEachSample: " + std::to_string(batch) +
