@@ -36,13 +36,15 @@
 # the compiled-vs-eager model
 # tests on CUDA (FP_TEST_DEVICE=cuda), with the solver's loop as a CUDA
 # graph, again queued from the host (FP_CUDA_GRAPHS=0), on two models
-# built with their scans unfused (fpc --no-fuse-scans), and with each
-# sample's tokens in three chunks (FP_TIME_CHUNKS=3); and runs fp-bench
-# on the configurations of docs/performance.md, on CUDA, compiled and eager
-# side by side (the forward also with FP_CUDA_GRAPHS=0, and the training
-# step also in bf16: the compiled layer in bf16 against the eager reference
-# under autocast; config LM's training step also with one block per sample,
-# FP_TIME_CHUNKS=1, and in 17 chunks), summarised into one table (tools/bench-summary.py,
+# built with their scans unfused (fpc --no-fuse-scans), with every call on
+# its library's split schedule (FP_CUDA_SCHEDULE=split), and on the fused
+# one with each sample's tokens in three chunks (FP_TIME_CHUNKS=3); and
+# runs fp-bench on the configurations of docs/performance.md, on CUDA,
+# compiled and eager side by side (the forward also with FP_CUDA_GRAPHS=0,
+# and the training step also in bf16: the compiled layer in bf16 against
+# the eager reference under autocast; config LM's training step also on its
+# fused schedule, FP_CUDA_SCHEDULE=fused, in the chunks it picks, with one
+# block per sample and in 17 chunks), summarised into one table (tools/bench-summary.py,
 # $OUT/bench-summary.md). Each stage
 # prints a one-line verdict; the exit status is that of the first stage that
 # failed.
@@ -65,11 +67,11 @@ die() {
 }
 
 # The benchmark configurations: name, model source, fpc options, fp-bench
-# arguments. lm_split is config LM with its scan in a kernel of its own
-# (fpc --no-fuse-scans), parallel over samples and channels, against the
-# fused kernel's one block per sample at B = 16; s_householder1_split is
-# config S so, where 512 samples fill the GPU with fused blocks. Together
-# they say where a library should switch schedules. The *_saved ones save the
+# arguments. Each library holds the fused and the split schedule, and a
+# call takes the split one where the fused one would run samples in chunks
+# (config LM; config S takes the fused one). lm_split is config LM compiled
+# with the split schedule alone (fpc --no-fuse-scans), s_householder1_split
+# config S so, where 512 samples fill the GPU with fused blocks. The *_saved ones save the
 # forward's GEMM products for the backward (fpc --save-products). The
 # *_a_untransposed ones read the selective scan's A as it is, channels ×
 # N, in the fused kernel (fpc --no-transpose-scan-a), for comparison with
@@ -287,11 +289,23 @@ stage_test_cuda() {
     >"$log" 2>&1 || code=$?
   verdict "compiled vs eager models, scans unfused (cuda)" $code "$log" "$started"
   grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
-  # Fused scans with each sample in three chunks (FP_TIME_CHUNKS).
+  # The libraries' own split schedule at every shape (the tests' batches
+  # are small, but their samples too short for chunks, so their calls take
+  # the fused one).
+  log="$out/gpu-models-split-schedule.log"
+  code=0
+  started=$SECONDS
+  FP_TEST_DEVICE=cuda FP_CUDA_SCHEDULE=split \
+    "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
+    >"$log" 2>&1 || code=$?
+  verdict "compiled vs eager models, the libraries' split schedule (cuda)" $code "$log" "$started"
+  grep -E "^\[  (PASSED|FAILED)|^\[  FAILED" "$log" | tail -20 || true
+  # Fused scans with each sample in three chunks (FP_TIME_CHUNKS; where
+  # the fused schedule chunks, a call would take the split one unless told).
   log="$out/gpu-models-chunked.log"
   code=0
   started=$SECONDS
-  FP_TEST_DEVICE=cuda FP_TIME_CHUNKS=3 \
+  FP_TEST_DEVICE=cuda FP_TIME_CHUNKS=3 FP_CUDA_SCHEDULE=fused \
     "$root/build-gpu/runtime/test/Compiled/FpCompiledModelTests" \
     --gtest_filter='*/fp_mamba_householder1:*/fp_mamba_lm:*/fp_rnn' \
     >"$log" 2>&1 || code=$?
@@ -342,16 +356,20 @@ stage_bench() {
       --model "$bundle/bench/$name.so" --device cuda --mode eval \
       --repeats "$repeats" $args >>"$log" 2>&1 || code=$?
     echo >>"$log"
-    # Config LM's fused kernel runs each sample in chunks (16 samples leave
-    # the GPU idle); its training step again with one block per sample, and
-    # with 17 chunks, which timeChunks chose on 132 SMs at two blocks per SM
-    # before it kept the chunks to one round of blocks (16).
+    # At config LM (16 samples leave the GPU idle) the library's calls
+    # take its split schedule. Its training step again on the fused one
+    # (FP_CUDA_SCHEDULE=fused): in the chunks timeChunks picks, with one
+    # block per sample, and with 17 chunks, which timeChunks chose on 132
+    # SMs at two blocks per SM before it kept the chunks to one round of
+    # blocks (16).
     if [[ "$name" == lm ]]; then
-      local chunks
-      for chunks in 1 17; do
-        echo "== $name, train, FP_TIME_CHUNKS=$chunks: fp-bench --model $name.so $args" >>"$log"
+      local chunks note
+      for chunks in "" 1 17; do
+        note="FP_CUDA_SCHEDULE=fused${chunks:+ FP_TIME_CHUNKS=$chunks}"
+        echo "== $name, train, $note: fp-bench --model $name.so $args" >>"$log"
         # shellcheck disable=SC2086 # $args holds separate words
-        FP_TIME_CHUNKS=$chunks "$root/build-gpu/bin/fp-bench" \
+        FP_CUDA_SCHEDULE=fused FP_TIME_CHUNKS=$chunks \
+          "$root/build-gpu/bin/fp-bench" \
           --model "$bundle/bench/$name.so" --device cuda --mode train \
           --repeats "$repeats" $args >>"$log" 2>&1 || code=$?
         echo >>"$log"

@@ -56,6 +56,11 @@ public:
   /// Emits `template <typename Real> <signature> { ... }`.
   LogicalResult emitFunction(StringRef signature);
 
+  /// After emitFunction, on CUDA: emits `template <typename Real> int64_t
+  /// sampleChunks(int64_t B, int64_t T)`, the most chunks any of the
+  /// function's sample kernels runs a sample's tokens in at a call shape.
+  void emitSampleChunks();
+
 private:
   CodeWriter &w;
   const LayerPlan &plan;
@@ -125,6 +130,22 @@ std::string LayerEmitter::shapeLiteral(const Shape &s) const {
     text += s.product(i, i + 1);
   }
   return text + "}}";
+}
+
+void LayerEmitter::emitSampleChunks() {
+  w.text("template <typename Real>");
+  auto fn = w.block("int64_t sampleChunks(int64_t B, int64_t T)");
+  w.text("int64_t chunks = 1;");
+  plan.layer.walk([&](KernelOp kernel) {
+    const KernelLaunch &launch = kernels.find(kernel)->second;
+    if (launch.sequential)
+      w.line("chunks = std::max(chunks, kernels::sampleChunks<Real, "
+             "{0}<Real>>(B, T, {1}));",
+             launch.name, launch.scratch);
+  });
+  w.text("(void)B;");
+  w.text("(void)T;");
+  w.text("return chunks;");
 }
 
 LogicalResult LayerEmitter::emitFunction(StringRef signature) {
@@ -719,6 +740,8 @@ static std::string cppStringLiteral(StringRef text) {
 /// The layers of `module`, planned, and its manifest.
 struct PlannedLibrary {
   std::vector<LayerPlan> plans;
+  /// The plans of info.splitModule, one per plan above, or none.
+  std::vector<LayerPlan> splitPlans;
   std::string manifest;
 };
 
@@ -727,10 +750,33 @@ static FailureOr<PlannedLibrary> planLibrary(ModuleOp module,
   FailureOr<std::vector<LayerPlan>> planned = planLayers(module);
   if (failed(planned))
     return failure();
-  FailureOr<std::string> manifest = buildManifest(module, *planned, info);
+  PlannedLibrary library;
+  library.plans = std::move(*planned);
+  if (info.splitModule) {
+    FailureOr<std::vector<LayerPlan>> split = planLayers(info.splitModule);
+    if (failed(split))
+      return failure();
+    library.splitPlans = std::move(*split);
+    if (library.splitPlans.size() != library.plans.size())
+      return module.emitError("cannot emit: the split schedule has ")
+                 << library.splitPlans.size() << " layers, the fused one "
+                 << library.plans.size(),
+             failure();
+    for (auto [fused, split] :
+         llvm::zip_equal(library.plans, library.splitPlans))
+      if (fused.layer.getSymName() != split.layer.getSymName())
+        return module.emitError("cannot emit: the split schedule's layer ")
+                   << split.layer.getSymName()
+                   << " stands where the fused one has "
+                   << fused.layer.getSymName(),
+               failure();
+  }
+  FailureOr<std::string> manifest =
+      buildManifest(module, library.plans, info, library.splitPlans);
   if (failed(manifest))
     return failure();
-  return PlannedLibrary{std::move(*planned), std::move(*manifest)};
+  library.manifest = std::move(*manifest);
+  return library;
 }
 
 static bool hasTarget(const LibraryInfo &info, StringRef target) {
@@ -837,6 +883,33 @@ static std::string forwardSignature(StringRef name) {
       .str();
 }
 
+/// Declares, in namespace `ns`, the CUDA unit's forward (and backward) of a
+/// layer and their instantiations, and with `chunks` its sampleChunks.
+static void declareDeviceFunctions(CodeWriter &w, StringRef ns, bool backward,
+                                   bool chunks, const LibraryInfo &info) {
+  auto inner =
+      w.blockWithTrailer((" // namespace " + ns).str(), "namespace {0}", ns);
+  w.text("template <typename Real>");
+  w.line("{0};", forwardSignature("forward"));
+  for (auto [dtype, type] : elementTypes(info))
+    w.line("extern template {0};",
+           forwardSignature(("forward<" + type + ">").str()));
+  if (backward) {
+    w.text("template <typename Real>");
+    w.line("{0};", backwardSignature("backward"));
+    for (auto [dtype, type] : elementTypes(info))
+      w.line("extern template {0};",
+             backwardSignature(("backward<" + type + ">").str()));
+  }
+  if (chunks) {
+    w.text("template <typename Real>");
+    w.text("int64_t sampleChunks(int64_t B, int64_t T);");
+    for (auto [dtype, type] : elementTypes(info))
+      w.line("extern template int64_t sampleChunks<{0}>(int64_t B, int64_t T);",
+             type);
+  }
+}
+
 LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
                                                 const LibraryInfo &info,
                                                 raw_ostream &os) {
@@ -860,8 +933,11 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
   w.text("#include <cmath>");
   w.text("#include <limits>");
 
-  for (const LayerPlan &plan : library->plans) {
+  for (auto [index, plan] : llvm::enumerate(library->plans)) {
     std::string layer = identifier(plan.layer.getSymName());
+    const LayerPlan *split = cuda && !library->splitPlans.empty()
+                                 ? &library->splitPlans[index]
+                                 : nullptr;
     w.blank();
     emitLayerRule(w, plan.layer.getSymName());
     {
@@ -894,36 +970,46 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
       }
       if (cuda) {
         // Compiled by nvcc in the library's CUDA unit.
-        auto inner = w.blockWithTrailer(" // namespace cuda", "namespace cuda");
-        w.text("template <typename Real>");
-        w.line("{0};", forwardSignature("forward"));
-        for (auto [dtype, type] : elementTypes(info))
-          w.line("extern template {0};",
-                 forwardSignature(("forward<" + type + ">").str()));
-        if (backward) {
-          w.text("template <typename Real>");
-          w.line("{0};", backwardSignature("backward"));
-          for (auto [dtype, type] : elementTypes(info))
-            w.line("extern template {0};",
-                   backwardSignature(("backward<" + type + ">").str()));
-        }
-      }
-      if (cuda)
+        declareDeviceFunctions(w, "cuda", backward != nullptr, split != nullptr,
+                               info);
+        if (split)
+          declareDeviceFunctions(w, "cuda_split", split->backward != nullptr,
+                                 false, info);
         w.blank();
-      std::string extra;
-      if (!plan.saved.empty() || backward)
-        extra = llvm::formatv(
-            ", {0}, {1}, {2}, {3}, {4}, {5}",
-            plan.saved.empty() ? "nullptr" : "kSaved", plan.saved.size(),
-            backward ? "kBackwardBuffers" : "nullptr",
-            backward ? backward->slots.size() : 0,
-            backward && cpu ? functionTable("backward", info) : "{}",
-            backward && cuda ? functionTable("cuda::backward", info) : "{}");
+      }
+      std::string splitField = "nullptr";
+      if (split) {
+        const LayerPlan *splitBackward = split->backward.get();
+        emitBufferSpecs(w, "kSplitBuffers", split->slots);
+        if (!split->saved.empty())
+          emitBufferSpecs(w, "kSplitSaved", split->saved);
+        if (splitBackward)
+          emitBufferSpecs(w, "kSplitBackwardBuffers", splitBackward->slots);
+        w.line("const fp::host::SplitSchedule kSplit = {{kSplitBuffers, {0}, "
+               "{1}, {2}, {3}, {4}, {5}, {6}, {7}};",
+               split->slots.size(),
+               split->saved.empty() ? "nullptr" : "kSplitSaved",
+               split->saved.size(),
+               splitBackward ? "kSplitBackwardBuffers" : "nullptr",
+               splitBackward ? splitBackward->slots.size() : 0,
+               functionTable("cuda_split::forward", info),
+               splitBackward ? functionTable("cuda_split::backward", info)
+                             : "{}",
+               functionTable("cuda::sampleChunks", info));
+        splitField = "&kSplit";
+      }
       w.line("const fp::host::LayerDescriptor kLayer = {{\"{0}\", {1}, "
-             "kBuffers, {2}, {3}, {4}{5}};",
+             "kBuffers, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
+             "\"{11}\", {12}};",
              plan.layer.getSymName(), plan.params.size(), plan.slots.size(),
              cpu ? functionTable("forward", info) : "{}",
-             cuda ? functionTable("cuda::forward", info) : "{}", extra);
+             cuda ? functionTable("cuda::forward", info) : "{}",
+             plan.saved.empty() ? "nullptr" : "kSaved", plan.saved.size(),
+             backward ? "kBackwardBuffers" : "nullptr",
+             backward ? backward->slots.size() : 0,
+             backward && cpu ? functionTable("backward", info) : "{}",
+             backward && cuda ? functionTable("cuda::backward", info) : "{}",
+             info.schedule, splitField);
       w.blank();
     }
     w.blank();
@@ -952,6 +1038,15 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
       w.line("return fp::host::{0}(args, layer_{1}::kLayer);",
              plan.backward ? "backward" : "backwardNotCompiled", layer);
     }
+    w.blank();
+    {
+      auto fn = w.block("FP_MODEL_EXPORT const char *{0}(fp_target target, "
+                        "fp_dtype dtype, int64_t batch, int64_t seq_len)",
+                        entryPointName(plan.layer.getSymName(), "schedule"));
+      w.line("return fp::host::scheduleName(layer_{0}::kLayer, target, dtype, "
+             "batch, seq_len);",
+             layer);
+    }
   }
 
   w.blank();
@@ -975,6 +1070,49 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
   return success();
 }
 
+/// The namespace layer_<layer>::<ns> of the CUDA unit: a layer's forward
+/// (and backward), and with `chunks` its sampleChunks.
+static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
+                                     StringRef ns, bool chunks,
+                                     const LibraryInfo &info) {
+  std::string layer = identifier(plan.layer.getSymName());
+  auto block =
+      w.blockWithTrailer((" // namespace layer_" + layer + "::" + ns).str(),
+                         "namespace layer_{0}::{1}", layer, ns);
+  w.blank();
+  if (!plan.saved.empty())
+    emitBufferSpecs(w, "kSaved", plan.saved);
+  emitSolverSettings(w, plan);
+  w.text("namespace kernels = fp::cuda;");
+  w.blank();
+  LayerEmitter emitter(w, plan, info.kernels);
+  if (failed(emitter.emitFunction(forwardSignature("forward"))))
+    return failure();
+  w.blank();
+  for (auto [dtype, type] : elementTypes(info))
+    w.line("template {0};", forwardSignature(("forward<" + type + ">").str()));
+  w.blank();
+  if (chunks) {
+    emitter.emitSampleChunks();
+    w.blank();
+    for (auto [dtype, type] : elementTypes(info))
+      w.line("template int64_t sampleChunks<{0}>(int64_t B, int64_t T);", type);
+    w.blank();
+  }
+  if (const LayerPlan *backward = plan.backward.get()) {
+    emitSolverSettings(w, *backward);
+    LayerEmitter backwardEmitter(w, *backward, info.kernels);
+    if (failed(backwardEmitter.emitFunction(backwardSignature("backward"))))
+      return failure();
+    w.blank();
+    for (auto [dtype, type] : elementTypes(info))
+      w.line("template {0};",
+             backwardSignature(("backward<" + type + ">").str()));
+    w.blank();
+  }
+  return success();
+}
+
 LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
                                                   const LibraryInfo &info,
                                                   raw_ostream &os) {
@@ -995,36 +1133,17 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
   w.text("#include <cmath>");
   w.text("#include <limits>");
 
-  for (const LayerPlan &plan : library->plans) {
-    std::string layer = identifier(plan.layer.getSymName());
+  for (auto [index, plan] : llvm::enumerate(library->plans)) {
+    const bool split = !library->splitPlans.empty();
     w.blank();
     emitLayerRule(w, plan.layer.getSymName());
-    auto ns = w.blockWithTrailer(" // namespace layer_" + layer + "::cuda",
-                                 "namespace layer_{0}::cuda", layer);
-    w.blank();
-    if (!plan.saved.empty())
-      emitBufferSpecs(w, "kSaved", plan.saved);
-    emitSolverSettings(w, plan);
-    w.text("namespace kernels = fp::cuda;");
-    w.blank();
-    LayerEmitter emitter(w, plan, info.kernels);
-    if (failed(emitter.emitFunction(forwardSignature("forward"))))
+    if (failed(emitDeviceLayer(w, plan, "cuda", split, info)))
       return failure();
-    w.blank();
-    for (auto [dtype, type] : elementTypes(info))
-      w.line("template {0};",
-             forwardSignature(("forward<" + type + ">").str()));
-    w.blank();
-    if (const LayerPlan *backward = plan.backward.get()) {
-      emitSolverSettings(w, *backward);
-      LayerEmitter backwardEmitter(w, *backward, info.kernels);
-      if (failed(backwardEmitter.emitFunction(backwardSignature("backward"))))
+    if (split) {
+      w.blank();
+      if (failed(emitDeviceLayer(w, library->splitPlans[index], "cuda_split",
+                                 false, info)))
         return failure();
-      w.blank();
-      for (auto [dtype, type] : elementTypes(info))
-        w.line("template {0};",
-               backwardSignature(("backward<" + type + ">").str()));
-      w.blank();
     }
   }
   os << text;

@@ -103,6 +103,7 @@ static llvm::json::Object iterationCostObject(ArrayRef<LaunchCost> cost) {
 }
 
 static llvm::json::Object layerObject(const LayerPlan &plan,
+                                      const LayerPlan *split,
                                       const LibraryInfo &info) {
   StringRef name = plan.layer.getSymName();
   llvm::json::Array params;
@@ -123,7 +124,9 @@ static llvm::json::Object layerObject(const LayerPlan &plan,
        llvm::json::Object{
            {"buffer_sizes", entryPointName(name, "buffer_sizes")},
            {"forward", entryPointName(name, "forward")},
-           {"backward", entryPointName(name, "backward")}}},
+           {"backward", entryPointName(name, "backward")},
+           {"schedule", entryPointName(name, "schedule")}}},
+      {"schedule", info.schedule},
       {"params", std::move(params)}};
   // A derived backward is compiled for every target of the library.
   llvm::json::Array backwardTargets;
@@ -146,6 +149,13 @@ static llvm::json::Object layerObject(const LayerPlan &plan,
   if (FailureOr<SmallVector<LaunchCost>> cost = iterationCost(plan);
       succeeded(cost))
     layer["iteration_cost"] = iterationCostObject(*cost);
+  if (split) {
+    llvm::json::Object schedule;
+    if (FailureOr<SmallVector<LaunchCost>> cost = iterationCost(*split);
+        succeeded(cost))
+      schedule["iteration_cost"] = iterationCostObject(*cost);
+    layer["cuda_split"] = std::move(schedule);
+  }
   return layer;
 }
 
@@ -185,10 +195,14 @@ static FailureOr<llvm::json::Object> modelObject(ModuleOp module,
 
 FailureOr<std::string>
 mlir::fp::codegen::buildManifest(ModuleOp module, ArrayRef<LayerPlan> layers,
-                                 const LibraryInfo &info) {
+                                 const LibraryInfo &info,
+                                 ArrayRef<LayerPlan> splitLayers) {
   llvm::json::Array layerArray, targets, dtypes;
-  for (const LayerPlan &plan : layers)
-    layerArray.push_back(layerObject(plan, info));
+  const bool split = !splitLayers.empty() &&
+                     llvm::is_contained(info.targets, std::string("cuda"));
+  for (auto [index, plan] : llvm::enumerate(layers))
+    layerArray.push_back(
+        layerObject(plan, split ? &splitLayers[index] : nullptr, info));
   for (const std::string &target : info.targets)
     targets.push_back(target);
   for (StringRef dtype : knownDTypes())

@@ -389,6 +389,10 @@ LayerInfo parseLayer(const Node &node) {
   layer.entryPoints.bufferSizes = symbol("buffer_sizes");
   layer.entryPoints.forward = symbol("forward");
   layer.entryPoints.backward = symbol("backward");
+  if (entryPoints.find("schedule"))
+    layer.entryPoints.schedule = symbol("schedule");
+  if (std::optional<Node> schedule = node.find("schedule"))
+    layer.schedule = schedule->nonEmptyString();
 
   std::set<std::string> paramNames;
   std::vector<Node> paramNodes = node.get("params").array();
@@ -425,6 +429,12 @@ LayerInfo parseLayer(const Node &node) {
     layer.solver = parseSolver(*solver);
   if (std::optional<Node> cost = node.find("iteration_cost"))
     layer.iterationCost = parseIterationCost(*cost);
+  if (std::optional<Node> split = node.find("cuda_split")) {
+    split->object();
+    layer.hasCudaSplit = true;
+    if (std::optional<Node> cost = split->find("iteration_cost"))
+      layer.splitIterationCost = parseIterationCost(*cost);
+  }
   return layer;
 }
 

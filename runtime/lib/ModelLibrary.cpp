@@ -150,6 +150,9 @@ ModelLibrary ModelLibrary::open(const std::string &path) {
         resolve(layer.entryPoints.forward, "forward"));
     entryPoints.backward = reinterpret_cast<fp_backward_fn>(
         resolve(layer.entryPoints.backward, "backward"));
+    if (!layer.entryPoints.schedule.empty())
+      entryPoints.schedule = reinterpret_cast<fp_schedule_fn>(
+          resolve(layer.entryPoints.schedule, "schedule"));
     library.layerEntryPoints.push_back(entryPoints);
   }
   return library;

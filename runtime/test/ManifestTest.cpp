@@ -154,6 +154,28 @@ TEST(ManifestTest, ParsesTheIterationCost) {
   EXPECT_DOUBLE_EQ(cost[1].elements.at(4, 10), 0.0);
 }
 
+TEST(ManifestTest, ParsesTheSchedules) {
+  const LayerInfo &plain = parseManifest(goodManifest).layers[0];
+  EXPECT_EQ(plain.schedule, "");
+  EXPECT_EQ(plain.entryPoints.schedule, "");
+  EXPECT_FALSE(plain.hasCudaSplit);
+  Manifest manifest = parseManifest(edited([](Json &m) {
+    m["layers"][0]["schedule"] = "fused";
+    m["layers"][0]["entry_points"]["schedule"] = "fp_fp_mamba_schedule";
+    m["layers"][0]["cuda_split"] = Json::parse(R"json({"iteration_cost":
+        {"launches": [{"op": "fp.selective_scan",
+         "flops": {"per_token": 96, "per_sample": 0, "fixed": 0},
+         "elements": {"per_token": 80, "per_sample": 0, "fixed": 0}}]}})json");
+  }));
+  const LayerInfo &layer = manifest.layers[0];
+  EXPECT_EQ(layer.schedule, "fused");
+  EXPECT_EQ(layer.entryPoints.schedule, "fp_fp_mamba_schedule");
+  EXPECT_TRUE(layer.hasCudaSplit);
+  ASSERT_EQ(layer.splitIterationCost.size(), 1u);
+  EXPECT_EQ(layer.splitIterationCost[0].op, "fp.selective_scan");
+  EXPECT_DOUBLE_EQ(layer.splitIterationCost[0].flops.at(2, 3), 96.0 * 6);
+}
+
 TEST(ManifestTest, IgnoresUnknownKeys) {
   Manifest manifest = parseManifest(edited([](Json &m) {
     m["build_id"] = "abc";
@@ -412,6 +434,14 @@ const InvalidCase invalidCases[] = {
        solver0(m)["backward"] = {{"mode", "neumann"}};
      },
      "missing required field 'layers[0].solver.backward.steps'"},
+    // Schedules.
+    {"SplitScheduleNotAnObject", [](Json &m) { layer0(m)["cuda_split"] = 3; },
+     "field 'layers[0].cuda_split' must be an object"},
+    {"EmptyScheduleName", [](Json &m) { layer0(m)["schedule"] = ""; },
+     "field 'layers[0].schedule' must not be empty"},
+    {"BadScheduleSymbol",
+     [](Json &m) { layer0(m)["entry_points"]["schedule"] = "not a symbol"; },
+     "layers[0].entry_points.schedule"},
     // Iteration cost.
     {"CostWithoutLaunches",
      [](Json &m) { layer0(m)["iteration_cost"] = Json::object(); },

@@ -55,7 +55,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK:     kernels::unary(kernels::Silu(), B * T * 4, [[Y]], [[OUT]]);
 //   CHECK-NOT:     args.output
 //   CHECK-NOT: namespace cuda
-//       CHECK:   const fp::host::LayerDescriptor kLayer = {"tiny", 1, kBuffers, {{[0-9]+}}, {&forward<float>, &forward<double>, &forward<fp::bf16>}, {}};
+//       CHECK:   const fp::host::LayerDescriptor kLayer = {"tiny", 1, kBuffers, {{[0-9]+}}, {&forward<float>, &forward<double>, &forward<fp::bf16>}, {}, nullptr, 0, nullptr, 0, {}, {}, "fused", nullptr};
 //       CHECK: } // namespace layer_tiny
 //       CHECK: FP_MODEL_EXPORT fp_status fp_tiny_buffer_sizes(
 //       CHECK: FP_MODEL_EXPORT fp_status fp_tiny_forward(const fp_forward_args *args) {
@@ -64,9 +64,10 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK: FP_MODEL_EXPORT uint32_t fp_model_abi_version(void) {
 //       CHECK: FP_MODEL_EXPORT const char *fp_model_manifest(void) {
 //  CHECK-NEXT:   return "{\"abi_version\":2,
-//  CHECK-SAME:   \"layers\":[{\"backward_targets\":[],\"d_model\":4,\"entry_points\":{\"backward\":\"fp_tiny_backward\",\"buffer_sizes\":\"fp_tiny_buffer_sizes\",\"forward\":\"fp_tiny_forward\"},
+//  CHECK-SAME:   \"layers\":[{\"backward_targets\":[],\"d_model\":4,\"entry_points\":{\"backward\":\"fp_tiny_backward\",\"buffer_sizes\":\"fp_tiny_buffer_sizes\",\"forward\":\"fp_tiny_forward\",\"schedule\":\"fp_tiny_schedule\"},
 //  CHECK-SAME:   \"iteration_cost\":{\"launches\":[{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"fp.shift\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":16},\"op\":\"fp.sigmoid\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":12},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"op\":\"fp.scan\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":12},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":32},\"op\":\"fp.solver_relax\"}]},
 //  CHECK-SAME:   \"name\":\"tiny\",\"params\":[{\"init\":{\"kind\":\"fan_in_uniform\"},\"name\":\"in_proj.weight\",\"shape\":[8,4],\"weight_decay\":true}],
+//  CHECK-SAME:   \"schedule\":\"fused\",
 //  CHECK-SAME:   \"solver\":{\"backward\":\"one_step\",\"max_iter_eval\":9,\"max_iter_train\":7,\"relax_decay\":0.90000000000000002,\"relax_patience\":3,\"relax_start\":0.98999999999999999,\"tolerance\":0.10000000000000001,\"train_quantile\":0.75}}]
 //  CHECK-SAME:   \"model\":{\"d_model\":4,\"final_norm\":\"rms_norm\",\"name\":\"tiny\",\"norm_eps\":1.0000000000000001e-05,\"pad_vocab_multiple\":8,\"stack\":[\"tiny\",\"tiny\"],\"tied_head\":true,\"vocab\":11}
 //       CHECK: FP_MODEL_EXPORT const char *fp_model_last_error(void) {

@@ -134,8 +134,16 @@ cl::opt<bool> noFuseScans(
     "no-fuse-scans",
     cl::desc("Keep scans out of fused kernels: the per-token work around a "
              "scan runs in per-token kernels and the scan in a kernel of its "
-             "own, parallel over samples and channels (on a GPU, for batches "
-             "too small to fill it with one block per sample)"),
+             "own, parallel over samples and channels (the split schedule "
+             "alone, on every target)"),
+    cl::cat(fpcCategory));
+cl::opt<bool> noSplitSchedule(
+    "no-split-schedule",
+    cl::desc("Compile only the fused schedule for CUDA. By default a CUDA "
+             "library whose fused kernels hold scans also holds the split "
+             "schedule (as --no-fuse-scans compiles it), and a CUDA call takes "
+             "it where the batch is too small for one block per sample to "
+             "fill the GPU"),
     cl::cat(fpcCategory));
 cl::opt<bool> noTransposeScanA(
     "no-transpose-scan-a",
@@ -565,30 +573,52 @@ int main(int argc, char **argv) {
   if (emit == EmitStage::MLIR)
     return emitText(parsed);
 
-  PassManager pm(&context);
-  if (failed(applyPassManagerCLOptions(pm)))
-    return 1;
-  fp::FpPipelineOptions pipelineOptions;
-  pipelineOptions.fuse = !noFuse;
-  pipelineOptions.fuseScans = !noFuseScans;
-  pipelineOptions.transposeScanA = !noTransposeScanA;
-  pipelineOptions.backward = withBackward;
-  pipelineOptions.saveProducts = saveProducts;
-  fp::buildFpPipeline(pm, pipelineOptions);
-  if (failed(pm.run(*module)))
+  const bool withCuda = target != Target::CPU || emit == EmitStage::Cuda;
+  auto lower = [&](ModuleOp lowering, bool fuseScans) -> LogicalResult {
+    PassManager pm(&context);
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    fp::FpPipelineOptions pipelineOptions;
+    pipelineOptions.fuse = !noFuse;
+    pipelineOptions.fuseScans = fuseScans;
+    pipelineOptions.transposeScanA = !noTransposeScanA;
+    pipelineOptions.backward = withBackward;
+    pipelineOptions.saveProducts = saveProducts;
+    fp::buildFpPipeline(pm, pipelineOptions);
+    return pm.run(lowering);
+  };
+  // The split schedule, lowered from a copy of the parsed module, where
+  // CUDA code is compiled and it differs from the fused one.
+  OwningOpRef<ModuleOp> splitModule;
+  const bool fusedScans = !noFuse && !noFuseScans;
+  if (withCuda && fusedScans && !noSplitSchedule &&
+      emit != EmitStage::Lowered) {
+    splitModule = module->clone();
+    if (failed(lower(*splitModule, /*fuseScans=*/false)))
+      return 1;
+  }
+  if (failed(lower(*module, fusedScans)))
     return 1;
   std::string lowered = printed(*module);
   if (failed(dump(".2-lowered.mlir", lowered)))
     return 1;
   if (emit == EmitStage::Lowered)
     return emitText(lowered);
+  if (splitModule) {
+    std::string split = printed(*splitModule);
+    if (split == lowered)
+      splitModule = nullptr;
+    else if (failed(dump(".2-lowered-split.mlir", split)))
+      return 1;
+  }
 
   fp::codegen::LibraryInfo info;
   info.source = inputFile;
   info.kernels.stageInputs = !noStageInputs;
+  info.schedule = noFuse ? "unfused" : noFuseScans ? "split" : "fused";
+  info.splitModule = splitModule ? *splitModule : ModuleOp();
   if (!dtypeList.empty())
     info.dtypes.assign(dtypeList.begin(), dtypeList.end());
-  const bool withCuda = target != Target::CPU || emit == EmitStage::Cuda;
   if (target == Target::CUDA)
     info.targets = {"cuda"};
   else if (target == Target::All)
@@ -620,8 +650,16 @@ int main(int argc, char **argv) {
         fp::codegen::planLayers(*module);
     if (failed(plans))
       return 1;
+    std::vector<fp::codegen::LayerPlan> splitPlans;
+    if (splitModule) {
+      FailureOr<std::vector<fp::codegen::LayerPlan>> planned =
+          fp::codegen::planLayers(*splitModule);
+      if (failed(planned))
+        return 1;
+      splitPlans = std::move(*planned);
+    }
     FailureOr<std::string> manifest =
-        fp::codegen::buildManifest(*module, *plans, info);
+        fp::codegen::buildManifest(*module, *plans, info, splitPlans);
     if (failed(manifest))
       return 1;
     return emitText(*manifest + "\n");

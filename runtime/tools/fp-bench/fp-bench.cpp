@@ -556,10 +556,33 @@ double measureStepSeconds(CompiledLayer &layer, const torch::Tensor &input,
   return (slow - fast) / (many - few);
 }
 
+/// The schedule a compiled call of the benchmark's shape runs, as the
+/// library says (a CUDA library may hold the fused and the split one).
+std::string scheduleOf(const ModelLibrary &library, const LayerInfo &layer,
+                       fp_target target, const Options &options) {
+  const LayerEntryPoints &entryPoints = library.entryPoints(layer.name);
+  if (!entryPoints.schedule)
+    return layer.schedule.empty() ? "as compiled" : layer.schedule;
+  const char *name = entryPoints.schedule(target, toAbiDType(options.dtype),
+                                          options.batch, options.seqLen);
+  if (!name)
+    throw std::runtime_error(library.lastError());
+  return name;
+}
+
+/// The launches of one solver step of the schedule a call runs.
+const std::vector<LaunchCost> &stepCostOf(const LayerInfo &layer,
+                                          const std::string &schedule,
+                                          const Options &options) {
+  return options.cuda && layer.hasCudaSplit && schedule == "split"
+             ? layer.splitIterationCost
+             : layer.iterationCost;
+}
+
 /// The roofline section: the step's cost, the ceilings, the measured step.
-void printRoofline(const LayerInfo &layer, CompiledLayer &compiled,
-                   const torch::Tensor &input, const Options &options,
-                   const torch::Device &device) {
+void printRoofline(const LayerInfo &layer, const std::string &schedule,
+                   CompiledLayer &compiled, const torch::Tensor &input,
+                   const Options &options, const torch::Device &device) {
   const int64_t elementBytes = int64_t(torch::elementSize(options.dtype));
   // The host kernels multiply bf16 matrices as f32 ones (Host.h); on CUDA
   // they run on the bf16 tensor cores.
@@ -569,11 +592,13 @@ void printRoofline(const LayerInfo &layer, CompiledLayer &compiled,
   fp::bench::Ceilings ceilings = fp::bench::measureCeilings(device, gemmDtype);
   const double stepSeconds =
       measureStepSeconds(compiled, input, options, device);
-  fmt::print("roofline of one compiled solver step ({}, B·T = {} tokens):\n",
-             dtypeName(options.dtype), options.batch * options.seqLen);
-  fp::bench::StepCost cost =
-      fp::bench::printStepCost(layer.iterationCost, options.batch,
-                               options.seqLen, elementBytes, &ceilings);
+  fmt::print("roofline of one compiled solver step ({}, B·T = {} tokens, {} "
+             "schedule):\n",
+             dtypeName(options.dtype), options.batch * options.seqLen,
+             schedule);
+  fp::bench::StepCost cost = fp::bench::printStepCost(
+      stepCostOf(layer, schedule, options), options.batch, options.seqLen,
+      elementBytes, &ceilings);
   fmt::print("ceilings measured on this {}: copy {:.1f} GB/s ({} MiB "
              "buffer), {} matrix product {:.1f} GFLOP/s ({}³){}\n",
              options.cuda ? "device" : "CPU", ceilings.bytesPerSecond / 1e9,
@@ -667,6 +692,15 @@ int printCostOnly(const Options &options) {
     fp::bench::printStepCost(layer.iterationCost, options.batch, options.seqLen,
                              int64_t(torch::elementSize(options.dtype)),
                              nullptr);
+    if (layer.hasCudaSplit && !layer.splitIterationCost.empty()) {
+      fmt::print("layer '{}', one step of its CUDA split schedule (taken where "
+                 "the batch is too small for one block per sample to fill the "
+                 "GPU):\n",
+                 layer.name);
+      fp::bench::printStepCost(
+          layer.splitIterationCost, options.batch, options.seqLen,
+          int64_t(torch::elementSize(options.dtype)), nullptr);
+    }
   }
   return 0;
 }
@@ -779,6 +813,7 @@ int run(const Options &options) {
                 options, device, counter.get());
   }
 
+  const std::string schedule = scheduleOf(*library, layer, target, options);
   fmt::print("fp-bench: model {} ({}), layer '{}', d_model {}\n", modelName,
              options.model, layer.name, layer.dModel);
   fmt::print("          {}, batch {}, seq-len {}, {}, {}, {} repeats after {} "
@@ -787,6 +822,12 @@ int run(const Options &options) {
              dtypeName(options.dtype), options.training ? "train" : "eval",
              options.repeats, options.warmup, torch::get_num_threads(),
              options.seed);
+  fmt::print("          compiled schedule: {}{}\n", schedule,
+             options.cuda && layer.hasCudaSplit
+                 ? " (the library holds the fused and the split one; a call "
+                   "takes the split one where the fused one would run each "
+                   "sample in chunks)"
+                 : "");
   fmt::print("          eager selective scan: {}\n",
              options.cuda && ref::haveCudaScanKernels()
                  ? "one CUDA kernel forward and one backward, as the "
@@ -821,8 +862,8 @@ int run(const Options &options) {
 
   printBuffers(*library, layer, target, options);
 
-  if (!layer.iterationCost.empty())
-    printRoofline(layer, *compiled, input, options, device);
+  if (!stepCostOf(layer, schedule, options).empty())
+    printRoofline(layer, schedule, *compiled, input, options, device);
   else
     fmt::print("roofline: '{}' gives no solver step cost (recompile it with "
                "this fpc)\n\n",

@@ -78,11 +78,12 @@ struct Library {
         reinterpret_cast<fp_last_error_fn>(symbol(FP_SYMBOL_LAST_ERROR));
     std::string manifest =
         reinterpret_cast<fp_manifest_fn>(symbol(FP_SYMBOL_MANIFEST))();
+    // The list ends where its last object does: no "}]," comes before.
     size_t begin = manifest.find("\"params\":[");
-    size_t end = manifest.find("],\"solver\"", begin);
+    size_t end = manifest.find("}],\"", begin);
     if (begin == std::string::npos || end == std::string::npos)
       fail(std::string(path) + ": no parameter list in the manifest");
-    params = manifest.substr(begin, end - begin);
+    params = manifest.substr(begin, end + 2 - begin);
   }
 
   fp_buffer_sizes bufferSizes() const {

@@ -31,6 +31,14 @@ struct LibraryInfo {
   SmallVector<std::string> dtypes = {"f32", "f64", "bf16"};
   /// Choices of the fused kernels' code (KernelEmitter.h).
   KernelOptions kernels;
+  /// What the layers' kernels run as compiled: "fused" (scans inside the
+  /// fused kernels), "split" (`--no-fuse-scans`) or "unfused" (`--no-fuse`).
+  std::string schedule = "fused";
+  /// The same layers compiled with their scans out of the fused kernels
+  /// (`--no-fuse-scans`), or null. With the "cuda" target the library holds
+  /// them as each layer's second CUDA schedule, which a call takes where the
+  /// fused one would run its samples in chunks (HostEntry.h, SplitSchedule).
+  ModuleOp splitModule = nullptr;
 };
 
 /// The element types a library can be compiled for, in manifest spelling.

@@ -21,10 +21,13 @@ namespace mlir::fp::codegen {
 /// The per-layer symbol of an entry point: fp_<layer>_<role>.
 std::string entryPointName(StringRef layer, StringRef role);
 
-/// The manifest of a library holding `layers` of `module`, as compact JSON.
+/// The manifest of a library holding `layers` of `module`, as compact JSON;
+/// with the "cuda" target and `splitLayers` (one per layer), each layer's
+/// CUDA split schedule is described too (`cuda_split`).
 FailureOr<std::string> buildManifest(ModuleOp module,
                                      ArrayRef<LayerPlan> layers,
-                                     const LibraryInfo &info);
+                                     const LibraryInfo &info,
+                                     ArrayRef<LayerPlan> splitLayers = {});
 
 } // namespace mlir::fp::codegen
 

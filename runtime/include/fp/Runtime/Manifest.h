@@ -112,6 +112,8 @@ struct EntryPointNames {
   std::string bufferSizes;
   std::string forward;
   std::string backward;
+  /// Optional (`fp_schedule_fn`); empty where the manifest names none.
+  std::string schedule;
 };
 
 /// One layer definition of the library.
@@ -128,6 +130,13 @@ struct LayerInfo {
   /// The launches of one solver step as compiled (the optional
   /// `iteration_cost`); empty when the manifest gives none.
   std::vector<LaunchCost> iterationCost;
+  /// What the layer's kernels run as compiled (`schedule`: "fused", "split"
+  /// or "unfused"); empty when the manifest does not say.
+  std::string schedule;
+  /// Whether the library also holds the layer's CUDA split schedule
+  /// (`cuda_split`), and the launches of one solver step of it.
+  bool hasCudaSplit = false;
+  std::vector<LaunchCost> splitIterationCost;
 
   bool hasBackward(fp_target target) const;
 };

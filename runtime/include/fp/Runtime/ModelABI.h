@@ -132,12 +132,17 @@ typedef const char *(*fp_manifest_fn)(void);
 typedef const char *(*fp_last_error_fn)(void);
 
 /// Per-layer entry points; their symbol names are listed in the manifest
-/// (`layers[i].entry_points.{buffer_sizes,forward,backward}`).
+/// (`layers[i].entry_points.{buffer_sizes,forward,backward,schedule}`).
 typedef fp_status (*fp_buffer_sizes_fn)(fp_target target, fp_dtype dtype,
                                         int64_t batch, int64_t seq_len,
                                         fp_buffer_sizes *sizes);
 typedef fp_status (*fp_forward_fn)(const fp_forward_args *args);
 typedef fp_status (*fp_backward_fn)(const fp_backward_args *args);
+/// The schedule a call of this shape runs ("fused", "split" or "unfused";
+/// a CUDA library may hold two), or NULL with the error recorded. Optional:
+/// listed as `layers[i].entry_points.schedule` where the library has it.
+typedef const char *(*fp_schedule_fn)(fp_target target, fp_dtype dtype,
+                                      int64_t batch, int64_t seq_len);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -34,6 +34,8 @@ struct LayerEntryPoints {
   fp_buffer_sizes_fn bufferSizes = nullptr;
   fp_forward_fn forward = nullptr;
   fp_backward_fn backward = nullptr;
+  /// Null where the library exports none.
+  fp_schedule_fn schedule = nullptr;
 };
 
 /// A loaded model library. Movable, not copyable; the library is dlclose()d

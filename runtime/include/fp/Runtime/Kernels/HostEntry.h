@@ -13,7 +13,10 @@
 #include "fp/Runtime/Kernels/Host.h"
 #include "fp/Runtime/ModelABI.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,15 +39,15 @@ template <typename Args>
 using EntryFn = void (*)(const Args &args, char *workspace,
                          const size_t *offsets);
 
-/// A layer's functions on one target, one per element type; null where the
-/// element type (or the whole target) is not compiled.
-template <typename Args> struct TargetFunctions {
-  EntryFn<Args> f32 = nullptr;
-  EntryFn<Args> f64 = nullptr;
-  EntryFn<Args> bf16 = nullptr;
+/// One function per element type; null where the element type (or the
+/// whole target) is not compiled.
+template <typename Fn> struct PerDType {
+  Fn f32 = nullptr;
+  Fn f64 = nullptr;
+  Fn bf16 = nullptr;
 
   /// The function for `dtype`, or null.
-  EntryFn<Args> get(fp_dtype dtype) const {
+  Fn get(fp_dtype dtype) const {
     switch (dtype) {
     case FP_DTYPE_F32:
       return f32;
@@ -58,8 +61,36 @@ template <typename Args> struct TargetFunctions {
   bool any() const { return f32 || f64 || bf16; }
 };
 
+/// A layer's forwards or backwards on one target.
+template <typename Args> using TargetFunctions = PerDType<EntryFn<Args>>;
 using TargetForwards = TargetFunctions<fp_forward_args>;
 using TargetBackwards = TargetFunctions<fp_backward_args>;
+
+/// The chunks a CUDA schedule's sample kernels run each sample's tokens in
+/// at a call shape (the emitted `sampleChunks<Real>`; fp::cuda::sampleChunks).
+using ChunksFn = int64_t (*)(int64_t batch, int64_t length);
+
+/// A layer's second CUDA schedule, the split one: the layer compiled with
+/// its scans out of the fused kernels (`fpc --no-fuse-scans`), the per-token
+/// work in kernels parallel over tokens and each scan in a kernel parallel
+/// over samples and channels. A CUDA call takes it where the fused schedule
+/// would run each sample's tokens in chunks, i.e. where one block per
+/// sample would leave the device's blocks idle; there the fused schedule
+/// repeats each chunk's token work to carry its scans into the next
+/// (Fused.h, "Chunked execution"). FP_CUDA_SCHEDULE=fused or split forces
+/// one schedule for every call.
+struct SplitSchedule {
+  const BufferSpec *buffers = nullptr;
+  int numBuffers = 0;
+  const BufferSpec *saved = nullptr;
+  int numSaved = 0;
+  const BufferSpec *backwardBuffers = nullptr;
+  int numBackwardBuffers = 0;
+  TargetForwards forwards = {};
+  TargetBackwards backwards = {};
+  /// The fused schedule's chunks per sample at a call shape.
+  PerDType<ChunksFn> fusedChunks = {};
+};
 
 /// What the entry points need to know about one layer.
 struct LayerDescriptor {
@@ -77,7 +108,98 @@ struct LayerDescriptor {
   int numBackwardBuffers = 0;
   TargetBackwards cpuBackward = {};
   TargetBackwards cudaBackward = {};
+  /// What the functions above run on the device: "fused" (scans inside the
+  /// fused kernels), "split" (`fpc --no-fuse-scans`) or "unfused" (`fpc
+  /// --no-fuse`).
+  const char *schedule = "fused";
+  /// The CUDA split schedule, where the library holds one next to the fused.
+  const SplitSchedule *split = nullptr;
 };
+
+/// The buffers and functions one call of a layer runs.
+struct CallSchedule {
+  const char *name = "fused";
+  const BufferSpec *buffers = nullptr;
+  int numBuffers = 0;
+  const BufferSpec *saved = nullptr;
+  int numSaved = 0;
+  const BufferSpec *backwardBuffers = nullptr;
+  int numBackwardBuffers = 0;
+  EntryFn<fp_forward_args> forward = nullptr;
+  EntryFn<fp_backward_args> backward = nullptr;
+};
+
+/// The layer's own schedule on `target`.
+inline CallSchedule ownSchedule(const LayerDescriptor &layer, fp_target target,
+                                fp_dtype dtype) {
+  const bool cuda = target == FP_TARGET_CUDA;
+  CallSchedule own;
+  own.name = layer.schedule;
+  own.buffers = layer.buffers;
+  own.numBuffers = layer.numBuffers;
+  own.saved = layer.saved;
+  own.numSaved = layer.numSaved;
+  own.backwardBuffers = layer.backwardBuffers;
+  own.numBackwardBuffers = layer.numBackwardBuffers;
+  own.forward = (cuda ? layer.cuda : layer.cpu).get(dtype);
+  own.backward = (cuda ? layer.cudaBackward : layer.cpuBackward).get(dtype);
+  return own;
+}
+
+/// The layer's CUDA split schedule; layer.split must be set.
+inline CallSchedule splitSchedule(const LayerDescriptor &layer,
+                                  fp_dtype dtype) {
+  const SplitSchedule *split = layer.split;
+  CallSchedule other;
+  other.name = "split";
+  other.buffers = split->buffers;
+  other.numBuffers = split->numBuffers;
+  other.saved = split->saved;
+  other.numSaved = split->numSaved;
+  other.backwardBuffers = split->backwardBuffers;
+  other.numBackwardBuffers = split->numBackwardBuffers;
+  other.forward = split->forwards.get(dtype);
+  other.backward = split->backwards.get(dtype);
+  return other;
+}
+
+/// The schedule a call takes. On the CPU, and on CUDA for a library with
+/// one schedule, the layer's own; on CUDA with a split schedule as well,
+/// the split one where the fused one would run samples in chunks, unless
+/// FP_CUDA_SCHEDULE names one. The choice depends on the call shape and the
+/// current device only, so buffer_sizes, forward and backward of one shape
+/// agree. Throws std::invalid_argument for a FP_CUDA_SCHEDULE the library
+/// cannot follow and DeviceError where the device cannot be queried.
+inline CallSchedule chooseSchedule(const LayerDescriptor &layer,
+                                   fp_target target, fp_dtype dtype,
+                                   int64_t batch, int64_t length) {
+  CallSchedule own = ownSchedule(layer, target, dtype);
+  if (target != FP_TARGET_CUDA)
+    return own;
+  const SplitSchedule *split = layer.split;
+  std::string forced;
+  if (const char *value = std::getenv("FP_CUDA_SCHEDULE"))
+    forced = value;
+  if (!forced.empty() && forced != "fused" && forced != "split")
+    throw std::invalid_argument("FP_CUDA_SCHEDULE=" + forced +
+                                ": expected fused or split");
+  if (!split) {
+    if (!forced.empty() && forced != own.name)
+      throw std::invalid_argument(
+          "FP_CUDA_SCHEDULE=" + forced + ", but this library holds only the " +
+          own.name + " schedule (fpc " +
+          (forced == "split" ? "--no-split-schedule or --no-fuse"
+                             : "--no-fuse-scans or --no-fuse") +
+          ")");
+    return own;
+  }
+  bool takeSplit = forced == "split";
+  if (forced.empty()) {
+    ChunksFn chunks = split->fusedChunks.get(dtype);
+    takeSplit = chunks && chunks(batch, length) > 1;
+  }
+  return takeSplit ? splitSchedule(layer, dtype) : own;
+}
 
 inline size_t scalarSize(fp_dtype dtype) {
   switch (dtype) {
@@ -131,24 +253,77 @@ inline fp_status checkCall(const char *what, const LayerDescriptor &layer,
   return FP_OK;
 }
 
+/// Runs `body`, turning what it throws into the entry points' status and
+/// message.
+template <typename Body>
+fp_status guarded(const std::string &where, Body &&body) {
+  try {
+    body();
+  } catch (const DeviceError &e) {
+    return fail(FP_ERROR_DEVICE, where + e.what());
+  } catch (const std::exception &e) {
+    return fail(FP_ERROR_INVALID_ARGUMENT, where + e.what());
+  }
+  return FP_OK;
+}
+
 inline fp_status bufferSizes(const LayerDescriptor &layer, fp_target target,
                              fp_dtype dtype, int64_t batch, int64_t length,
                              fp_buffer_sizes *sizes) {
   if (fp_status status =
           checkCall("buffer_sizes", layer, target, dtype, batch, length))
     return status;
+  std::string where = std::string(layer.name) + " buffer_sizes: ";
   if (!sizes)
-    return fail(FP_ERROR_INVALID_ARGUMENT,
-                std::string(layer.name) + " buffer_sizes: sizes is NULL");
-  sizes->forward_workspace_bytes =
-      layoutBuffers(layer.buffers, layer.numBuffers, batch, length,
-                    scalarSize(dtype), nullptr);
-  sizes->saved_bytes = layoutBuffers(layer.saved, layer.numSaved, batch, length,
-                                     scalarSize(dtype), nullptr);
-  sizes->backward_workspace_bytes =
-      layoutBuffers(layer.backwardBuffers, layer.numBackwardBuffers, batch,
-                    length, scalarSize(dtype), nullptr);
+    return fail(FP_ERROR_INVALID_ARGUMENT, where + "sizes is NULL");
+  auto sizesOf = [&](const CallSchedule &schedule) {
+    fp_buffer_sizes scheduled;
+    scheduled.forward_workspace_bytes =
+        layoutBuffers(schedule.buffers, schedule.numBuffers, batch, length,
+                      scalarSize(dtype), nullptr);
+    scheduled.saved_bytes =
+        layoutBuffers(schedule.saved, schedule.numSaved, batch, length,
+                      scalarSize(dtype), nullptr);
+    scheduled.backward_workspace_bytes =
+        layoutBuffers(schedule.backwardBuffers, schedule.numBackwardBuffers,
+                      batch, length, scalarSize(dtype), nullptr);
+    return scheduled;
+  };
+  CallSchedule schedule;
+  try {
+    schedule = chooseSchedule(layer, target, dtype, batch, length);
+  } catch (const DeviceError &e) {
+    // No device to ask: sizes that fit either schedule, so that the calls
+    // can choose once there is one.
+    if (!layer.split || target != FP_TARGET_CUDA)
+      return fail(FP_ERROR_DEVICE, where + e.what());
+    fp_buffer_sizes fused = sizesOf(ownSchedule(layer, target, dtype));
+    fp_buffer_sizes split = sizesOf(splitSchedule(layer, dtype));
+    sizes->forward_workspace_bytes =
+        std::max(fused.forward_workspace_bytes, split.forward_workspace_bytes);
+    sizes->saved_bytes = std::max(fused.saved_bytes, split.saved_bytes);
+    sizes->backward_workspace_bytes = std::max(fused.backward_workspace_bytes,
+                                               split.backward_workspace_bytes);
+    return FP_OK;
+  } catch (const std::exception &e) {
+    return fail(FP_ERROR_INVALID_ARGUMENT, where + e.what());
+  }
+  *sizes = sizesOf(schedule);
   return FP_OK;
+}
+
+/// The name of the schedule a call of this shape takes ("fused", "split"
+/// or "unfused"), or null with the error recorded.
+inline const char *scheduleName(const LayerDescriptor &layer, fp_target target,
+                                fp_dtype dtype, int64_t batch, int64_t length) {
+  if (checkCall("schedule", layer, target, dtype, batch, length) != FP_OK)
+    return nullptr;
+  CallSchedule schedule;
+  if (guarded(std::string(layer.name) + " schedule: ", [&] {
+        schedule = chooseSchedule(layer, target, dtype, batch, length);
+      }) != FP_OK)
+    return nullptr;
+  return schedule.name;
 }
 
 inline fp_status forward(const fp_forward_args *args,
@@ -176,27 +351,26 @@ inline fp_status forward(const fp_forward_args *args,
                   where + "parameter " + std::to_string(i) + " is NULL");
   if (!args->input || !args->output)
     return fail(FP_ERROR_INVALID_ARGUMENT, where + "input or output is NULL");
-  std::vector<size_t> offsets(layer.numBuffers);
+  CallSchedule schedule;
+  if (fp_status status = guarded(where, [&] {
+        schedule = chooseSchedule(layer, args->target, args->dtype, args->batch,
+                                  args->seq_len);
+      }))
+    return status;
+  std::vector<size_t> offsets(schedule.numBuffers);
   size_t needed =
-      layoutBuffers(layer.buffers, layer.numBuffers, args->batch, args->seq_len,
-                    scalarSize(args->dtype), offsets.data());
+      layoutBuffers(schedule.buffers, schedule.numBuffers, args->batch,
+                    args->seq_len, scalarSize(args->dtype), offsets.data());
   if (needed > 0 && (!args->workspace || args->workspace_bytes < needed))
     return fail(
         FP_ERROR_WORKSPACE,
         where + "the workspace has " +
             std::to_string(args->workspace ? args->workspace_bytes : 0) +
             " bytes; buffer_sizes() asks for " + std::to_string(needed));
-  const TargetForwards &forwards =
-      args->target == FP_TARGET_CUDA ? layer.cuda : layer.cpu;
-  try {
-    forwards.get(args->dtype)(*args, static_cast<char *>(args->workspace),
-                              offsets.data());
-  } catch (const DeviceError &e) {
-    return fail(FP_ERROR_DEVICE, where + e.what());
-  } catch (const std::exception &e) {
-    return fail(FP_ERROR_INVALID_ARGUMENT, where + e.what());
-  }
-  return FP_OK;
+  return guarded(where, [&] {
+    schedule.forward(*args, static_cast<char *>(args->workspace),
+                     offsets.data());
+  });
 }
 
 inline fp_status backward(const fp_backward_args *args,
@@ -212,9 +386,13 @@ inline fp_status backward(const fp_backward_args *args,
   if (fp_status status = checkCall("backward", layer, args->target, args->dtype,
                                    args->batch, args->seq_len))
     return status;
-  const TargetBackwards &backwards =
-      args->target == FP_TARGET_CUDA ? layer.cudaBackward : layer.cpuBackward;
-  if (!backwards.get(args->dtype))
+  CallSchedule schedule;
+  if (fp_status status = guarded(where, [&] {
+        schedule = chooseSchedule(layer, args->target, args->dtype, args->batch,
+                                  args->seq_len);
+      }))
+    return status;
+  if (!schedule.backward)
     return fail(FP_ERROR_UNSUPPORTED,
                 where + "this library has no compiled backward for the " +
                     (args->target == FP_TARGET_CUDA ? "cuda" : "cpu") +
@@ -234,29 +412,24 @@ inline fp_status backward(const fp_backward_args *args,
   if (!args->input || !args->grad_output || !args->grad_input)
     return fail(FP_ERROR_INVALID_ARGUMENT,
                 where + "input, grad_output or grad_input is NULL");
-  if (layer.numSaved > 0 && !args->saved)
+  if (schedule.numSaved > 0 && !args->saved)
     return fail(FP_ERROR_INVALID_ARGUMENT,
                 where + "saved is NULL; run a training forward (with saved) "
                         "first");
-  std::vector<size_t> offsets(layer.numBackwardBuffers);
-  size_t needed = layoutBuffers(layer.backwardBuffers, layer.numBackwardBuffers,
-                                args->batch, args->seq_len,
-                                scalarSize(args->dtype), offsets.data());
+  std::vector<size_t> offsets(schedule.numBackwardBuffers);
+  size_t needed = layoutBuffers(
+      schedule.backwardBuffers, schedule.numBackwardBuffers, args->batch,
+      args->seq_len, scalarSize(args->dtype), offsets.data());
   if (needed > 0 && (!args->workspace || args->workspace_bytes < needed))
     return fail(
         FP_ERROR_WORKSPACE,
         where + "the workspace has " +
             std::to_string(args->workspace ? args->workspace_bytes : 0) +
             " bytes; buffer_sizes() asks for " + std::to_string(needed));
-  try {
-    backwards.get(args->dtype)(*args, static_cast<char *>(args->workspace),
-                               offsets.data());
-  } catch (const DeviceError &e) {
-    return fail(FP_ERROR_DEVICE, where + e.what());
-  } catch (const std::exception &e) {
-    return fail(FP_ERROR_INVALID_ARGUMENT, where + e.what());
-  }
-  return FP_OK;
+  return guarded(where, [&] {
+    schedule.backward(*args, static_cast<char *>(args->workspace),
+                      offsets.data());
+  });
 }
 
 inline fp_status backwardNotCompiled(const fp_backward_args *args,
