@@ -116,6 +116,7 @@ public:
     for (Operation &op : block)
       if (isPerTokenOp(&op, withScans))
         place(&op);
+    mergeSiblings();
   }
 
   /// The groups of two or more operations, each in block order.
@@ -200,6 +201,68 @@ private:
         return join(op, {id});
     groupOf[op] = groups.size();
     groups.push_back({op});
+  }
+
+  /// Whether group `id` holds a scan, so that its kernel runs tokens in
+  /// time order.
+  bool holdsScan(int64_t id) const {
+    return llvm::any_of(groups[id], [](Operation *op) {
+      return isa<ScanOp, SelectiveScanOp>(op);
+    });
+  }
+
+  /// Whether groups `a` and `b` read a per-token value defined outside
+  /// both.
+  bool shareAnInput(int64_t a, int64_t b) const {
+    auto inside = [&](Value value) {
+      Operation *def = value.getDefiningOp();
+      auto it = def ? groupOf.find(def) : groupOf.end();
+      return it != groupOf.end() && it->second == a;
+    };
+    llvm::DenseSet<Value> inputs;
+    for (Operation *op : groups[a])
+      for (Value operand : op->getOperands())
+        if (!inside(operand) && isPerToken(operand.getType()))
+          inputs.insert(operand);
+    for (Operation *op : groups[b])
+      for (Value operand : op->getOperands())
+        if (inputs.contains(operand))
+          return true;
+    return false;
+  }
+
+  /// Merges kernels that run per token and read a common per-token input,
+  /// where the union stays convex: one launch instead of two, and the
+  /// common input is read once per token. (With its scans out of the fused
+  /// kernels, the work before a selective scan falls into the mixer's chain and
+  /// B's and C's, siblings that read one row of the loop's product.) Kernels
+  /// that hold a scan are left alone: merging would put per-token work in time
+  /// order.
+  void mergeSiblings() {
+    bool merged = true;
+    while (merged) {
+      merged = false;
+      for (int64_t a = 0, e = groups.size(); a < e && !merged; ++a) {
+        if (groups[a].size() < 2 || holdsScan(a))
+          continue;
+        for (int64_t b = a + 1; b < e && !merged; ++b) {
+          if (groups[b].size() < 2 || holdsScan(b) || !shareAnInput(a, b))
+            continue;
+          llvm::DenseSet<Operation *> set(groups[a].begin(), groups[a].end());
+          set.insert(groups[b].begin(), groups[b].end());
+          if (!isConvex(set))
+            continue;
+          for (Operation *member : groups[b])
+            groupOf[member] = a;
+          groups[a].append(groups[b]);
+          groups[b].clear();
+          llvm::sort(groups[a], [&](Operation *x, Operation *y) {
+            return position.lookup(x) < position.lookup(y);
+          });
+          merged = true;
+        }
+      }
+    }
   }
 
   /// Merges groups `ids` into the first and appends `op`.

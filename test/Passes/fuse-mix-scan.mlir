@@ -125,7 +125,7 @@ func.func @declined(%x: tensor<?x?x8xf32>, %c: tensor<?x?x8xf32>,
 // -----
 
 // Independent chains become separate kernels; a broadcast of a parameter
-// is per-token work with a uniform input.
+// is per-token work with a uniform input. (They share only the parameter.)
 // CHECK-LABEL: func.func @siblings
 //       CHECK:   fp.kernel
 //       CHECK:     fp.broadcast
@@ -143,6 +143,42 @@ func.func @siblings(%x: tensor<?x?x8xf32>, %y: tensor<?x?x8xf32>,
   %s = fp.sigmoid %y : tensor<?x?x8xf32>
   %n = fp.rms_norm %s, %p eps 1.0e-05 : tensor<?x?x8xf32>, tensor<8xf32>
   return %a, %n : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
+// Independent chains that read one per-token value become one kernel, which
+// reads it once per token; a kernel that holds a scan takes no sibling, so
+// that their tokens need not run in time order.
+// CHECK-LABEL: func.func @siblings_sharing_a_row
+//       CHECK:   fp.kernel
+//       CHECK:     fp.slice
+//       CHECK:     fp.silu
+//       CHECK:     fp.scan
+//       CHECK:     fp.yield
+//       CHECK:   fp.kernel
+//       CHECK:     fp.slice
+//       CHECK:     fp.sigmoid
+//       CHECK:     fp.yield
+//   CHECK-NOT:   fp.kernel
+// NOSCAN-LABEL: func.func @siblings_sharing_a_row
+//       NOSCAN:   fp.kernel
+//       NOSCAN:     fp.slice
+//       NOSCAN:     fp.silu
+//       NOSCAN:     fp.slice
+//       NOSCAN:     fp.sigmoid
+//       NOSCAN:     fp.yield
+//   NOSCAN-NOT:   fp.kernel
+//       NOSCAN:   fp.scan
+//       NOSCAN:   return
+func.func @siblings_sharing_a_row(%r: tensor<?x?x16xf32>, %c: tensor<?x?x8xf32>)
+    -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>) {
+  %a = fp.slice %r[0 : 8] : tensor<?x?x16xf32> -> tensor<?x?x8xf32>
+  %u = fp.silu %a : tensor<?x?x8xf32>
+  %h = fp.scan %c, %u : tensor<?x?x8xf32>
+  %b = fp.slice %r[8 : 16] : tensor<?x?x16xf32> -> tensor<?x?x8xf32>
+  %v = fp.sigmoid %b : tensor<?x?x8xf32>
+  return %h, %v : tensor<?x?x8xf32>, tensor<?x?x8xf32>
 }
 
 // -----
