@@ -10,8 +10,8 @@
 # of the compiled layer and the eager reference and their ratio, the
 # iterations, kernels per iteration, host syncs and peak memory of both, the
 # largest relative difference of that table's result (forward output, or the
-# larger of the input's and the parameters' gradients), and for the forward the compiled solver step's share of
-# its roofline. Figures a run did not print are '-'; a run that printed no
+# larger of the input's and the parameters' gradients), for the forward the compiled solver step's share of
+# its roofline, and the schedule the compiled calls ran (fused or split). Figures a run did not print are '-'; a run that printed no
 # table is listed with its first error line.
 #
 # usage: bench-summary.py LOG          (or - for standard input)
@@ -23,7 +23,7 @@ import sys
 
 COLUMNS = ("configuration", "table", "compiled ms", "eager ms", "speedup",
            "iterations", "kernels/iter.", "host syncs", "peak MiB",
-           "max rel. diff.", "step / roofline")
+           "max rel. diff.", "step / roofline", "schedule")
 
 
 def split_runs(text):
@@ -43,9 +43,10 @@ def split_runs(text):
 
 def parse_run(body):
     """The tables of one run: {"forward"|"training step": {"compiled": row,
-    "eager": row}}, the differences and the roofline line's figures."""
+    "eager": row}}, the differences, the roofline line's figures and the
+    compiled schedule."""
     tables, current = {}, None
-    differences, roofline, error = {}, None, None
+    differences, roofline, error, schedule = {}, None, None, None
     for line in body:
         if line.startswith("forward (no gradients)"):
             current = tables.setdefault("forward", {})
@@ -72,10 +73,13 @@ def parse_run(body):
                           line)
         if match:
             roofline = f"{match.group(2)}% of {match.group(1)} ms"
+        match = re.match(r"\s+compiled schedule: (\S+)", line)
+        if match:
+            schedule = match.group(1)
         if error is None and line.startswith("fp-bench: ") and (
                 "error" in line or "cannot" in line or "failed" in line):
             error = line
-    return tables, differences, roofline, error
+    return tables, differences, roofline, error, schedule
 
 
 def pair(rows, key):
@@ -89,7 +93,7 @@ def summarize(text):
              "|" + "|".join("---" for _ in COLUMNS) + "|"]
     for header, body in split_runs(text):
         name = header.split(":", 1)[0]
-        tables, differences, roofline, error = parse_run(body)
+        tables, differences, roofline, error, schedule = parse_run(body)
         if not tables:
             cells = [name, error or "no table printed"] + ["-"] * (
                 len(COLUMNS) - 2)
@@ -105,7 +109,8 @@ def summarize(text):
                      pair(rows, "iterations"), pair(rows, "kernels"),
                      pair(rows, "syncs"), pair(rows, "peak"),
                      differences.get(table, "-"),
-                     (roofline or "-") if table == "forward" else "-"]
+                     (roofline or "-") if table == "forward" else "-",
+                     schedule or "-"]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

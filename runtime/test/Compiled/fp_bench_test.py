@@ -110,6 +110,12 @@ def check_summary(log, sections, fraction):
     if rows and fraction is not None:
         check(rows[0][10].startswith(fraction.group(1) + "% of "),
               f"the forward row has the roofline share: {rows[0]}")
+    schedule = re.search(r"compiled schedule: (\S+)", log)
+    check(schedule is not None and schedule.group(1) == "fused",
+          "a CPU run says it ran the fused schedule")
+    for row in rows:
+        check(row[11].rstrip(" |") == schedule.group(1),
+              f"{row[1]}: the summary names the schedule: {row}")
 
 
 def main():
