@@ -290,7 +290,9 @@ __global__ void causalConvWeightGradKernel(const Real *in, int64_t inStride,
 //      dB_t[n].
 // With one block per sample those sums are dC and dB; otherwise they are
 // partial sums per block of channels, which sumColumns then adds in order,
-// as it adds the samples' dA sums.
+// as it adds the samples' dA sums. Up to 16 states, a thread keeps its
+// states, Λ and dA sums in registers and the sums over channels are a
+// warp's (scanStatesRegistersKernel, scanAdjointRegistersKernel below).
 
 /// Sums terms[n · blockDim.x + j] over the block's threads j for every
 /// n < state, in a fixed order (each lane the threads j ≡ lane mod 32 in
@@ -428,6 +430,164 @@ scanAdjointKernel(const Real *u, const Real *delta, const Real *a,
           for (int64_t n = 0; n < state; ++n)
             partialA[b * channels * state + i * state + n] = sumA[n * stride];
       });
+}
+
+/// For up to kScanRegisterStates states the two passes keep a thread's
+/// states (pass 1), Λ and dA sums (pass 2) in registers, one thread per
+/// channel of a sample, and each warp sums its 32 channels' terms of dC and
+/// dB itself (warpTransposeSum): no shared memory and no block barrier, so
+/// the warps of a block walk their tokens independently. The partial sums
+/// of warp w of a sample go to partial[(w · B·T + bt) · N + n].
+inline constexpr int kScanGradRegisterThreads = 64;
+
+/// One step of warpTransposeSum: a lane keeps the half of v[0, 2·kHalf)
+/// that bit kHalf·2 of its index selects and adds the other lane's copy of
+/// it, which that lane sends.
+template <int kHalf, typename C> __device__ void halveAcrossLanes(C (&v)[16]) {
+  const bool upper = threadIdx.x & (2 * kHalf);
+#pragma unroll
+  for (int j = 0; j < kHalf; ++j) {
+    const C keep = upper ? v[kHalf + j] : v[j];
+    const C send = upper ? v[j] : v[kHalf + j];
+    v[j] = keep + __shfl_xor_sync(0xffffffffu, send, 2 * kHalf);
+  }
+}
+
+/// Σ over the warp's lanes of v[n] for every n < 16, by halving: at offset
+/// 16 a lane keeps the half of v its bit 4 selects and adds the other half
+/// of lane ^ 16, and so on down to offset 2, then the pair at offset 1
+/// (16 shuffles where 16 separate sums take 80). Lane l returns the sum of
+/// state l / 2; the order is fixed, so results do not depend on scheduling.
+template <typename C> __device__ C warpTransposeSum(C (&v)[16]) {
+  static_assert(kScanRegisterStates == 16, "one state per pair of lanes");
+  halveAcrossLanes<8>(v);
+  halveAcrossLanes<4>(v);
+  halveAcrossLanes<2>(v);
+  halveAcrossLanes<1>(v);
+  return v[0] + __shfl_xor_sync(0xffffffffu, v[0], 1);
+}
+
+/// The warp of this thread across the grid, its sample b, its index w
+/// among the sample's warps, and the thread's channel i; false for a warp
+/// past the last (the whole warp returns).
+__device__ inline bool channelWarp(int64_t batch, int64_t channels, int64_t &b,
+                                   int64_t &w, int64_t &i) {
+  const int64_t warpsPerSample = (channels + 31) / 32;
+  const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  if (warp >= batch * warpsPerSample)
+    return false;
+  b = warp / warpsPerSample;
+  w = warp % warpsPerSample;
+  i = w * 32 + threadIdx.x % 32;
+  return true;
+}
+
+/// Pass 1 with states in registers (N ≤ kN): scanStatesKernel's arithmetic
+/// per thread, its sums of dC per warp.
+template <typename Real, int kN, typename Out>
+__global__ void __launch_bounds__(kScanGradRegisterThreads)
+    scanStatesRegistersKernel(const Real *u, const Real *delta, const Real *a,
+                              const Real *bm, const Real *grad, int64_t batch,
+                              int64_t length, int64_t channels, int64_t state,
+                              Compute<Real> *states, Out *partialC) {
+  using C = Compute<Real>;
+  int64_t b = 0, w = 0, i = 0;
+  if (!channelWarp(batch, channels, b, w, i))
+    return;
+  const bool active = i < channels;
+  const int lane = threadIdx.x % 32;
+  const int64_t rows = batch * length;
+  C ak[kN], st[kN];
+#pragma unroll
+  for (int n = 0; n < kN; ++n) {
+    ak[n] = active && n < state ? C(a[i * state + n]) : C(0);
+    st[n] = C(0);
+  }
+  for (int64_t t = 0; t < length; ++t) {
+    const int64_t bt = b * length + t;
+    const C dt = active ? C(delta[bt * channels + i]) : C(0);
+    const C dtu = active ? dt * C(u[bt * channels + i]) : C(0);
+    const C g = active ? C(grad[bt * channels + i]) : C(0);
+    C *cur = states + bt * state * channels + i;
+    C terms[kN];
+#pragma unroll
+    for (int n = 0; n < kN; ++n) {
+      terms[n] = C(0);
+      if (n < state) {
+        st[n] = std::exp(dt * ak[n]) * (t > 0 ? st[n] : C(0)) +
+                dtu * C(bm[bt * state + n]);
+        if (active)
+          cur[n * channels] = st[n];
+        terms[n] = g * st[n];
+      }
+    }
+    const C sum = warpTransposeSum(terms);
+    if (lane % 2 == 0 && lane / 2 < state)
+      partialC[(w * rows + bt) * state + lane / 2] = Out(sum);
+  }
+}
+
+/// Pass 2 with Λ and the dA sums in registers (N ≤ kN): scanAdjointKernel's
+/// arithmetic per thread, its sums of dB per warp.
+template <typename Real, int kN, typename Out>
+__global__ void __launch_bounds__(kScanGradRegisterThreads)
+    scanAdjointRegistersKernel(const Real *u, const Real *delta, const Real *a,
+                               const Real *bm, const Real *cm, const Real *grad,
+                               int64_t batch, int64_t length, int64_t channels,
+                               int64_t state, const Compute<Real> *states,
+                               Real *du, Real *dDelta, Compute<Real> *partialA,
+                               Out *partialB) {
+  using C = Compute<Real>;
+  int64_t b = 0, w = 0, i = 0;
+  if (!channelWarp(batch, channels, b, w, i))
+    return;
+  const bool active = i < channels;
+  const int lane = threadIdx.x % 32;
+  const int64_t rows = batch * length;
+  C ak[kN], lambda[kN], sumA[kN];
+#pragma unroll
+  for (int n = 0; n < kN; ++n) {
+    ak[n] = active && n < state ? C(a[i * state + n]) : C(0);
+    lambda[n] = C(0);
+    sumA[n] = C(0);
+  }
+  for (int64_t t = length - 1; t >= 0; --t) {
+    const int64_t bt = b * length + t;
+    const C dt = active ? C(delta[bt * channels + i]) : C(0);
+    const C ut = active ? C(u[bt * channels + i]) : C(0);
+    const C g = active ? C(grad[bt * channels + i]) : C(0);
+    const C *prev = states + (bt - 1) * state * channels + i;
+    C sumU = 0, sumDelta = 0;
+    C terms[kN];
+#pragma unroll
+    for (int n = 0; n < kN; ++n) {
+      terms[n] = C(0);
+      if (n < state) {
+        const C l = g * C(cm[bt * state + n]) + lambda[n];
+        const C at = std::exp(dt * ak[n]);
+        const C bn = C(bm[bt * state + n]);
+        const C sp = t > 0 && active ? prev[n * channels] : C(0);
+        sumU += l * bn;
+        sumDelta += l * (ak[n] * at * sp + bn * ut);
+        sumA[n] += l * dt * at * sp;
+        terms[n] = l * dt * ut;
+        lambda[n] = at * l;
+      }
+    }
+    if (active) {
+      du[bt * channels + i] = Real(dt * sumU);
+      dDelta[bt * channels + i] = Real(sumDelta);
+    }
+    const C sum = warpTransposeSum(terms);
+    if (lane % 2 == 0 && lane / 2 < state)
+      partialB[(w * rows + bt) * state + lane / 2] = Out(sum);
+  }
+  if (active) {
+#pragma unroll
+    for (int n = 0; n < kN; ++n)
+      if (n < state)
+        partialA[b * channels * state + i * state + n] = sumA[n];
+  }
 }
 
 } // namespace detail
@@ -609,6 +769,56 @@ inline void causalConvGrad(In<Real> in, In<Real> weight, In<Real> grad,
                               channels, width, dIn, dWeight);
 }
 
+/// selectiveScanGrad for N ≤ kScanRegisterStates: the register passes, one
+/// warp per 32 channels of a sample, and with more than one warp per sample
+/// two buffers of the warps' partial sums of dB and dC, added in warp order.
+template <typename Real>
+inline void selectiveScanGradInRegisters(In<Real> u, In<Real> delta, In<Real> a,
+                                         In<Real> bm, In<Real> cm,
+                                         In<Real> grad, int64_t batch,
+                                         int64_t length, int64_t channels,
+                                         int64_t state, Real *du, Real *dDelta,
+                                         Real *dA, Real *dB, Real *dC) {
+  using C = Compute<Real>;
+  constexpr int kN = int(detail::kScanRegisterStates);
+  constexpr int kThreads = detail::kScanGradRegisterThreads;
+  const int64_t rows = batch * length, cell = channels * state;
+  const int64_t warpsPerSample = (channels + 31) / 32;
+  const int64_t blocks =
+      (batch * warpsPerSample * 32 + kThreads - 1) / kThreads;
+  cudaStream_t stream = detail::stream();
+  detail::LaunchBuffer states(size_t(rows * cell) * sizeof(C), stream);
+  detail::LaunchBuffer partialA(size_t(batch * cell) * sizeof(C), stream);
+  C *scratch = states.as<C>();
+  auto passes = [&](auto *sumsC, auto *sumsB) {
+    using Out = std::remove_pointer_t<decltype(sumsC)>;
+    detail::launch("selectiveScanGrad (states, dC)",
+                   detail::scanStatesRegistersKernel<Real, kN, Out>, blocks,
+                   kThreads, 0, stream, u, delta, a, bm, grad, batch, length,
+                   channels, state, scratch, sumsC);
+    detail::launch("selectiveScanGrad (adjoint, dB)",
+                   detail::scanAdjointRegistersKernel<Real, kN, Out>, blocks,
+                   kThreads, 0, stream, u, delta, a, bm, cm, grad, batch,
+                   length, channels, state, static_cast<const C *>(scratch), du,
+                   dDelta, partialA.as<C>(), sumsB);
+  };
+  if (warpsPerSample == 1) {
+    passes(dC, dB);
+  } else {
+    const size_t partialBytes =
+        size_t(warpsPerSample * rows * state) * sizeof(C);
+    detail::LaunchBuffer partialC(partialBytes, stream);
+    detail::LaunchBuffer partialB(partialBytes, stream);
+    passes(partialC.as<C>(), partialB.as<C>());
+    detail::sumColumnsOf(static_cast<const C *>(partialC.as<C>()),
+                         warpsPerSample, rows * state, dC);
+    detail::sumColumnsOf(static_cast<const C *>(partialB.as<C>()),
+                         warpsPerSample, rows * state, dB);
+  }
+  detail::sumColumnsOf(static_cast<const C *>(partialA.as<C>()), batch, cell,
+                       dA);
+}
+
 /// The cotangents of the recurrence of fp.selective_scan (no skip term),
 /// HostGradients.h's formulas, in the two passes described above; the
 /// scratch holds B·T·N·d values, and with more than one block of channels
@@ -622,6 +832,11 @@ inline void selectiveScanGrad(In<Real> u, In<Real> delta, In<Real> a,
   using C = Compute<Real>;
   if (batch <= 0 || length <= 0 || channels <= 0 || state <= 0)
     return;
+  if (state <= detail::kScanRegisterStates) {
+    selectiveScanGradInRegisters<Real>(u, delta, a, bm, cm, grad, batch, length,
+                                       channels, state, du, dDelta, dA, dB, dC);
+    return;
+  }
   // Pass 2's Λ, dA sums and dB terms; pass 1 uses two of the three.
   const size_t perThread = 3 * size_t(state) * sizeof(C);
   int threads = 128;
