@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include <unistd.h>
@@ -132,14 +133,16 @@ TrainerOptions quiet() {
   return options;
 }
 
-/// A run directory under the temporary directory, removed at the end.
+/// A run directory under the temporary directory, removed at the end. A
+/// parameterised test's name holds a '/', which would make the directory a
+/// subdirectory of one that outlives it.
 struct RunDir {
   explicit RunDir(const std::string &tag) {
-    path =
-        fs::temp_directory_path() /
-        fmt::format(
-            "fp-trainer-test-{}-{}-{}", ::getpid(),
-            testing::UnitTest::GetInstance()->current_test_info()->name(), tag);
+    std::string test =
+        testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(test.begin(), test.end(), '/', '_');
+    path = fs::temp_directory_path() /
+           fmt::format("fp-trainer-test-{}-{}-{}", ::getpid(), test, tag);
     fs::remove_all(path);
   }
   ~RunDir() { fs::remove_all(path); }
