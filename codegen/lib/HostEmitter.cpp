@@ -57,8 +57,9 @@ public:
   LogicalResult emitFunction(StringRef signature);
 
   /// After emitFunction, on CUDA: emits `template <typename Real> int64_t
-  /// sampleChunks(int64_t B, int64_t T)`, the most chunks any of the
-  /// function's sample kernels runs a sample's tokens in at a call shape.
+  /// sampleChunks(int64_t B, int64_t T)`, the most chunks of a sample's
+  /// tokens any of the function's sample kernels needs to fill the device
+  /// at a call shape (fp::cuda::sampleChunks).
   void emitSampleChunks();
 
 private:

@@ -825,8 +825,8 @@ int run(const Options &options) {
   fmt::print("          compiled schedule: {}{}\n", schedule,
              options.cuda && layer.hasCudaSplit
                  ? " (the library holds the fused and the split one; a call "
-                   "takes the split one where the fused one would run each "
-                   "sample in chunks)"
+                   "takes the split one where one block per sample would "
+                   "leave the GPU idle)"
                  : "");
   fmt::print("          eager selective scan: {}\n",
              options.cuda && ref::haveCudaScanKernels()

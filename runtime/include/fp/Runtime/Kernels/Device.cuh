@@ -694,11 +694,12 @@ namespace detail {
 
 /// How forEachSample runs `Kernel` at a call shape: whether its scratch
 /// lies in shared memory, and in how many chunks of `span` tokens each
-/// sample's tokens run.
+/// sample's tokens run; `filling` is the chunks timeChunks asks for, which
+/// a kernel that cannot run in chunks does not take.
 struct SamplePlan {
   bool shared = false;
   size_t bytes = 0;
-  int64_t chunks = 1, span = 0;
+  int64_t chunks = 1, span = 0, filling = 1;
 };
 
 template <typename Real, typename Kernel>
@@ -707,13 +708,14 @@ SamplePlan planSamples(int64_t batch, int64_t length, int64_t scratch) {
   SamplePlan plan;
   plan.bytes = size_t(scratch) * sizeof(C);
   plan.shared = allowSharedBytes(&sampleKernel<C, Kernel>, plan.bytes);
-  if constexpr (Kernel::kChunkable) {
+  if constexpr (Kernel::kChunkable)
     plan.shared = plan.shared &&
                   allowSharedBytes(&chunkCarryKernel<C, Kernel>, plan.bytes);
-    plan.chunks = timeChunks(
-        batch, length,
-        residentBlocks(&sampleKernel<C, Kernel>, plan.shared ? plan.bytes : 0));
-  }
+  plan.filling = timeChunks(
+      batch, length,
+      residentBlocks(&sampleKernel<C, Kernel>, plan.shared ? plan.bytes : 0));
+  if constexpr (Kernel::kChunkable)
+    plan.chunks = plan.filling;
   plan.span = (length + plan.chunks - 1) / plan.chunks;
   plan.chunks = (length + plan.span - 1) / plan.span;
   return plan;
@@ -721,14 +723,16 @@ SamplePlan planSamples(int64_t batch, int64_t length, int64_t scratch) {
 
 } // namespace detail
 
-/// The chunks forEachSample runs each sample's tokens in at this call shape
-/// on the current device: 1 unless the batch leaves the device's blocks
-/// idle and the kernel is Kernel::kChunkable.
+/// The chunks of each sample's tokens that fill the current device at this
+/// call shape, as forEachSample computes them: 1 unless one block per
+/// sample leaves the device's blocks idle. forEachSample runs them where
+/// the kernel is Kernel::kChunkable; one that is not runs one block per
+/// sample all the same.
 template <typename Real, typename Kernel>
 inline int64_t sampleChunks(int64_t batch, int64_t length, int64_t scratch) {
   if (batch <= 0 || length <= 0)
     return 1;
-  return detail::planSamples<Real, Kernel>(batch, length, scratch).chunks;
+  return detail::planSamples<Real, Kernel>(batch, length, scratch).filling;
 }
 
 /// Runs a kernel whose body holds scans: one block per sample, its tokens

@@ -66,19 +66,20 @@ template <typename Args> using TargetFunctions = PerDType<EntryFn<Args>>;
 using TargetForwards = TargetFunctions<fp_forward_args>;
 using TargetBackwards = TargetFunctions<fp_backward_args>;
 
-/// The chunks a CUDA schedule's sample kernels run each sample's tokens in
-/// at a call shape (the emitted `sampleChunks<Real>`; fp::cuda::sampleChunks).
+/// The chunks of each sample's tokens a CUDA schedule's sample kernels need
+/// to fill the device at a call shape (the emitted `sampleChunks<Real>`;
+/// fp::cuda::sampleChunks).
 using ChunksFn = int64_t (*)(int64_t batch, int64_t length);
 
 /// A layer's second CUDA schedule, the split one: the layer compiled with
 /// its scans out of the fused kernels (`fpc --no-fuse-scans`), the per-token
 /// work in kernels parallel over tokens and each scan in a kernel parallel
-/// over samples and channels. A CUDA call takes it where the fused schedule
-/// would run each sample's tokens in chunks, i.e. where one block per
+/// over samples and channels. A CUDA call takes it where one block per
 /// sample would leave the device's blocks idle; there the fused schedule
-/// repeats each chunk's token work to carry its scans into the next
-/// (Fused.h, "Chunked execution"). FP_CUDA_SCHEDULE=fused or split forces
-/// one schedule for every call.
+/// runs each sample's tokens in chunks and repeats each chunk's token work
+/// to carry its scans into the next (Fused.h, "Chunked execution"), or,
+/// with a kernel that cannot run in chunks, leaves the blocks idle.
+/// FP_CUDA_SCHEDULE=fused or split forces one schedule for every call.
 struct SplitSchedule {
   const BufferSpec *buffers = nullptr;
   int numBuffers = 0;
@@ -165,7 +166,8 @@ inline CallSchedule splitSchedule(const LayerDescriptor &layer,
 
 /// The schedule a call takes. On the CPU, and on CUDA for a library with
 /// one schedule, the layer's own; on CUDA with a split schedule as well,
-/// the split one where the fused one would run samples in chunks, unless
+/// the split one where one block per sample would leave the device's
+/// blocks idle (where the fused one runs samples in chunks), unless
 /// FP_CUDA_SCHEDULE names one. The choice depends on the call shape and the
 /// current device only, so buffer_sizes, forward and backward of one shape
 /// agree. Throws std::invalid_argument for a FP_CUDA_SCHEDULE the library
