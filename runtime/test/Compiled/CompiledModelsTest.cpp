@@ -25,7 +25,13 @@
 //   constant in the f64 path, say) exceeds that. Where that sensitivity
 //   exceeds 1e-2 the solve is chaotic in that dtype (its result and stop
 //   step carry no information) and only the 3-step comparison applies; the
-//   log says so.
+//   log says so. In f32, a difference beyond that is still accepted where
+//   the exact (f64) solve stops without converging, where it is within the
+//   exact solve's residual at its stop, and where the compiled output is
+//   within 3× the reference's distance from the exact solve's output; and
+//   not compared where that distance itself exceeds 1e-2 (every step's
+//   rounding, not only the input's, moved the reference's f32 solve that
+//   far: seed 733335990 of fp_mamba_arith in evaluation, 0.28).
 //
 // A map that diverges at its random weights within the compiled cap (FP-RNN
 // with the mixture mixer: no damping, no normalisation, 1000 steps in
@@ -439,6 +445,37 @@ TEST_P(CompiledModels, ForwardMatchesTheReference) {
         std::cout << "[ compare  ] " << what << ": within the exact solve's "
                   << "residual at its stop, " << exactResidual[training]
                   << ", where the stop rule accepts any iterate" << std::endl;
+        continue;
+      }
+      if (!f64 && difference > 30 * scale) {
+        // A slowly contracting solve may stop anywhere within its residual
+        // divided by one minus its contraction of the fixed point, and every
+        // step's rounding, not only the input's, decides where. Against the
+        // exact (f64) solve's output at the same stop rule: where f32 loses
+        // all but a digit or two even in the reference, nothing is
+        // compared; otherwise the compiled f32 output must be as accurate
+        // as the reference's.
+        setSolveMode(*reference64, compiled, natural);
+        reference64->train(training);
+        torch::Tensor exact = reference64->forward(x.to(torch::kFloat64));
+        const double compiledError = relativeDifference(actual, exact);
+        const double referenceError = relativeDifference(expected, exact);
+        std::cout << "[ compare  ] " << what << ": against the exact solve, "
+                  << "compiled " << compiledError << ", reference "
+                  << referenceError << std::endl;
+        if (referenceError > chaoticSensitivity) {
+          std::cout << "[ compare  ] " << what << ": not compared: the "
+                    << "reference's own f32 solve is " << referenceError
+                    << " from the exact one (the 3-step comparison above "
+                    << "stands)" << std::endl;
+          continue;
+        }
+        EXPECT_LE(compiledError, 3 * referenceError)
+            << "the compiled forward differs from the reference by more than "
+               "rounding through "
+            << steps << " solver steps explains, by more than the exact "
+            << "solve's residual at its stop, and is less accurate than the "
+            << "reference against the exact solve";
         continue;
       }
       EXPECT_LE(difference, 30 * scale)
