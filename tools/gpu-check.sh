@@ -77,7 +77,8 @@ die() {
 # N, in the fused kernel (fpc --no-transpose-scan-a), for comparison with
 # the default's Aᵀ; s_householder1_unstaged reads the inputs' rows where
 # they lie (fpc --no-stage-inputs) rather than from copies made a token
-# ahead.
+# ahead. The *_host_exp ones compute e^x on the device with the host's
+# polynomial (fpc --no-cuda-expf) rather than CUDA's expf.
 bench_configs() {
   cat <<'EOF'
 s_householder1|models/fp_mamba_householder1.fp|--set d_model=512|--batch 512 --seq-len 17
@@ -90,6 +91,8 @@ s_householder1_a_untransposed|models/fp_mamba_householder1.fp|--set d_model=512 
 lm_a_untransposed|models/fp_mamba_lm.fp|--set n_layers=1 --no-transpose-scan-a|--batch 16 --seq-len 2048
 s_householder1_unstaged|models/fp_mamba_householder1.fp|--set d_model=512 --no-stage-inputs|--batch 512 --seq-len 17
 s_householder1_split|models/fp_mamba_householder1.fp|--set d_model=512 --no-fuse-scans|--batch 512 --seq-len 17
+s_householder1_host_exp|models/fp_mamba_householder1.fp|--set d_model=512 --no-cuda-expf|--batch 512 --seq-len 17
+lm_host_exp|models/fp_mamba_lm.fp|--set n_layers=1 --no-cuda-expf|--batch 16 --seq-len 2048
 EOF
 }
 

@@ -1129,6 +1129,11 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
               "layer over the kernels of fp/Runtime/Kernels/Device.cuh and",
               "DeviceGradients.cuh, called by the entry points of the",
               "library's host unit for FP_TARGET_CUDA."});
+  if (!info.cudaExpf) {
+    w.text("// fpc --no-cuda-expf: e^x as the host computes it (Common.h).");
+    w.text("#define FP_DEVICE_HOST_EXP 1");
+    w.blank();
+  }
   w.text("#include \"fp/Runtime/Kernels/DeviceGradients.cuh\"");
   w.blank();
   w.text("#include <cmath>");

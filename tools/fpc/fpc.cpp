@@ -156,6 +156,13 @@ cl::opt<bool> noStageInputs(
     cl::desc("Fused kernels run in time order read each token's input rows "
              "where they lie rather than from copies made a token ahead"),
     cl::cat(fpcCategory));
+cl::opt<bool> noCudaExpf(
+    "no-cuda-expf",
+    cl::desc("CUDA kernels compute e^x in f32 and bf16 with the host's "
+             "polynomial, bit for bit the host kernels' values, rather than "
+             "with CUDA's expf (within 2 ulp, as PyTorch's CUDA kernels; a "
+             "third of the instructions)"),
+    cl::cat(fpcCategory));
 cl::opt<bool> withBackward(
     "backward",
     cl::desc("Derive and compile each layer's backward (fp-derive-backward) "
@@ -615,6 +622,7 @@ int main(int argc, char **argv) {
   fp::codegen::LibraryInfo info;
   info.source = inputFile;
   info.kernels.stageInputs = !noStageInputs;
+  info.cudaExpf = !noCudaExpf;
   info.schedule = noFuse ? "unfused" : noFuseScans ? "split" : "fused";
   info.splitModule = splitModule ? *splitModule : ModuleOp();
   if (!dtypeList.empty())

@@ -32,16 +32,7 @@ namespace {
 using fp::test::freshSeed;
 using fp::test::randomValues;
 using fp::test::relativeDifference;
-
-/// The distance from `value` to `exact`, in units of the float spacing at
-/// `exact` rounded to float.
-double ulpsFrom(float value, double exact) {
-  float rounded = static_cast<float>(exact);
-  double spacing = std::nextafter(std::fabs(rounded),
-                                  std::numeric_limits<float>::infinity()) -
-                   std::fabs(rounded);
-  return std::fabs(static_cast<double>(value) - exact) / spacing;
-}
+using fp::test::ulpsFrom;
 
 TEST(HostKernels, ExpIsWithinOneUlpOnAllFloatsSampled) {
   // Every 257th bit pattern: about 16.7 million floats of every exponent.

@@ -1,7 +1,7 @@
 //===- KernelTestUtil.h - Helpers shared by the kernel tests ----*- C++ -*-===//
 //
 // Fresh seeds (printed, so that a failure can be replayed), fresh random
-// inputs and the relative difference the host and fused kernel tests
+// inputs, and the relative difference and distance in ulps the kernel tests
 // compare with.
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -43,6 +44,16 @@ inline double relativeDifference(const std::vector<double> &x,
     scale = std::max(scale, std::fabs(y[i]));
   }
   return diff / scale;
+}
+
+/// The distance from `value` to `exact`, in units of the float spacing at
+/// `exact` rounded to float.
+inline double ulpsFrom(float value, double exact) {
+  float rounded = static_cast<float>(exact);
+  double spacing = std::nextafter(std::fabs(rounded),
+                                  std::numeric_limits<float>::infinity()) -
+                   std::fabs(rounded);
+  return std::fabs(static_cast<double>(value) - exact) / spacing;
 }
 
 } // namespace fp::test

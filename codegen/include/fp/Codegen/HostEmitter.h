@@ -31,6 +31,10 @@ struct LibraryInfo {
   SmallVector<std::string> dtypes = {"f32", "f64", "bf16"};
   /// Choices of the fused kernels' code (KernelEmitter.h).
   KernelOptions kernels;
+  /// Whether the CUDA unit computes e^x in single precision with CUDA's
+  /// expf (Common.h) rather than the host's polynomial (`fpc
+  /// --no-cuda-expf`, which defines FP_DEVICE_HOST_EXP in the unit).
+  bool cudaExpf = true;
   /// What the layers' kernels run as compiled: "fused" (scans inside the
   /// fused kernels), "split" (`--no-fuse-scans`) or "unfused" (`--no-fuse`).
   std::string schedule = "fused";

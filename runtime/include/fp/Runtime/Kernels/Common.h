@@ -37,14 +37,13 @@ template <typename Real> using In = const typename Identity<Real>::Type *;
 // Scalar functions (as PyTorch computes them)
 //===----------------------------------------------------------------------===//
 
-/// e^x. Double precision is std::exp. Single precision is Cody–Waite range
+/// e^x in single precision as the host computes it: Cody–Waite range
 /// reduction, x = n·ln 2 + r with |r| ≤ ln 2 / 2, and Cephes' degree-6
 /// polynomial for e^r, scaled by 2^n in two halves so that subnormal results
 /// stay exact to rounding. It is within 1 ulp of the correctly rounded value
 /// (HostKernelsTest checks a dense sample of all floats) and branch free, so
 /// that loops over it vectorise (compile with -fno-trapping-math).
-FP_HOST_DEVICE inline double exp(double x) { return std::exp(x); }
-FP_HOST_DEVICE inline float exp(float x) {
+FP_HOST_DEVICE inline float polynomialExp(float x) {
   constexpr float maxArg = 88.72283935546875f; // largest x with finite e^x
   constexpr float minArg = -103.972084045410f; // smallest x with e^x > 0
   float clamped = x < minArg ? minArg : (x > maxArg ? maxArg : x);
@@ -70,6 +69,23 @@ FP_HOST_DEVICE inline float exp(float x) {
   if (x < minArg)
     result = 0.0f;
   return x != x ? x : result;
+}
+
+/// e^x. Double precision is std::exp. Single precision is polynomialExp on
+/// the host, and CUDA's expf on a CUDA device (within 2 ulp,
+/// DeviceMathTest checks it as HostKernelsTest checks the host's): the e^x
+/// of PyTorch's CUDA kernels, in 12 PTX instructions (one ex2.approx) where
+/// the polynomial takes 40; the selective scan computes N of them per
+/// channel and token (docs/performance.md). A unit compiled with
+/// FP_DEVICE_HOST_EXP defined (`fpc --no-cuda-expf`) takes the polynomial
+/// on the device too, bit for bit the host's.
+FP_HOST_DEVICE inline double exp(double x) { return std::exp(x); }
+FP_HOST_DEVICE inline float exp(float x) {
+#if defined(__CUDA_ARCH__) && !defined(FP_DEVICE_HOST_EXP)
+  return ::expf(x);
+#else
+  return polynomialExp(x);
+#endif
 }
 
 template <typename Real> FP_HOST_DEVICE inline Real sigmoid(Real x) {

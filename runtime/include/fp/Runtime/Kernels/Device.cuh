@@ -15,7 +15,8 @@
 // per output, and one block per row where a row is reduced, with a fixed
 // shuffle tree so that results never depend on scheduling. Where one thread
 // accumulates, it does so in Host.h's order, so that with -fmad=false those
-// kernels round exactly as the host ones. GEMMs go to cuBLAS; bf16 ones run
+// kernels round exactly as the host ones, but for e^x in single precision,
+// which is CUDA's expf here (Common.h). GEMMs go to cuBLAS; bf16 ones run
 // on tensor cores with f32 accumulation (cublasGemmEx, CUBLAS_COMPUTE_32F).
 // As in Host.h, a kernel on bf16 buffers computes in Compute<Real> (float):
 // intermediate values, recurrence states, block reductions and the solver's

@@ -632,6 +632,24 @@ struct ScanRegisters {
   S sumDelta[kPerThread];
 };
 
+/// Values of scan state a thread may keep in registers while its scan's
+/// decays e^(Δ A) are CUDA's expf (Common.h); above, they are the host's
+/// polynomial on the device too. expf is 12 instructions where the
+/// polynomial is one dependent chain of 40, and ptxas overlaps more of the
+/// short ones: at config LM's 96 values (6 channels of 16 states) the
+/// kernel of the step after the solve spilled 96 bytes a thread with expf
+/// (16 with exp2f), none with the polynomial, under its 128-register bound.
+inline constexpr int64_t kMaxExpfScanRegisters = 64;
+
+/// e^x in a scan step whose state is `Values` registers per thread.
+template <int64_t Values, typename S>
+FP_HOST_DEVICE inline S registerScanExp(S x) {
+  if constexpr (Values > kMaxExpfScanRegisters && std::is_same_v<S, float>)
+    return fp::host::polynomialExp(x);
+  else
+    return fp::host::exp(x);
+}
+
 /// selectiveScanStep with the state in `registers` (team.size() must be
 /// Threads): the first step of a sample (`first`) starts it at zero; A is
 /// read from `a` at every step. Each output sums over n in order in a
@@ -645,10 +663,10 @@ selectiveScanStep(Team &team, bool first,
                   ScanRegisters<S, Channels, N, Threads> &registers, const U *u,
                   const D *delta, const A *a, const Bm *bm, const Cm *cm,
                   Skip skip, Out *out) {
-  using fp::host::exp;
   constexpr bool hasSkip = !std::is_null_pointer_v<Skip>;
   constexpr int64_t perThread =
       ScanRegisters<S, Channels, N, Threads>::kPerThread;
+  const auto exp = [](S x) { return registerScanExp<perThread * N>(x); };
   FP_UNROLL
   for (int64_t k = 0; k < perThread; ++k) {
     const int64_t c = team.rank() + k * Threads;
@@ -821,9 +839,9 @@ FP_HOST_DEVICE inline void
 selectiveScanSummaryStep(Team &team, bool first,
                          ScanRegisters<S, Channels, N, Threads> &registers,
                          const U *u, const D *delta, const A *a, const Bm *bm) {
-  using fp::host::exp;
   constexpr int64_t perThread =
       ScanRegisters<S, Channels, N, Threads>::kPerThread;
+  const auto exp = [](S x) { return registerScanExp<perThread * N>(x); };
   FP_UNROLL
   for (int64_t k = 0; k < perThread; ++k) {
     const int64_t c = team.rank() + k * Threads;
