@@ -345,12 +345,13 @@ stage_bench() {
         $args >>"$log" 2>&1 || code=$?
       echo >>"$log"
     done
-    # The training step in bf16, both sides, with their f32 differences.
+    # The training step in bf16, both sides, with their f32 differences and
+    # where their time goes (the reference code's precision on its tasks).
     echo "== $name, train, bf16: fp-bench --model $name.so $args --dtype bf16" >>"$log"
     # shellcheck disable=SC2086 # $args holds separate words
     "$root/build-gpu/bin/fp-bench" --model "$bundle/bench/$name.so" \
-      --device cuda --mode train --dtype bf16 --repeats "$repeats" $args \
-      >>"$log" 2>&1 || code=$?
+      --device cuda --mode train --dtype bf16 --repeats "$repeats" \
+      --kernels 12 $args >>"$log" 2>&1 || code=$?
     echo >>"$log"
     # The forward again with the loop queued from the host, for comparison.
     echo "== $name, eval, FP_CUDA_GRAPHS=0: fp-bench --model $name.so $args" >>"$log"
