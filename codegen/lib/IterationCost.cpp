@@ -1,14 +1,16 @@
-//===- IterationCost.cpp - Work and traffic of one solver step ---*- C++
+//===- IterationCost.cpp - Work and traffic of a layer's launches -*- C++
 //-*-===//
 //
-// Walks the step of a lowered fixed-point loop launch by launch and counts
-// FLOPs and elements moved, as IterationCost.h describes.
+// Walks the step of a lowered fixed-point loop, or a layer function outside
+// it, launch by launch and counts FLOPs and elements moved, as
+// IterationCost.h describes.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fp/Codegen/IterationCost.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -128,6 +130,42 @@ static FailureOr<CostTerms> flopsOf(Operation *op) {
                    2 * weight.getShape().back() + (conv.getBias() ? 1 : 0));
       })
       .Case([](WeightNormOp norm) { return per(norm.getResult(), 3); })
+      // The adjoints (derived backward functions).
+      .Case([](WeightGradOp grad) {
+        // A multiply and an add per (token, output, input feature).
+        return per(grad.getGrad(), 2 * lastExtent(grad.getInput()));
+      })
+      .Case([](WeightNormGradOp grad) -> FailureOr<CostTerms> {
+        // Per weight: square and add for the norm, multiply and add for
+        // ⟨G, v⟩, the projection's multiply and subtract, the scale.
+        return per(grad.getWeight(), 7);
+      })
+      .Case([](L2NormGradOp grad) -> FailureOr<CostTerms> {
+        // Per element: the norm's square and add, y = x / n, ⟨y, g⟩'s
+        // multiply and add, g − y·⟨y, g⟩ and the division; per row the
+        // sqrt, max and reciprocal.
+        FailureOr<CostTerms> elements = per(grad.getResult(), 8);
+        FailureOr<CostTerms> rows = elementsOf(grad.getResult(), 1);
+        if (failed(elements) || failed(rows))
+          return failure();
+        return *elements += 3 * *rows;
+      })
+      .Case([](SelectiveScanGradOp grad) -> FailureOr<CostTerms> {
+        // Per (token, channel, state): the recomputed state (Δ·A, exp, the
+        // decay's multiply, Δu·B, add), the adjoint state (multiply, g·C,
+        // add), dC's and dB's multiply-adds, Σ λ·B for du and Δ, and dΔ's
+        // and dA's terms (A·e^{ΔA}·h and Δ·e^{ΔA}·h times λ, each added);
+        // per (token, channel): Δ·u, du's multiply, dΔ's multiply-add.
+        auto a = cast<RankedTensorType>(grad.getA().getType());
+        return per(grad.getDu(), 22 * a.getShape().back() + 4);
+      })
+      .Case([](CausalConvGradOp grad) {
+        // A multiply and an add per tap for the input's and for the
+        // weight's cotangent.
+        auto weight = cast<RankedTensorType>(grad.getWeight().getType());
+        return per(grad.getInput(), 4 * weight.getShape().back());
+      })
+      .Case([](ReduceMaxGradOp grad) { return per(grad.getInput(), 1); })
       // |y − f|, |f|, two maxima, and y + η (f − y) as two products and a sum.
       .Case([](SolverRelaxOp relax) { return per(relax.getResult(), 8); })
       .Default([](Operation *) { return failure(); });
@@ -189,7 +227,10 @@ static FailureOr<LaunchCost> launchCost(Operation *op) {
     }
     return cost;
   }
-  for (Value operand : op->getOperands()) {
+  // A slice copied out of a wider value reads only its columns.
+  ValueRange operands =
+      isa<SliceOp>(op) ? ValueRange(op->getResults()) : op->getOperands();
+  for (Value operand : operands) {
     FailureOr<CostTerms> read = elementsOf(operand);
     if (failed(read))
       return failure();
@@ -213,6 +254,127 @@ static bool isLaunch(Operation *op) {
     return false;
   return llvm::any_of(op->getResultTypes(),
                       [](Type type) { return isa<TensorType>(type); });
+}
+
+/// A copy of `elements`: read once, written once.
+static LaunchCost copyCost(StringRef op, CostTerms elements) {
+  return {op.str(), CostTerms{}, 2 * elements};
+}
+
+/// Whether two values lie in the same memory.
+static bool sameStorage(const LayerPlan &plan, Value a, Value b) {
+  const Storage &first = plan.storage(a), &second = plan.storage(b);
+  return first.kind == second.kind && first.index == second.index &&
+         first.aliasOf == second.aliasOf;
+}
+
+/// The launches of a function's return (emitReturn in the host emitter).
+static LogicalResult returnCost(const LayerPlan &plan, func::ReturnOp ret,
+                                SmallVectorImpl<LaunchCost> &launches) {
+  StringRef op = ret->getName().getStringRef();
+  auto copy = [&](unsigned index) -> LogicalResult {
+    if (plan.computedInPlace(index))
+      return success();
+    FailureOr<CostTerms> elements = elementsOf(ret.getOperand(index));
+    if (failed(elements))
+      return failure();
+    launches.push_back(copyCost(op, *elements));
+    return success();
+  };
+  if (failed(copy(0)))
+    return failure();
+  if (plan.isBackward) {
+    // Every parameter gradient added into the caller's, in one launch.
+    if (plan.gradientParams.empty())
+      return success();
+    LaunchCost sum{op.str(), CostTerms{}, CostTerms{}};
+    for (Value grad : ret.getOperands().drop_front()) {
+      FailureOr<CostTerms> elements = elementsOf(grad);
+      if (failed(elements))
+        return failure();
+      sum.flops += *elements;
+      sum.elements += 3 * *elements;
+    }
+    launches.push_back(std::move(sum));
+    return success();
+  }
+  for (unsigned i = 1; i < ret.getNumOperands(); ++i)
+    if (plan.layer.getResultAttr(i, "fp.saved") && failed(copy(i)))
+      return failure();
+  return success();
+}
+
+FailureOr<SmallVector<LaunchCost>>
+mlir::fp::codegen::callCost(const LayerPlan &plan) {
+  SmallVector<LaunchCost> launches;
+  for (Operation &op : plan.layer.getBody().front()) {
+    // What the emitters run no launch for.
+    if (isa<ParamOp, ReshapeOp, tensor::DimOp, SolverInitOp,
+            SolverIterationsOp>(op))
+      continue;
+    if (auto slice = dyn_cast<SliceOp>(op); slice && slice.isReadInPlace())
+      continue;
+    if (auto transpose = dyn_cast<TransposeOp>(op);
+        transpose && transpose.isReadOnlyAsLinearWeight())
+      continue;
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      if (failed(returnCost(plan, ret, launches)))
+        return failure();
+      continue;
+    }
+    if (auto loop = dyn_cast<scf::WhileOp>(op)) {
+      // The steps are iterationCost; the initial iterate is copied into the
+      // iterate's buffer unless it is computed there.
+      if (loop != plan.loop)
+        return failure();
+      for (auto [init, iterate] :
+           llvm::zip_equal(loop.getInits(), loop.getBeforeArguments())) {
+        if (sameStorage(plan, init, iterate))
+          continue;
+        FailureOr<CostTerms> elements = elementsOf(init);
+        if (failed(elements))
+          return failure();
+        launches.push_back(copyCost(op.getName().getStringRef(), *elements));
+      }
+      continue;
+    }
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      // A tensor is filled or uploaded; a scalar is a literal in the code.
+      if (!isa<RankedTensorType>(constant.getType()))
+        continue;
+      FailureOr<CostTerms> elements = elementsOf(constant.getResult());
+      if (failed(elements))
+        return failure();
+      launches.push_back(
+          {op.getName().getStringRef().str(), CostTerms{}, *elements});
+      continue;
+    }
+    if (auto concat = dyn_cast<ConcatOp>(op)) {
+      // Each input is copied into its columns by a launch of its own.
+      for (Value input : concat.getInputs()) {
+        FailureOr<CostTerms> elements = elementsOf(input);
+        if (failed(elements))
+          return failure();
+        launches.push_back(copyCost(op.getName().getStringRef(), *elements));
+      }
+      continue;
+    }
+    if (auto splat = dyn_cast<tensor::SplatOp>(op)) {
+      FailureOr<CostTerms> elements = elementsOf(splat.getResult());
+      if (failed(elements))
+        return failure();
+      launches.push_back(
+          {op.getName().getStringRef().str(), CostTerms{}, *elements});
+      continue;
+    }
+    if (!isLaunch(&op))
+      continue;
+    FailureOr<LaunchCost> cost = launchCost(&op);
+    if (failed(cost))
+      return failure();
+    launches.push_back(std::move(*cost));
+  }
+  return launches;
 }
 
 FailureOr<SmallVector<LaunchCost>>

@@ -16,6 +16,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::fp;
 using namespace mlir::fp::codegen;
@@ -91,8 +93,8 @@ static llvm::json::Object termsObject(const CostTerms &terms) {
                             {"fixed", terms.fixed}};
 }
 
-/// The optional `iteration_cost` of a layer: its solver step's launches.
-static llvm::json::Object iterationCostObject(ArrayRef<LaunchCost> cost) {
+/// `{"launches": [...]}`: an `iteration_cost`, or a part of a `call_cost`.
+static llvm::json::Object launchesObject(ArrayRef<LaunchCost> cost) {
   llvm::json::Array launches;
   for (const LaunchCost &launch : cost)
     launches.push_back(
@@ -100,6 +102,30 @@ static llvm::json::Object iterationCostObject(ArrayRef<LaunchCost> cost) {
                            {"flops", termsObject(launch.flops)},
                            {"elements", termsObject(launch.elements)}});
   return llvm::json::Object{{"launches", std::move(launches)}};
+}
+
+/// The optional `call_cost` of a layer: the launches of a call outside its
+/// solver loop, of the forward and of the derived backward (with one step of
+/// the backward's own solve, where it has one). Absent when the forward's
+/// cost is not modelled; `backward` is absent when its cost is not.
+static std::optional<llvm::json::Object> callCostObject(const LayerPlan &plan) {
+  FailureOr<SmallVector<LaunchCost>> forward = callCost(plan);
+  if (failed(forward))
+    return std::nullopt;
+  llvm::json::Object cost{{"forward", launchesObject(*forward)}};
+  if (!plan.backward)
+    return cost;
+  FailureOr<SmallVector<LaunchCost>> backward = callCost(*plan.backward);
+  if (failed(backward))
+    return cost;
+  if (plan.backward->loop) {
+    FailureOr<SmallVector<LaunchCost>> step = iterationCost(*plan.backward);
+    if (failed(step))
+      return cost;
+    cost["backward_step"] = launchesObject(*step);
+  }
+  cost["backward"] = launchesObject(*backward);
+  return cost;
 }
 
 static llvm::json::Object layerObject(const LayerPlan &plan,
@@ -148,12 +174,16 @@ static llvm::json::Object layerObject(const LayerPlan &plan,
   }
   if (FailureOr<SmallVector<LaunchCost>> cost = iterationCost(plan);
       succeeded(cost))
-    layer["iteration_cost"] = iterationCostObject(*cost);
+    layer["iteration_cost"] = launchesObject(*cost);
+  if (std::optional<llvm::json::Object> cost = callCostObject(plan))
+    layer["call_cost"] = std::move(*cost);
   if (split) {
     llvm::json::Object schedule;
     if (FailureOr<SmallVector<LaunchCost>> cost = iterationCost(*split);
         succeeded(cost))
-      schedule["iteration_cost"] = iterationCostObject(*cost);
+      schedule["iteration_cost"] = launchesObject(*cost);
+    if (std::optional<llvm::json::Object> cost = callCostObject(*split))
+      schedule["call_cost"] = std::move(*cost);
     layer["cuda_split"] = std::move(schedule);
   }
   return layer;

@@ -360,16 +360,35 @@ CostTerms parseCostTerms(const Node &node) {
   return {count("per_token"), count("per_sample"), count("fixed")};
 }
 
-std::vector<LaunchCost> parseIterationCost(const Node &node) {
+/// `{"launches": [...]}`, which an iteration cost must not leave empty.
+std::vector<LaunchCost> parseLaunches(const Node &node, bool allowEmpty) {
   node.object();
   std::vector<LaunchCost> launches;
-  for (const Node &launchNode : node.get("launches").nonEmptyArray()) {
+  Node list = node.get("launches");
+  for (const Node &launchNode :
+       allowEmpty ? list.array() : list.nonEmptyArray()) {
     launchNode.object();
     launches.push_back({launchNode.get("op").nonEmptyString(),
                         parseCostTerms(launchNode.get("flops")),
                         parseCostTerms(launchNode.get("elements"))});
   }
   return launches;
+}
+
+/// A `call_cost`: `forward` required, `backward` and `backward_step`
+/// optional.
+CallCost parseCallCost(const Node &node) {
+  node.object();
+  CallCost cost;
+  cost.present = true;
+  cost.forward = parseLaunches(node.get("forward"), true);
+  if (std::optional<Node> backward = node.find("backward")) {
+    cost.hasBackward = true;
+    cost.backward = parseLaunches(*backward, true);
+  }
+  if (std::optional<Node> step = node.find("backward_step"))
+    cost.backwardStep = parseLaunches(*step, false);
+  return cost;
 }
 
 LayerInfo parseLayer(const Node &node) {
@@ -428,12 +447,16 @@ LayerInfo parseLayer(const Node &node) {
   if (std::optional<Node> solver = node.find("solver"))
     layer.solver = parseSolver(*solver);
   if (std::optional<Node> cost = node.find("iteration_cost"))
-    layer.iterationCost = parseIterationCost(*cost);
+    layer.iterationCost = parseLaunches(*cost, false);
+  if (std::optional<Node> cost = node.find("call_cost"))
+    layer.callCost = parseCallCost(*cost);
   if (std::optional<Node> split = node.find("cuda_split")) {
     split->object();
     layer.hasCudaSplit = true;
     if (std::optional<Node> cost = split->find("iteration_cost"))
-      layer.splitIterationCost = parseIterationCost(*cost);
+      layer.splitIterationCost = parseLaunches(*cost, false);
+    if (std::optional<Node> cost = split->find("call_cost"))
+      layer.splitCallCost = parseCallCost(*cost);
   }
   return layer;
 }

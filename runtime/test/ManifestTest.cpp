@@ -154,6 +154,37 @@ TEST(ManifestTest, ParsesTheIterationCost) {
   EXPECT_DOUBLE_EQ(cost[1].elements.at(4, 10), 0.0);
 }
 
+TEST(ManifestTest, ParsesTheCallCost) {
+  EXPECT_FALSE(parseManifest(goodManifest).layers[0].callCost.present);
+  const std::string launch = R"json({"op": "fp.weight_grad",
+      "flops": {"per_token": 128, "per_sample": 0, "fixed": 0},
+      "elements": {"per_token": 16, "per_sample": 0, "fixed": 64}})json";
+  Manifest manifest = parseManifest(edited([&](Json &m) {
+    m["layers"][0]["call_cost"] = Json::parse(
+        R"json({"forward": {"launches": []}, "backward": {"launches": [)json" +
+        launch + "," + launch + R"json(]},
+        "backward_step": {"launches": [)json" +
+        launch + "]}}");
+    m["layers"][0]["cuda_split"] =
+        Json::parse(R"json({"call_cost": {"forward": {"launches": [)json" +
+                    launch + "]}}}");
+  }));
+  const LayerInfo &layer = manifest.layers[0];
+  EXPECT_TRUE(layer.callCost.present);
+  EXPECT_TRUE(layer.callCost.forward.empty());
+  EXPECT_TRUE(layer.callCost.hasBackward);
+  ASSERT_EQ(layer.callCost.backward.size(), 2u);
+  EXPECT_EQ(layer.callCost.backward[1].op, "fp.weight_grad");
+  EXPECT_DOUBLE_EQ(layer.callCost.backward[1].flops.at(2, 5), 128.0 * 10);
+  EXPECT_DOUBLE_EQ(layer.callCost.backward[1].elements.at(2, 5),
+                   16.0 * 10 + 64);
+  EXPECT_EQ(layer.callCost.backwardStep.size(), 1u);
+  EXPECT_TRUE(layer.splitCallCost.present);
+  EXPECT_EQ(layer.splitCallCost.forward.size(), 1u);
+  EXPECT_FALSE(layer.splitCallCost.hasBackward);
+  EXPECT_TRUE(layer.splitCallCost.backwardStep.empty());
+}
+
 TEST(ManifestTest, ParsesTheSchedules) {
   const LayerInfo &plain = parseManifest(goodManifest).layers[0];
   EXPECT_EQ(plain.schedule, "");
@@ -471,6 +502,29 @@ const InvalidCase invalidCases[] = {
                {{"per_token", 0}, {"per_sample", 0}, {"fixed", 0}}}}}}};
      },
      "missing required field 'layers[0].iteration_cost.launches[0].op'"},
+    // Call cost.
+    {"CallCostWithoutForward",
+     [](Json &m) {
+       layer0(m)["call_cost"] = {{"backward", {{"launches", Json::array()}}}};
+     },
+     "missing required field 'layers[0].call_cost.forward'"},
+    {"CallCostWithEmptyBackwardStep",
+     [](Json &m) {
+       layer0(m)["call_cost"] = {
+           {"forward", {{"launches", Json::array()}}},
+           {"backward_step", {{"launches", Json::array()}}}};
+     },
+     "field 'layers[0].call_cost.backward_step.launches' must not be empty"},
+    {"CallCostLaunchWithoutFlops",
+     [](Json &m) {
+       layer0(m)["call_cost"] = {
+           {"forward",
+            {{"launches",
+              {{{"op", "fp.linear"},
+                {"elements",
+                 {{"per_token", 0}, {"per_sample", 0}, {"fixed", 0}}}}}}}}};
+     },
+     "missing required field 'layers[0].call_cost.forward.launches[0].flops'"},
     // Model.
     {"UnknownStackLayer",
      [](Json &m) {

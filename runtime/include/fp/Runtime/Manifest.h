@@ -107,6 +107,21 @@ struct LaunchCost {
   CostTerms elements;
 };
 
+/// The launches of a call of a layer other than the steps of its solver loop
+/// (the optional `call_cost`).
+struct CallCost {
+  /// Whether the manifest gives it.
+  bool present = false;
+  /// The forward's launches outside its loop, in order.
+  std::vector<LaunchCost> forward;
+  /// Whether it gives the derived backward's, below.
+  bool hasBackward = false;
+  /// The backward's launches outside its own solve (all of them for the
+  /// one-step gradient), and one step of that solve (empty without one).
+  std::vector<LaunchCost> backward;
+  std::vector<LaunchCost> backwardStep;
+};
+
 /// The symbol names of a layer's entry points.
 struct EntryPointNames {
   std::string bufferSizes;
@@ -130,6 +145,8 @@ struct LayerInfo {
   /// The launches of one solver step as compiled (the optional
   /// `iteration_cost`); empty when the manifest gives none.
   std::vector<LaunchCost> iterationCost;
+  /// The launches of a call outside the solver loop (`call_cost`).
+  CallCost callCost;
   /// What the layer's kernels run as compiled (`schedule`: "fused", "split"
   /// or "unfused"); empty when the manifest does not say.
   std::string schedule;
@@ -137,6 +154,7 @@ struct LayerInfo {
   /// (`cuda_split`), and the launches of one solver step of it.
   bool hasCudaSplit = false;
   std::vector<LaunchCost> splitIterationCost;
+  CallCost splitCallCost;
 
   bool hasBackward(fp_target target) const;
 };
