@@ -11,8 +11,11 @@
 # iterations, kernels per iteration, host syncs and peak memory of both, the
 # largest relative difference of that table's result (forward output, or the
 # larger of the input's and the parameters' gradients), for the forward the compiled solver step's share of
-# its roofline, and the schedule the compiled calls ran (fused or split). Figures a run did not print are '-'; a run that printed no
-# table is listed with its first error line.
+# its roofline, the schedule the compiled calls ran (fused or split), and the
+# whole call on the roofline: the bound of the compiled call's launches, the
+# compiled call's share of it and the largest speedup over the eager call
+# that bound allows. Figures a run did not print are '-'; a run that printed
+# no table is listed with its first error line.
 #
 # usage: bench-summary.py LOG          (or - for standard input)
 #
@@ -23,7 +26,8 @@ import sys
 
 COLUMNS = ("configuration", "table", "compiled ms", "eager ms", "speedup",
            "iterations", "kernels/iter.", "host syncs", "peak MiB",
-           "max rel. diff.", "step / roofline", "schedule")
+           "max rel. diff.", "step / roofline", "schedule",
+           "call / roofline")
 
 
 def split_runs(text):
@@ -43,10 +47,11 @@ def split_runs(text):
 
 def parse_run(body):
     """The tables of one run: {"forward"|"training step": {"compiled": row,
-    "eager": row}}, the differences, the roofline line's figures and the
-    compiled schedule."""
+    "eager": row}}, the differences, the roofline line's figures, the
+    compiled schedule and the whole calls' roofline figures per table."""
     tables, current = {}, None
     differences, roofline, error, schedule = {}, None, None, None
+    calls = {}
     for line in body:
         if line.startswith("forward (no gradients)"):
             current = tables.setdefault("forward", {})
@@ -73,13 +78,22 @@ def parse_run(body):
                           line)
         if match:
             roofline = f"{match.group(2)}% of {match.group(1)} ms"
+        # A row of the whole-call roofline: call, steps, GFLOP, GB, bound
+        # ms, GEMMs ms, compiled ms, share of the bound, eager ms, eager /
+        # bound.
+        match = re.match(r"  (forward|training step)\s+\d+\s+[\d.]+\s+"
+                         r"[\d.]+\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+"
+                         r"([\d.]+)%\s+[\d.]+\s+([\d.]+)×$", line)
+        if match:
+            calls[match.group(1)] = (f"{match.group(3)}% of {match.group(2)} "
+                                     f"ms, eager/bound {match.group(4)}×")
         match = re.match(r"\s+compiled schedule: (\S+)", line)
         if match:
             schedule = match.group(1)
         if error is None and line.startswith("fp-bench: ") and (
                 "error" in line or "cannot" in line or "failed" in line):
             error = line
-    return tables, differences, roofline, error, schedule
+    return tables, differences, roofline, error, schedule, calls
 
 
 def pair(rows, key):
@@ -93,7 +107,8 @@ def summarize(text):
              "|" + "|".join("---" for _ in COLUMNS) + "|"]
     for header, body in split_runs(text):
         name = header.split(":", 1)[0]
-        tables, differences, roofline, error, schedule = parse_run(body)
+        tables, differences, roofline, error, schedule, calls = parse_run(
+            body)
         if not tables:
             cells = [name, error or "no table printed"] + ["-"] * (
                 len(COLUMNS) - 2)
@@ -110,7 +125,7 @@ def summarize(text):
                      pair(rows, "syncs"), pair(rows, "peak"),
                      differences.get(table, "-"),
                      (roofline or "-") if table == "forward" else "-",
-                     schedule or "-"]
+                     schedule or "-", calls.get(table, "-")]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -9,8 +9,10 @@
 # implementations timed, the same iterations, outputs and input gradients
 # within 1e-8, and on the CPU no kernel counts or peak memory claimed; its
 # roofline section (one line per launch that adds up to the step, measured
-# ceilings, a measured step time) and --cost-only's figures, which follow
-# from the manifest's counts; tools/bench-summary.py's table of that run;
+# ceilings, a measured step time), the whole forward call and training step
+# on the roofline (which follow from --cost-only's launches outside the loop
+# and the steps the call ran) and --cost-only's figures, which follow from
+# the manifest's counts; tools/bench-summary.py's table of that run;
 # and a bf16 run: 2-byte elements in the roofline with the host's f32 GEMM
 # ceiling, and both bf16 sides compared with the eager reference in f32.
 #
@@ -81,6 +83,66 @@ def check_step_sums(launches):
               f"the step's {label} {step[column]} is the launches' sum {total}")
 
 
+def parse_outside(text):
+    """--cost-only's lines of the launches outside the loop: {part:
+    (launches, MFLOP, MB)}."""
+    parts = {}
+    for match in re.finditer(r"^  (forward|backward)\s+(\d+) launches\s+"
+                             r"(\S+) MFLOP\s+(\S+) MB$", text, re.M):
+        parts[match.group(1)] = (int(match.group(2)), float(match.group(3)),
+                                 float(match.group(4)))
+    return parts
+
+
+def parse_calls(text):
+    """The whole-call roofline rows: {call: [steps, GFLOP, GB, bound ms,
+    GEMMs ms, compiled ms, % of bound, eager ms, eager / bound]}."""
+    calls = {}
+    for match in re.finditer(r"^  (forward|training step)\s+(\d+)\s+(\S+)\s+"
+                             r"(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)%\s+"
+                             r"(\S+)\s+(\S+)×$", text, re.M):
+        calls[match.group(1)] = [float(v) for v in match.groups()[1:]]
+    return calls
+
+
+def check_calls(calls, sections, outside, step_mflop):
+    """The whole-call rows follow from --cost-only's counts (the launches
+    outside the loop plus the steps the call ran; a training step adds the
+    backward's) and from the run's own tables."""
+    check(set(calls) == {"forward", "training step"},
+          f"a whole-call roofline row per table: {sorted(calls)}")
+    expected = {}
+    if "forward" in outside and step_mflop is not None and "forward" in calls:
+        expected["forward"] = (outside["forward"][1] +
+                               calls["forward"][0] * step_mflop)
+    if {"forward", "backward"} <= set(outside) and step_mflop is not None \
+            and "training step" in calls:
+        expected["training step"] = (outside["forward"][1] +
+                                     calls["training step"][0] * step_mflop +
+                                     outside["backward"][1])
+    for call, table in (("forward", "forward"), ("training step", "step")):
+        if call not in calls:
+            continue
+        steps, gflop, _, bound, gemms, compiled, share, eager, ratio = \
+            calls[call]
+        rows = sections.get(table, {})
+        if set(rows) == {"compiled", "eager"}:
+            check(steps >= float(rows["compiled"][2]),
+                  f"{call}: the steps are at least the mean iterations")
+            check(abs(compiled - float(rows["compiled"][0])) <= 1e-3 and
+                  abs(eager - float(rows["eager"][0])) <= 1e-3,
+                  f"{call}: the row's times are the table's medians")
+        check(0 < gemms <= bound, f"{call}: 0 < GEMMs <= bound")
+        check(abs(share - 100 * bound / compiled) <= 0.1 + 1e-3 * share,
+              f"{call}: the share is bound / compiled: {calls[call]}")
+        check(abs(ratio - eager / bound) <= 0.01 + 1e-3 * ratio,
+              f"{call}: eager/bound is eager / bound: {calls[call]}")
+        if call in expected:
+            check(abs(gflop * 1e3 - expected[call]) <= 0.06,
+                  f"{call}: {gflop} GFLOP is the launches outside the loop "
+                  f"plus the steps: {expected[call] / 1e3}")
+
+
 def check_summary(log, sections, fraction):
     """tools/bench-summary.py turns the run into one row per table with the
     run's own figures."""
@@ -114,8 +176,12 @@ def check_summary(log, sections, fraction):
     check(schedule is not None and schedule.group(1) == "fused",
           "a CPU run says it ran the fused schedule")
     for row in rows:
-        check(row[11].rstrip(" |") == schedule.group(1),
+        check(row[11] == schedule.group(1),
               f"{row[1]}: the summary names the schedule: {row}")
+        check(re.fullmatch(r"[\d.]+% of [\d.]+ ms, eager/bound [\d.]+×",
+                           row[12].rstrip(" |")) is not None,
+              f"{row[1]}: the summary has the whole call on the roofline: "
+              f"{row}")
 
 
 def main():
@@ -195,6 +261,17 @@ def main():
             check(abs(linear[1] - (2088 * 10 + 1064 * 1024) * 8 / 1e6) < 2e-3,
                   f"the GEMM's MB: {linear[1]}")
             check_step_sums(launches)
+        step_mflop = launches[-1][1][0] if launches else None
+        # The launches outside the loop, forward and backward; the forward
+        # starts with in_proj's GEMM (2 · 512 · 2048 FLOPs per token).
+        outside = parse_outside(result.stdout)
+        check(set(outside) == {"forward", "backward"} and
+              all(launches > 0 for launches, _, _ in outside.values()),
+              f"--cost-only lists the launches outside the loop: {outside}")
+        if "forward" in outside:
+            check(outside["forward"][1] > 2 * 512 * 2048 * 10 / 1e6,
+                  f"the forward outside the loop has in_proj's FLOPs at "
+                  f"least: {outside['forward']}")
 
         result = run(binary, ["--model", library, "--batch", "2",
                               "--seq-len", "5", "--dtype", "f64", "--mode", "train",
@@ -267,6 +344,7 @@ def main():
         check(fraction is not None and float(fraction.group(1)) > 0
               or "step time: not measurable" in roofline,
               "the roofline gives the measured step against its bound")
+        check_calls(parse_calls(roofline), sections, outside, step_mflop)
         check_summary("== householder1, train: fp-bench ...\n" + result.stdout,
                       sections, fraction)
 

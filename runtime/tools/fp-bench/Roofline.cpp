@@ -1,6 +1,7 @@
 //===- Roofline.cpp - A solver step against the machine's ceilings -------===//
 //
-// Measures the ceilings and prints a step's cost (Roofline.h).
+// Measures the ceilings and prints a step's cost, and totals a call's
+// (Roofline.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +70,58 @@ Ceilings fp::bench::measureCeilings(const torch::Device &device,
   return ceilings;
 }
 
+StepCost &StepCost::add(const StepCost &other, double times) {
+  flops += times * other.flops;
+  bytes += times * other.bytes;
+  boundSeconds += times * other.boundSeconds;
+  gemmBoundSeconds += times * other.gemmBoundSeconds;
+  return *this;
+}
+
+namespace {
+
+/// The cost of one launch.
+StepCost launchCostOf(const fp::rt::LaunchCost &launch, int64_t batch,
+                      int64_t seqLen, int64_t elementBytes,
+                      const Ceilings *ceilings) {
+  StepCost cost;
+  cost.flops = launch.flops.at(batch, seqLen);
+  cost.bytes = launch.elements.at(batch, seqLen) * double(elementBytes);
+  if (ceilings)
+    cost.boundSeconds = std::max(cost.flops / ceilings->flopsPerSecond,
+                                 cost.bytes / ceilings->bytesPerSecond);
+  if (launch.op == "fp.linear" || launch.op == "fp.weight_grad" ||
+      launch.op == "fp.matmul")
+    cost.gemmBoundSeconds = cost.boundSeconds;
+  return cost;
+}
+
+} // namespace
+
+StepCost fp::bench::costOf(const std::vector<rt::LaunchCost> &launches,
+                           int64_t batch, int64_t seqLen, int64_t elementBytes,
+                           const Ceilings *ceilings) {
+  StepCost total;
+  for (const rt::LaunchCost &launch : launches)
+    total.add(launchCostOf(launch, batch, seqLen, elementBytes, ceilings));
+  return total;
+}
+
+StepCost fp::bench::callCostOf(const rt::CallCost &cost, const StepCost &step,
+                               double steps, bool training,
+                               double backwardSteps, int64_t batch,
+                               int64_t seqLen, int64_t elementBytes,
+                               const Ceilings *ceilings) {
+  StepCost total = costOf(cost.forward, batch, seqLen, elementBytes, ceilings);
+  total.add(step, steps);
+  if (training) {
+    total.add(costOf(cost.backward, batch, seqLen, elementBytes, ceilings));
+    total.add(costOf(cost.backwardStep, batch, seqLen, elementBytes, ceilings),
+              backwardSteps);
+  }
+  return total;
+}
+
 StepCost fp::bench::printStepCost(const std::vector<rt::LaunchCost> &launches,
                                   int64_t batch, int64_t seqLen,
                                   int64_t elementBytes,
@@ -76,12 +129,6 @@ StepCost fp::bench::printStepCost(const std::vector<rt::LaunchCost> &launches,
   fmt::print("  {:<18} {:>12} {:>12} {:>10} {:>12}\n", "launch", "MFLOP", "MB",
              "FLOP/byte", "bound ms");
   StepCost total;
-  auto bound = [&](double flops, double bytes) {
-    if (!ceilings)
-      return 0.0;
-    return std::max(flops / ceilings->flopsPerSecond,
-                    bytes / ceilings->bytesPerSecond);
-  };
   auto line = [&](const std::string &name, double flops, double bytes,
                   double seconds) {
     std::string boundText =
@@ -92,13 +139,9 @@ StepCost fp::bench::printStepCost(const std::vector<rt::LaunchCost> &launches,
                flops / 1e6, bytes / 1e6, intensity, boundText);
   };
   for (const rt::LaunchCost &launch : launches) {
-    double flops = launch.flops.at(batch, seqLen);
-    double bytes = launch.elements.at(batch, seqLen) * double(elementBytes);
-    double seconds = bound(flops, bytes);
-    line(launch.op, flops, bytes, seconds);
-    total.flops += flops;
-    total.bytes += bytes;
-    total.boundSeconds += seconds;
+    StepCost cost = launchCostOf(launch, batch, seqLen, elementBytes, ceilings);
+    line(launch.op, cost.flops, cost.bytes, cost.boundSeconds);
+    total.add(cost);
   }
   line(fmt::format("step ({} launches)", launches.size()), total.flops,
        total.bytes, total.boundSeconds);

@@ -14,7 +14,8 @@
 // speedups. Last, the roofline of one
 // compiled solver step (Roofline.h): its FLOPs and bytes as the compiler
 // counted them, the machine's measured ceilings, and the step's measured
-// time against the bound they give.
+// time against the bound they give; then the same bound for the whole
+// forward call and training step, against both sides' measured times.
 //
 // With --dtype bf16 both sides compute in bf16 as training would: the
 // compiled layer over f32 weights cast per call (CompiledLayer::computeDtype),
@@ -79,7 +80,9 @@ per iteration, the blocking host syncs per call and the peak device memory of
 a call; then the largest relative differences and the speedups; last, the
 roofline of one compiled solver step: its FLOPs and bytes (from the library's
 manifest), the copy bandwidth and matrix-product throughput measured on the
-device, the bound they give, and the step's measured time. On the host, freed
+device, the bound they give, and the step's measured time; and the bound of a
+whole forward call and training step (the launches outside the loop, the
+loop's steps and the backward's) against both sides' measured times. On the host, freed
 memory is kept for later allocations (glibc: no allocation gets its own
 mapping, the heap is not trimmed), as a caching allocator does on CUDA, so
 that neither side's time is spent faulting in fresh pages.
@@ -109,8 +112,9 @@ options:
   --kernels N         on CUDA, after each table, the N kernels that took the
                       most device time in the counted call of each side,
                       by name, with their launches (default 0: none)
-  --cost-only         print the FLOPs and bytes of one compiled solver step
-                      for --batch, --seq-len and --dtype, and exit (runs
+  --cost-only         print the FLOPs and bytes of one compiled solver step,
+                      and of a call's launches outside the loop, for
+                      --batch, --seq-len and --dtype, and exit (runs
                       nothing)
   -h, --help          this text
 
@@ -579,10 +583,84 @@ const std::vector<LaunchCost> &stepCostOf(const LayerInfo &layer,
              : layer.iterationCost;
 }
 
-/// The roofline section: the step's cost, the ceilings, the measured step.
+/// The launches of a call outside the loop, of the schedule a call runs.
+const CallCost &callCostOf(const LayerInfo &layer, const std::string &schedule,
+                           const Options &options) {
+  return options.cuda && layer.hasCudaSplit && schedule == "split"
+             ? layer.splitCallCost
+             : layer.callCost;
+}
+
+/// One side's measured time of a call.
+struct MeasuredCall {
+  const Timing *compiled = nullptr;
+  const Timing *eager = nullptr;
+};
+
+/// A whole forward call and training step on the roofline: the bound of the
+/// compiled launches at the measured ceilings, the share of it the GEMMs
+/// take, and both sides' measured times against it.
+void printCallRoofline(const CallCost &cost, const fp::bench::StepCost &step,
+                       const Options &options,
+                       const fp::bench::Ceilings &ceilings,
+                       MeasuredCall forward, MeasuredCall training,
+                       double backwardSteps) {
+  if (!cost.present) {
+    fmt::print("roofline of a whole call: '{}' gives no call cost (recompile "
+               "it with this fpc)\n\n",
+               options.model);
+    return;
+  }
+  const int64_t elementBytes = int64_t(torch::elementSize(options.dtype));
+  fmt::print("roofline of a whole compiled call (the launches outside the "
+             "loop, the loop's steps{}):\n",
+             training.compiled ? ", the backward's launches" : "");
+  fmt::print("  {:<14} {:>5} {:>11} {:>9} {:>10} {:>10} {:>12} {:>8} {:>10} "
+             "{:>12}\n",
+             "call", "steps", "GFLOP", "GB", "bound ms", "GEMMs ms",
+             "compiled ms", "of bound", "eager ms", "eager/bound");
+  auto line = [&](const char *name, const MeasuredCall &call, bool withGrad) {
+    const double steps = call.compiled->batchIterations;
+    fp::bench::StepCost total = fp::bench::callCostOf(
+        cost, step, steps, withGrad, backwardSteps, options.batch,
+        options.seqLen, elementBytes, &ceilings);
+    const double compiledMs = call.compiled->median();
+    const double eagerMs = call.eager->median();
+    const double boundMs = total.boundSeconds * 1e3;
+    fmt::print("  {:<14} {:>5.0f} {:>11.4f} {:>9.4f} {:>10.3f} {:>10.3f} "
+               "{:>12.3f} {:>7.1f}% {:>10.3f} {:>11.2f}×\n",
+               name, steps, total.flops / 1e9, total.bytes / 1e9, boundMs,
+               total.gemmBoundSeconds * 1e3, compiledMs,
+               100.0 * boundMs / compiledMs, eagerMs, eagerMs / boundMs);
+  };
+  line("forward", forward, false);
+  if (training.compiled) {
+    if (cost.hasBackward)
+      line("training step", training, true);
+    else
+      fmt::print("  training step: '{}' gives no cost of its backward\n",
+                 options.model);
+  }
+  std::string backwardSolve =
+      training.compiled && !cost.backwardStep.empty()
+          ? fmt::format(", and {:.0f} of the backward's solve", backwardSteps)
+          : std::string();
+  fmt::print("bound: the sum over the call's launches of max(FLOPs / matrix "
+             "product ceiling, bytes / copy ceiling); GEMMs: the part of it "
+             "of the GEMM launches (fp.linear, fp.weight_grad); steps: the "
+             "solver steps the compiled call ran{}. eager/bound: the largest "
+             "speedup over the eager call that the compiled launches could "
+             "reach at these ceilings.\n\n",
+             backwardSolve);
+}
+
+/// The roofline section: the step's cost, the ceilings, the measured step;
+/// then the whole forward call and training step.
 void printRoofline(const LayerInfo &layer, const std::string &schedule,
                    CompiledLayer &compiled, const torch::Tensor &input,
-                   const Options &options, const torch::Device &device) {
+                   const Options &options, const torch::Device &device,
+                   MeasuredCall forward, MeasuredCall training,
+                   double backwardSteps) {
   const int64_t elementBytes = int64_t(torch::elementSize(options.dtype));
   // The host kernels multiply bf16 matrices as f32 ones (Host.h); on CUDA
   // they run on the bf16 tensor cores.
@@ -610,15 +688,17 @@ void printRoofline(const LayerInfo &layer, const std::string &schedule,
     fmt::print("step time: not measurable (calls of 10 steps were not slower "
                "than calls of 2); the bound is {:.4f} ms\n\n",
                cost.boundSeconds * 1e3);
-    return;
+  } else {
+    fmt::print("step time {:.4f} ms (median of {} calls of 10 steps minus "
+               "that of 2 steps, over 8); the bound is {:.4f} ms: {:.1f}% of "
+               "the roofline\n",
+               stepSeconds * 1e3, options.repeats, cost.boundSeconds * 1e3,
+               100.0 * cost.boundSeconds / stepSeconds);
+    fmt::print("achieved {:.1f} GFLOP/s and {:.1f} GB/s over the step\n\n",
+               cost.flops / stepSeconds / 1e9, cost.bytes / stepSeconds / 1e9);
   }
-  fmt::print("step time {:.4f} ms (median of {} calls of 10 steps minus "
-             "that of 2 steps, over 8); the bound is {:.4f} ms: {:.1f}% of "
-             "the roofline\n",
-             stepSeconds * 1e3, options.repeats, cost.boundSeconds * 1e3,
-             100.0 * cost.boundSeconds / stepSeconds);
-  fmt::print("achieved {:.1f} GFLOP/s and {:.1f} GB/s over the step\n\n",
-             cost.flops / stepSeconds / 1e9, cost.bytes / stepSeconds / 1e9);
+  printCallRoofline(callCostOf(layer, schedule, options), cost, options,
+                    ceilings, forward, training, backwardSteps);
 }
 
 /// How far the compiled and the eager results are from the eager
@@ -676,6 +756,27 @@ void printWiderDifferences(ref::BlockMixer &reference, ModelConfig config,
              compiledDifference, compiledName, eagerDifference, eagerName);
 }
 
+/// --cost-only's lines of a call's launches outside the loop.
+void printCallCostOnly(const CallCost &cost, const Options &options) {
+  if (!cost.present)
+    return;
+  const int64_t elementBytes = int64_t(torch::elementSize(options.dtype));
+  auto line = [&](const char *name, const std::vector<LaunchCost> &launches) {
+    fp::bench::StepCost total = fp::bench::costOf(
+        launches, options.batch, options.seqLen, elementBytes, nullptr);
+    fmt::print("  {:<34} {:>4} launches {:>12.3f} MFLOP {:>12.3f} MB\n", name,
+               launches.size(), total.flops / 1e6, total.bytes / 1e6);
+  };
+  fmt::print("  outside the loop (a forward call adds its steps; a training "
+             "step adds the backward):\n");
+  line("forward", cost.forward);
+  if (cost.hasBackward) {
+    line("backward", cost.backward);
+    if (!cost.backwardStep.empty())
+      line("one step of the backward's solve", cost.backwardStep);
+  }
+}
+
 /// --cost-only: the step's FLOPs and bytes for the shape, without running.
 int printCostOnly(const Options &options) {
   std::shared_ptr<const ModelLibrary> library = loadModelLibrary(options.model);
@@ -692,6 +793,7 @@ int printCostOnly(const Options &options) {
     fp::bench::printStepCost(layer.iterationCost, options.batch, options.seqLen,
                              int64_t(torch::elementSize(options.dtype)),
                              nullptr);
+    printCallCostOnly(layer.callCost, options);
     if (layer.hasCudaSplit && !layer.splitIterationCost.empty()) {
       fmt::print("layer '{}', one step of its CUDA split schedule (taken where "
                  "the batch is too small for one block per sample to fill the "
@@ -700,6 +802,7 @@ int printCostOnly(const Options &options) {
       fp::bench::printStepCost(
           layer.splitIterationCost, options.batch, options.seqLen,
           int64_t(torch::elementSize(options.dtype)), nullptr);
+      printCallCostOnly(layer.splitCallCost, options);
     }
   }
   return 0;
@@ -804,10 +907,12 @@ int run(const Options &options) {
 
   const bool withStep = options.training && layer.hasBackward(target);
   std::optional<Timing> compiledStep, eagerStep;
+  int32_t backwardSteps = 0;
   if (withStep) {
     compiledStep = measure(
         {stepOf(*compiled, compiledForward), compiledIterations, compiledWaits},
         options, device, counter.get());
+    backwardSteps = compiled->lastBackwardSteps();
     eagerStep =
         measure({stepOf(*reference, eagerForward), eagerIterations, noWaits},
                 options, device, counter.get());
@@ -863,7 +968,11 @@ int run(const Options &options) {
   printBuffers(*library, layer, target, options);
 
   if (!stepCostOf(layer, schedule, options).empty())
-    printRoofline(layer, schedule, *compiled, input, options, device);
+    printRoofline(
+        layer, schedule, *compiled, input, options, device,
+        {&compiledForwardTiming, &eagerForwardTiming},
+        {withStep ? &*compiledStep : nullptr, withStep ? &*eagerStep : nullptr},
+        backwardSteps);
   else
     fmt::print("roofline: '{}' gives no solver step cost (recompile it with "
                "this fpc)\n\n",
