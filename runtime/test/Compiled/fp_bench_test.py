@@ -219,6 +219,19 @@ def main():
                  "unexpected argument 'extra'")
     expect_error(binary, ["--model", "x.so", "--device", "gpu"], 2,
                  "--device is 'cpu' or 'cuda', got 'gpu'")
+    expect_error(binary, ["--model", "x.so", "--steps", "3"], 2,
+                 "--steps and --ceilings go with --cost-only")
+    expect_error(binary, ["--model", "x.so", "--cost-only", "--ceilings",
+                          "1e12,1e13"], 2, "--ceilings needs --steps")
+    expect_error(binary, ["--model", "x.so", "--cost-only", "--steps", "3",
+                          "--ceilings", "1e12"], 2,
+                 "--ceilings is COPY_BYTES_PER_S,GEMM_FLOPS_PER_S (two "
+                 "positive numbers, e.g. 2.955e12,51.7e12), got '1e12'")
+    expect_error(binary, ["--model", "x.so", "--cost-only", "--steps", "3",
+                          "--ceilings", "1e12,0"], 2,
+                 "got '1e12,0'")
+    expect_error(binary, ["--model", "x.so", "--cost-only", "--steps", "-1"],
+                 2, "--steps must be at least 0, got -1")
 
     missing = os.path.join(os.path.dirname(fixture), "no_such_model.so")
     expect_error(binary, ["--model", missing], 1,
@@ -272,6 +285,31 @@ def main():
             check(outside["forward"][1] > 2 * 512 * 2048 * 10 / 1e6,
                   f"the forward outside the loop has in_proj's FLOPs at "
                   f"least: {outside['forward']}")
+        # --steps totals a call of that many steps; --ceilings bounds it.
+        result = run(binary, ["--model", library, "--cost-only", "--batch",
+                              "2", "--seq-len", "5", "--dtype", "f64",
+                              "--steps", "3", "--ceilings", "1e11,1e12"])
+        check(result.returncode == 0, "--cost-only --steps exits 0")
+        totals = dict((m.group(1), [float(v) for v in m.groups()[1:]])
+                      for m in re.finditer(
+                          r"^  (forward call|training step) of 3 solver "
+                          r"steps: (\S+) GFLOP, (\S+) GB, bound (\S+) ms "
+                          r"\(GEMMs (\S+) ms\)$", result.stdout, re.M))
+        check(set(totals) == {"forward call", "training step"},
+              f"--steps prints a forward call and a training step: {totals}")
+        if set(totals) == {"forward call", "training step"} and \
+                set(outside) == {"forward", "backward"} and \
+                step_mflop is not None:
+            forward = outside["forward"][1] + 3 * step_mflop
+            training = forward + outside["backward"][1]
+            for name, expected in (("forward call", forward),
+                                   ("training step", training)):
+                gflop, _, bound, gemms = totals[name]
+                check(abs(gflop * 1e3 - expected) <= 0.06,
+                      f"{name}: {gflop} GFLOP is the launches outside the "
+                      f"loop plus 3 steps: {expected / 1e3}")
+                check(0 < gemms <= bound,
+                      f"{name}: 0 < GEMMs <= bound: {totals[name]}")
 
         result = run(binary, ["--model", library, "--batch", "2",
                               "--seq-len", "5", "--dtype", "f64", "--mode", "train",

@@ -49,6 +49,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -56,6 +57,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 using namespace fp::rt;
@@ -116,6 +119,12 @@ options:
                       and of a call's launches outside the loop, for
                       --batch, --seq-len and --dtype, and exit (runs
                       nothing)
+  --steps N           with --cost-only: also the totals of a forward call
+                      and a training step that run N solver steps
+  --ceilings B,F      with --cost-only and --steps: also their bounds at a
+                      copy bandwidth of B bytes/s and a matrix-product
+                      throughput of F FLOP/s (e.g. ones fp-bench measured
+                      on a GPU)
   -h, --help          this text
 
 exit status: 0 done, 1 an error while loading or running, 2 a bad command line
@@ -135,6 +144,11 @@ struct Options {
   std::string reference;
   int64_t kernels = 0;
   bool costOnly = false;
+  /// With --cost-only: solver steps of the whole call to total (-1: none),
+  /// and ceilings to bound it at (copy bytes/s, matrix product FLOP/s; 0:
+  /// none).
+  int64_t steps = -1;
+  double bytesPerSecond = 0, flopsPerSecond = 0;
   bool help = false;
   /// Whether the host allocator keeps freed memory (HostMemory.h); not a flag.
   bool keptFreedMemory = false;
@@ -156,6 +170,30 @@ int64_t parseInteger(const std::string &flag, const std::string &text,
     throw UsageError(
         fmt::format("--{} must be at least {}, got {}", flag, least, value));
   return value;
+}
+
+/// --ceilings BYTES,FLOPS: two positive numbers.
+std::pair<double, double> parseCeilings(const std::string &text) {
+  const size_t comma = text.find(',');
+  auto number = [&](const std::string &part) {
+    size_t used = 0;
+    double value = 0;
+    try {
+      value = std::stod(part, &used);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size() || !(value > 0) ||
+        !std::isfinite(value))
+      throw UsageError(fmt::format(
+          "--ceilings is COPY_BYTES_PER_S,GEMM_FLOPS_PER_S (two positive "
+          "numbers, e.g. 2.955e12,51.7e12), got '{}'",
+          text));
+    return value;
+  };
+  if (comma == std::string::npos)
+    number("");
+  return {number(text.substr(0, comma)), number(text.substr(comma + 1))};
 }
 
 Options parseOptions(const std::vector<std::string> &args) {
@@ -217,6 +255,15 @@ Options parseOptions(const std::vector<std::string> &args) {
        [&](const std::string &v) {
          options.kernels = parseInteger("kernels", v, 0);
        }},
+      {"steps",
+       [&](const std::string &v) {
+         options.steps = parseInteger("steps", v, 0);
+       }},
+      {"ceilings",
+       [&](const std::string &v) {
+         std::tie(options.bytesPerSecond, options.flopsPerSecond) =
+             parseCeilings(v);
+       }},
   };
   std::vector<std::string> seen;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -255,6 +302,12 @@ Options parseOptions(const std::vector<std::string> &args) {
   }
   if (!options.help && options.model.empty())
     throw UsageError("--model PATH is required (see --help)");
+  if (!options.costOnly && (options.steps >= 0 || options.bytesPerSecond > 0))
+    throw UsageError("--steps and --ceilings go with --cost-only (a run "
+                     "measures both)");
+  if (options.bytesPerSecond > 0 && options.steps < 0)
+    throw UsageError("--ceilings needs --steps (the solver steps of the call "
+                     "to bound)");
   return options;
 }
 
@@ -756,8 +809,12 @@ void printWiderDifferences(ref::BlockMixer &reference, ModelConfig config,
              compiledDifference, compiledName, eagerDifference, eagerName);
 }
 
-/// --cost-only's lines of a call's launches outside the loop.
-void printCallCostOnly(const CallCost &cost, const Options &options) {
+/// --cost-only's lines of a call's launches outside the loop, and with
+/// --steps the totals of a forward call and a training step of that many
+/// solver steps (`step` is the loop's launches), bounded with --ceilings.
+void printCallCostOnly(const CallCost &cost,
+                       const std::vector<LaunchCost> &step,
+                       const Options &options) {
   if (!cost.present)
     return;
   const int64_t elementBytes = int64_t(torch::elementSize(options.dtype));
@@ -775,6 +832,36 @@ void printCallCostOnly(const CallCost &cost, const Options &options) {
     if (!cost.backwardStep.empty())
       line("one step of the backward's solve", cost.backwardStep);
   }
+  if (options.steps < 0)
+    return;
+  const fp::bench::Ceilings given{options.bytesPerSecond,
+                                  options.flopsPerSecond};
+  const fp::bench::Ceilings *ceilings =
+      options.bytesPerSecond > 0 ? &given : nullptr;
+  const fp::bench::StepCost stepCost = fp::bench::costOf(
+      step, options.batch, options.seqLen, elementBytes, ceilings);
+  auto total = [&](const char *name, bool training) {
+    fp::bench::StepCost call = fp::bench::callCostOf(
+        cost, stepCost, double(options.steps), training, 0, options.batch,
+        options.seqLen, elementBytes, ceilings);
+    std::string bound =
+        ceilings
+            ? fmt::format(", bound {:.3f} ms (GEMMs {:.3f} ms)",
+                          call.boundSeconds * 1e3, call.gemmBoundSeconds * 1e3)
+            : std::string();
+    fmt::print("  {} of {} solver steps: {:.4f} GFLOP, {:.4f} GB{}\n", name,
+               options.steps, call.flops / 1e9, call.bytes / 1e9, bound);
+  };
+  total("forward call", false);
+  if (cost.hasBackward)
+    total("training step", true);
+  if (ceilings)
+    fmt::print("  (bound: the sum over the launches of max(FLOPs / {:.4g} "
+               "FLOP/s, bytes / {:.4g} B/s){})\n",
+               options.flopsPerSecond, options.bytesPerSecond,
+               cost.backwardStep.empty()
+                   ? ""
+                   : "; the backward's own solve is not counted");
 }
 
 /// --cost-only: the step's FLOPs and bytes for the shape, without running.
@@ -793,7 +880,7 @@ int printCostOnly(const Options &options) {
     fp::bench::printStepCost(layer.iterationCost, options.batch, options.seqLen,
                              int64_t(torch::elementSize(options.dtype)),
                              nullptr);
-    printCallCostOnly(layer.callCost, options);
+    printCallCostOnly(layer.callCost, layer.iterationCost, options);
     if (layer.hasCudaSplit && !layer.splitIterationCost.empty()) {
       fmt::print("layer '{}', one step of its CUDA split schedule (taken where "
                  "the batch is too small for one block per sample to fill the "
@@ -802,7 +889,7 @@ int printCostOnly(const Options &options) {
       fp::bench::printStepCost(
           layer.splitIterationCost, options.batch, options.seqLen,
           int64_t(torch::elementSize(options.dtype)), nullptr);
-      printCallCostOnly(layer.splitCallCost, options);
+      printCallCostOnly(layer.splitCallCost, layer.splitIterationCost, options);
     }
   }
   return 0;
