@@ -4,9 +4,11 @@
 # Two halves, because the GPU machine has no MLIR (so no fpc) and nothing to
 # install from:
 #
-#   tools/gpu-check.sh prepare      on a machine with a built fpc (build/):
+#   tools/gpu-check.sh prepare [CONFIG...]
+#                                   on a machine with a built fpc (build/):
 #                                   compiles every models/*.fp and the
-#                                   benchmark configurations for CUDA and the
+#                                   benchmark configurations (all, or those
+#                                   named) for CUDA and the
 #                                   host with their backward, and packs them
 #                                   with what the GPU machine lacks into
 #                                   gpu-check/bundle.tar.xz (gpu-check/ is
@@ -50,7 +52,9 @@
 # failed.
 #
 # Environment: FP_GPU_ARCH (prepare; default 90, the H100) names the CUDA
-# architectures to compile for; FP_BENCH_REPEATS (run; default 3).
+# architectures to compile for; FP_BENCH_REPEATS (run; default 3);
+# FP_BENCH_EXTRAS=0 (run) leaves out the benchmarks' comparisons with the
+# loop queued from the host and config LM's fused-schedule runs.
 #
 #===------------------------------------------------------------------------===#
 
@@ -99,6 +103,8 @@ EOF
 prepare() {
   local fpc="$root/build/bin/fpc"
   [[ -x "$fpc" ]] || die "no fpc at $fpc; build it first (scripts/build.sh)"
+  check_configs "$@"
+  local only=" $* "
   local arch="${FP_GPU_ARCH:-90}"
   rm -rf "$bundle"
   mkdir -p "$bundle/models" "$bundle/bench" "$bundle/lib" \
@@ -122,12 +128,13 @@ prepare() {
   done
   local source set args
   while IFS='|' read -r name source set args; do
+    [[ $# -eq 0 || "$only" == *" $name "* ]] || continue
     echo "gpu-check: compiling benchmark $name ($source $set)"
     # shellcheck disable=SC2086 # $set holds separate words
     "$fpc" "$root/$source" $set "${flags[@]}" -o "$bundle/bench/$name.so"
   done < <(bench_configs)
-  strip --strip-unneeded "$bundle"/models/*.so "$bundle"/models-split/*.so \
-    "$bundle"/bench/*.so
+  strip --strip-unneeded "$bundle"/models/*.so "$bundle"/models-split/*.so
+  [[ -z "$(ls "$bundle/bench")" ]] || strip --strip-unneeded "$bundle"/bench/*.so
 
   # Shared libraries the model libraries need beyond glibc, the C++
   # runtime and CUDA's own (which the GPU machine has).
@@ -336,6 +343,13 @@ stage_bench() {
   local source set args mode started=$SECONDS config_started
   while IFS='|' read -r name source set args; do
     [[ $# -eq 0 || "$only" == *" $name "* ]] || continue
+    if [[ ! -f "$bundle/bench/$name.so" ]]; then
+      # A bundle prepared for some configurations holds only theirs.
+      echo "gpu-check: $name is not in the bundle (prepare $name)" |
+        tee -a "$log"
+      [[ $# -eq 0 ]] || code=1
+      continue
+    fi
     config_started=$SECONDS
     for mode in eval train; do
       echo "== $name, $mode: fp-bench --model $name.so $args" >>"$log"
@@ -353,6 +367,12 @@ stage_bench() {
       --device cuda --mode train --dtype bf16 --repeats "$repeats" \
       --kernels 12 $args >>"$log" 2>&1 || code=$?
     echo >>"$log"
+    if [[ "${FP_BENCH_EXTRAS:-1}" == 0 ]]; then
+      python3 "$root/tools/bench-summary.py" "$log" >"$out/bench-summary.md" ||
+        true
+      echo "gpu-check: benchmarked $name, $((SECONDS - config_started)) s"
+      continue
+    fi
     # The forward again with the loop queued from the host, for comparison.
     echo "== $name, eval, FP_CUDA_GRAPHS=0: fp-bench --model $name.so $args" >>"$log"
     # shellcheck disable=SC2086 # $args holds separate words
@@ -476,13 +496,16 @@ run() {
 }
 
 case "${1:-}" in
-prepare) prepare ;;
+prepare)
+  shift
+  prepare "$@"
+  ;;
 run)
   shift
   run "$@"
   ;;
 *)
-  echo "usage: tools/gpu-check.sh prepare |" \
+  echo "usage: tools/gpu-check.sh prepare [CONFIG...] |" \
     "run [build [TARGET...]|test|test-cpu|test-cuda|bench [CONFIG...]|profile" \
     "[CONFIG...]|all]" >&2
   exit 2

@@ -11,6 +11,7 @@
 #include "fp/Runtime/Reference/Mixers.h"
 
 #include "gtest/gtest.h"
+#include <torch/linalg.h>
 
 #include <algorithm>
 #include <cmath>
