@@ -52,7 +52,9 @@
 # failed.
 #
 # Environment: FP_GPU_ARCH (prepare; default 90, the H100) names the CUDA
-# architectures to compile for; FP_BENCH_REPEATS (run; default 3);
+# architectures to compile for; FP_PREPARE_MODELS (prepare; default all)
+# names the models/*.fp to compile, without .fp (the test stages then run
+# those alone: filter FpCompiledModelTests with --gtest_filter); FP_BENCH_REPEATS (run; default 3);
 # FP_BENCH_EXTRAS=0 (run) leaves out the benchmarks' comparisons with the
 # loop queued from the host and config LM's fused-schedule runs.
 #
@@ -112,16 +114,18 @@ prepare() {
   local cache="$root/build/gpu-check-cache"
   local flags=(--target=all --backward --cuda-arch="$arch" --cache-dir "$cache")
 
-  local model
+  local model models=" ${FP_PREPARE_MODELS:-} "
   for model in "$root"/models/*.fp; do
     local name
     name=$(basename "$model" .fp)
+    [[ -z "${FP_PREPARE_MODELS:-}" || "$models" == *" $name "* ]] || continue
     echo "gpu-check: compiling $name (cpu + cuda sm_$arch, with backward)"
     "$fpc" "$model" "${flags[@]}" -o "$bundle/models/$name.so"
   done
   # The models the test stage also runs with their scans unfused.
   mkdir -p "$bundle/models-split"
   for name in fp_mamba_householder1 fp_mamba_lm; do
+    [[ -z "${FP_PREPARE_MODELS:-}" || "$models" == *" $name "* ]] || continue
     echo "gpu-check: compiling $name with --no-fuse-scans"
     "$fpc" "$root/models/$name.fp" --no-fuse-scans "${flags[@]}" \
       -o "$bundle/models-split/$name.so"
@@ -133,13 +137,16 @@ prepare() {
     # shellcheck disable=SC2086 # $set holds separate words
     "$fpc" "$root/$source" $set "${flags[@]}" -o "$bundle/bench/$name.so"
   done < <(bench_configs)
-  strip --strip-unneeded "$bundle"/models/*.so "$bundle"/models-split/*.so
-  [[ -z "$(ls "$bundle/bench")" ]] || strip --strip-unneeded "$bundle"/bench/*.so
+  find "$bundle/models" "$bundle/models-split" "$bundle/bench" -name '*.so' \
+    -exec strip --strip-unneeded {} +
 
   # Shared libraries the model libraries need beyond glibc, the C++
   # runtime and CUDA's own (which the GPU machine has).
-  local lib
-  for lib in $(ldd "$bundle/models/fp_mamba_householder1.so" |
+  local lib any
+  any=$(find "$bundle/models" "$bundle/bench" -name '*.so' | head -1)
+  [[ -n "$any" ]] || die "FP_PREPARE_MODELS and the configurations named" \
+    "left nothing to compile"
+  for lib in $(ldd "$any" |
     awk '$3 ~ /^\// {print $3}'); do
     case "$(basename "$lib")" in
     libc.so* | libm.so* | libdl.so* | librt.so* | libpthread.so* | \

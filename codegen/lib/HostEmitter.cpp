@@ -486,7 +486,7 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
                  "{0}.numSteps();",
                  solverName);
         else
-          w.line("{0}.report(args.stats);", solverName);
+          w.line("{0}.report(args.stats, args.device_stats);", solverName);
         return success();
       })
       .Case([&](func::ReturnOp ret) { return emitReturn(ret); })

@@ -261,7 +261,7 @@ TEST(ModelLibraryTest, RefusesWrongAbiVersion) {
   EXPECT_THAT(openError(FP_FIXTURE_WRONG_ABI),
               AllOf(HasSubstr(quoted(FP_FIXTURE_WRONG_ABI) +
                               " was built for model ABI version 99, but this "
-                              "runtime speaks version 2"),
+                              "runtime speaks version 3"),
                     HasSubstr("recompile it with a matching fpc")));
 }
 
@@ -274,15 +274,15 @@ TEST(ModelLibraryTest, RefusesMalformedManifest) {
 TEST(ModelLibraryTest, RefusesManifestDisagreeingWithAbiSymbol) {
   EXPECT_THAT(openError(FP_FIXTURE_MANIFEST_ABI_MISMATCH),
               HasSubstr(quoted(FP_FIXTURE_MANIFEST_ABI_MISMATCH) +
-                        " has an invalid manifest: field 'abi_version' is 3, "
-                        "but fp_model_abi_version() returns 2"));
+                        " has an invalid manifest: field 'abi_version' is 4, "
+                        "but fp_model_abi_version() returns 3"));
 }
 
 TEST(ModelLibraryTest, RefusesLibraryWithoutLastError) {
   EXPECT_THAT(openError(FP_FIXTURE_NO_LAST_ERROR),
               HasSubstr(quoted(FP_FIXTURE_NO_LAST_ERROR) +
                         " lacks symbol 'fp_model_last_error' required by "
-                        "model ABI version 2"));
+                        "model ABI version 3"));
 }
 
 TEST(ModelLibraryTest, RefusesMissingEntryPoint) {

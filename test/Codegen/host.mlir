@@ -51,7 +51,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK:       kernels::scan([[C]], [[XA]], B, T, 4, false, [[H:s[0-9]+]]);
 //       CHECK:       [[SOLVER]].relaxAndUpdate([[Y]], [[H]], T, 4);
 //  CHECK-NEXT:     });
-//       CHECK:     [[SOLVER]].report(args.stats);
+//       CHECK:     [[SOLVER]].report(args.stats, args.device_stats);
 //       CHECK:     kernels::unary(kernels::Silu(), B * T * 4, [[Y]], [[OUT]]);
 //   CHECK-NOT:     args.output
 //   CHECK-NOT: namespace cuda
@@ -63,7 +63,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK: FP_MODEL_EXPORT fp_status fp_tiny_backward(
 //       CHECK: FP_MODEL_EXPORT uint32_t fp_model_abi_version(void) {
 //       CHECK: FP_MODEL_EXPORT const char *fp_model_manifest(void) {
-//  CHECK-NEXT:   return "{\"abi_version\":2,
+//  CHECK-NEXT:   return "{\"abi_version\":3,
 //  CHECK-SAME:   \"layers\":[{\"backward_targets\":[],
 //  CHECK-SAME:   \"call_cost\":{\"forward\":{\"launches\":[{\"elements\":{\"fixed\":32,\"per_sample\":0,\"per_token\":12},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":64},\"op\":\"fp.linear\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"fp.slice\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":4},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"tensor.splat\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"scf.while\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":20},\"op\":\"fp.silu\"}]}},
 //  CHECK-SAME:   \"d_model\":4,\"entry_points\":{\"backward\":\"fp_tiny_backward\",\"buffer_sizes\":\"fp_tiny_buffer_sizes\",\"forward\":\"fp_tiny_forward\",\"schedule\":\"fp_tiny_schedule\"},

@@ -13,7 +13,7 @@
 //       CHECK:     [[SOLVER]].relax([[Y]], [[FY]], T, 4);
 //       CHECK:     [[SOLVER]].relaxAndUpdate([[Z]], [[FZ]], T, 2);
 //  CHECK-NEXT:   });
-//       CHECK:   [[SOLVER]].report(args.stats);
+//       CHECK:   [[SOLVER]].report(args.stats, args.device_stats);
 module attributes {fp.models = [{d_model = 4 : i64, layer = @pair, n_layers = 1 : i64, name = "pair", norm = "rms_norm", norm_eps = 1.000000e-05 : f64, pad_vocab_multiple = 8 : i64, tie_embeddings = true, vocab = 11 : i64}]} {
   func.func @pair(%u: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?xi32>) attributes {fp.layer} {
     %z0 = fp.slice %u[0 : 2] : tensor<?x?x4xf32> -> tensor<?x?x2xf32>

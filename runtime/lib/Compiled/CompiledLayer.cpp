@@ -421,11 +421,29 @@ torch::Tensor CompiledLayer::call(const torch::Tensor &input,
 
   torch::Tensor in = input.contiguous();
   torch::Tensor out = torch::empty_like(in);
-  std::vector<int32_t> iterations(batch, 0);
-  std::vector<float> residuals(batch, std::numeric_limits<float>::quiet_NaN());
+  // A CUDA call leaves its solver's statistics on the device, so that it
+  // returns without waiting for the device; a CPU call, or one without a
+  // solver, reports them here.
+  const bool statsOnDevice =
+      target == FP_TARGET_CUDA && layerInfo->solver && batch > 0;
+  std::vector<int32_t> iterations(statsOnDevice ? 0 : batch, 0);
+  std::vector<float> residuals(statsOnDevice ? 0 : batch,
+                               std::numeric_limits<float>::quiet_NaN());
   fp_solver_stats stats{};
-  stats.iterations = iterations.data();
-  stats.residuals = residuals.data();
+  fp_device_stats deviceStats{};
+  torch::Tensor deviceIterations, deviceResiduals, deviceSteps;
+  if (statsOnDevice) {
+    auto on = torch::TensorOptions().device(input.device());
+    deviceIterations = torch::empty({batch}, on.dtype(torch::kLong));
+    deviceResiduals = torch::empty({batch}, on.dtype(torch::kFloat32));
+    deviceSteps = torch::empty({}, on.dtype(torch::kLong));
+    deviceStats.iterations = deviceIterations.data_ptr<int64_t>();
+    deviceStats.residuals = deviceResiduals.data_ptr<float>();
+    deviceStats.steps = deviceSteps.data_ptr<int64_t>();
+  } else {
+    stats.iterations = iterations.data();
+    stats.residuals = residuals.data();
+  }
 
   fp_solver_overrides overrides = solverOverrides;
   if (overrides.max_iter < 0) {
@@ -453,6 +471,7 @@ torch::Tensor CompiledLayer::call(const torch::Tensor &input,
   args.workspace_bytes = sizes.forward_workspace_bytes;
   args.solver = &overrides;
   args.stats = &stats;
+  args.device_stats = statsOnDevice ? &deviceStats : nullptr;
   call.check(entry.forward(&args), "forward");
 
   if (differentiable) {
@@ -468,11 +487,17 @@ torch::Tensor CompiledLayer::call(const torch::Tensor &input,
     torch::autograd::set_history(out, node);
   }
 
-  lastIterations =
-      torch::tensor(std::vector<int64_t>(iterations.begin(), iterations.end()),
-                    torch::TensorOptions().dtype(torch::kLong));
-  lastResiduals = torch::tensor(residuals, torch::kFloat32);
-  lastSteps = stats.steps;
+  if (statsOnDevice) {
+    lastIterations = deviceIterations;
+    lastResiduals = deviceResiduals;
+    lastStepsTensor = deviceSteps;
+  } else {
+    lastIterations = torch::tensor(
+        std::vector<int64_t>(iterations.begin(), iterations.end()),
+        torch::TensorOptions().dtype(torch::kLong));
+    lastResiduals = torch::tensor(residuals, torch::kFloat32);
+    lastStepsTensor = torch::tensor(int64_t(stats.steps));
+  }
   lastHostWaits = stats.host_waits;
   return out;
 }

@@ -78,7 +78,7 @@ TEST(CompiledLayer, ForwardMatchesTheFormulaInBothDtypes) {
     // The fixture reports one iteration per sample and one step.
     EXPECT_TRUE(
         torch::equal(layer.lastIterations, torch::ones({3}, torch::kLong)));
-    EXPECT_EQ(layer.lastSteps, 1);
+    EXPECT_EQ(layer.lastSteps(), 1);
     EXPECT_EQ(layer.lastResiduals.numel(), 3);
   }
 }

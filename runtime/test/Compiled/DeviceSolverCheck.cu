@@ -114,6 +114,17 @@ SolveOutcome<Real> solveOnDevice(const SolveProblem<Real> &problem,
   fp_solver_stats stats = {};
   stats.iterations = outcome.iterations.data();
   stats.residuals = outcome.residuals.data();
+  fp_device_stats device = {};
+  DeviceArray<int64_t> deviceIterations(size_t(problem.batch)), deviceSteps(1);
+  DeviceArray<float> deviceResiduals(size_t(problem.batch));
+  // Poisoned: -1 steps, NaN residuals, unless the report writes them.
+  check(cudaMemset(deviceIterations.get(), 0xff,
+                   size_t(problem.batch) * sizeof(int64_t)),
+        "cudaMemset");
+  check(cudaMemset(deviceSteps.get(), 0xff, sizeof(int64_t)), "cudaMemset");
+  check(cudaMemset(deviceResiduals.get(), 0xff,
+                   size_t(problem.batch) * sizeof(float)),
+        "cudaMemset");
   {
     fp::cuda::Scope scope(stream.get());
     fp::cuda::Solver<Real> solver(problem.batch, settings, schedule.training,
@@ -124,12 +135,21 @@ SolveOutcome<Real> solveOnDevice(const SolveProblem<Real> &problem,
           fp::cuda::binary(fp::cuda::Mul(), n, a[k].get(), in, product.get());
           fp::cuda::binary(fp::cuda::Add(), n, product.get(), c[k].get(), out);
         });
+    // Into device memory first: that report must not wait for the device,
+    // so the host one after it reads the same finished solve.
+    device.iterations = deviceIterations.get();
+    device.residuals = deviceResiduals.get();
+    device.steps = deviceSteps.get();
+    solver.report(nullptr, &device);
     solver.report(&stats);
     outcome.ranAsGraph = solver.ranAsGraph();
   }
   check(cudaStreamSynchronize(stream.get()), "the solve");
   outcome.steps = stats.steps;
   outcome.hostWaits = stats.host_waits;
+  outcome.deviceIterations = deviceIterations.read();
+  outcome.deviceResiduals = deviceResiduals.read();
+  outcome.deviceSteps = deviceSteps.read()[0];
   for (const DeviceArray<Real> &iterate : y)
     outcome.y.push_back(iterate.read());
   return outcome;

@@ -207,6 +207,13 @@ protected:
         }
         EXPECT_EQ(got.steps, expected.steps);
         EXPECT_EQ(got.iterations, expected.iterations);
+        // The statistics reported into device memory, without a wait, are
+        // the ones the host read back.
+        EXPECT_EQ(got.deviceSteps, got.steps);
+        EXPECT_EQ(
+            got.deviceIterations,
+            std::vector<int64_t>(got.iterations.begin(), got.iterations.end()));
+        EXPECT_EQ(got.deviceResiduals, got.residuals);
         const double residuals =
             largestDifference(got.residuals, expected.residuals);
         EXPECT_LE(residuals, tolerance) << "best residuals";

@@ -229,6 +229,30 @@ TEST_F(ScheduleTest, BufferSizesWithoutADeviceFitEitherSchedule) {
   EXPECT_TRUE(ran.empty());
 }
 
+TEST_F(ScheduleTest, DeviceStatsAreForCudaCallsAlone) {
+  const fp::host::LayerDescriptor both = layer(&kSplit);
+  fp_buffer_sizes sizes = sizesOf(both, FP_TARGET_CPU, 2, 8);
+  float dummy = 0;
+  std::vector<char> workspace(sizes.forward_workspace_bytes);
+  fp_device_stats device{};
+  fp_forward_args forward{};
+  forward.struct_size = sizeof(forward);
+  forward.target = FP_TARGET_CPU;
+  forward.dtype = FP_DTYPE_F32;
+  forward.batch = 2;
+  forward.seq_len = 8;
+  forward.input = &dummy;
+  forward.output = &dummy;
+  forward.workspace = workspace.data();
+  forward.workspace_bytes = workspace.size();
+  forward.device_stats = &device;
+  EXPECT_EQ(fp::host::forward(&forward, both), FP_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fp::host::lastError,
+            "layer forward: device_stats is set on a CPU call; a CPU call "
+            "reports its statistics in stats");
+  EXPECT_TRUE(ran.empty());
+}
+
 TEST_F(ScheduleTest, FpCudaScheduleForcesOne) {
   const fp::host::LayerDescriptor both = layer(&kSplit);
   setenv("FP_CUDA_SCHEDULE", "fused", 1);

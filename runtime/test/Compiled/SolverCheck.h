@@ -52,6 +52,11 @@ template <typename Real> struct SolveOutcome {
   int32_t steps = 0;
   int32_t hostWaits = 0;
   bool ranAsGraph = false;
+  /// The same statistics as the CUDA solver reports them into device
+  /// memory (fp_device_stats); empty for the host solver.
+  std::vector<int64_t> deviceIterations;
+  std::vector<float> deviceResiduals;
+  int64_t deviceSteps = -1;
 };
 
 /// Runs one solve with `solver` over the iterates `y` (target buffers),

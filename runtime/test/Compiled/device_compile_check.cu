@@ -224,7 +224,7 @@ void instantiateAll(Real *buffer, const fp_forward_args &args) {
     solver.relax(out, in, T, 16);
     solver.update();
   });
-  solver.report(args.stats);
+  solver.report(args.stats, args.device_stats);
   (void)solver.numSteps();
   kernels::Solver<Real> merged(B, kSolver, args.training != 0, args.solver);
   merged.loop([&] { merged.relaxAndUpdate(out, in, T, 16); });

@@ -76,7 +76,7 @@ public:
   /// have the call's dtype and the input's device (convert the module with
   /// to()) unless computeDtype casts them. Training mode
   /// (is_training()) selects the training quantile and cap. Fills
-  /// lastIterations, lastResiduals and lastSteps. Throws std::runtime_error
+  /// lastIterations, lastResiduals and lastSteps(). Throws std::runtime_error
   /// with the library's message when it reports a failure, and
   /// std::invalid_argument for an input or parameters it cannot pass.
   torch::Tensor forward(const torch::Tensor &input) override;
@@ -98,9 +98,15 @@ public:
   bool hasParameter(const std::string &name) const;
 
   /// Per-sample best relative residuals of the last forward ([B] float32).
+  /// Like lastIterations, on the input's device: a CUDA call leaves its
+  /// statistics there (fp_device_stats) and returns without waiting for the
+  /// device; reading them waits.
   torch::Tensor lastResiduals;
-  /// Solver steps the whole batch took in the last forward.
-  int64_t lastSteps = 0;
+  /// Solver steps the whole batch took in the last forward (after a CUDA
+  /// call, this waits for the device).
+  int64_t lastSteps() const {
+    return lastStepsTensor.defined() ? lastStepsTensor.item<int64_t>() : 0;
+  }
   /// Times the last forward's solver loop waited for the device to publish
   /// its progress (fp_solver_stats::host_waits; 0 on the CPU).
   int64_t lastHostWaits = 0;
@@ -144,6 +150,8 @@ private:
   std::vector<torch::Tensor> params;
   int64_t evalCap = -1;
   double trainQuantile = std::numeric_limits<double>::quiet_NaN();
+  /// lastSteps() as a 0-d int64 tensor on the last call's device.
+  torch::Tensor lastStepsTensor;
   /// Shared with the backward nodes, which may outlive the module.
   std::shared_ptr<std::atomic<int32_t>> backwardSteps =
       std::make_shared<std::atomic<int32_t>>(0);

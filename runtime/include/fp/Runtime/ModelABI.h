@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /// The ABI version this header describes.
-#define FP_MODEL_ABI_VERSION 2u
+#define FP_MODEL_ABI_VERSION 3u
 
 /// Library-level symbols every model.so exports.
 #define FP_SYMBOL_ABI_VERSION "fp_model_abi_version"
@@ -77,6 +77,19 @@ typedef struct fp_solver_stats {
                              calls */
 } fp_solver_stats;
 
+/// The forward's solver statistics left in device memory (CUDA calls only):
+/// each pointer is memory of the call's device, or NULL when not wanted. The
+/// call queues their writes on its stream and returns without waiting for the
+/// device, so a caller that reads them later, or never, does not block the
+/// host at the end of every call (fp_solver_stats' arrays and `steps` cost a
+/// stream synchronisation). They hold their values once the stream's work
+/// queued by the call has completed.
+typedef struct fp_device_stats {
+  int64_t *iterations; /* per sample: solver steps + 1, as fp_solver_stats */
+  float *residuals;    /* per sample: best relative residual reached */
+  int64_t *steps;      /* one value: solver steps taken by the whole batch */
+} fp_device_stats;
+
 /// Arguments of one layer forward. Buffers live on the call's target, are
 /// dense row-major and of the call's dtype; `params` follows the order of the
 /// layer's parameter list in the manifest.
@@ -97,6 +110,11 @@ typedef struct fp_forward_args {
   size_t workspace_bytes;
   const fp_solver_overrides *solver; /* may be NULL */
   fp_solver_stats *stats;            /* may be NULL */
+  /* May be NULL; not NULL only on FP_TARGET_CUDA. Where set, the call writes
+     the statistics there and, of `stats`, only host_waits: it leaves
+     iterations, residuals and steps unwritten and never waits for the
+     device to report them. */
+  fp_device_stats *device_stats;
 } fp_forward_args;
 
 /// Arguments of one layer backward, after a forward with `saved` set.

@@ -1746,6 +1746,22 @@ __device__ void relaxChunks(Real *y, const Real *fy, int64_t length,
   }
 }
 
+/// Solver::report's statistics into device memory (each may be null):
+/// steps + 1 and ρ* per sample, and the steps.
+template <typename C>
+__global__ void solverReportKernel(const SolverControl *control, const C *best,
+                                   int64_t batch, int64_t *iterations,
+                                   float *residuals, int64_t *steps) {
+  for (int64_t b = firstThread(); b < batch; b += allThreads()) {
+    if (iterations)
+      iterations[b] = int64_t(control->steps) + 1;
+    if (residuals)
+      residuals[b] = float(best[b]);
+  }
+  if (steps && blockIdx.x == 0 && threadIdx.x == 0)
+    *steps = control->steps;
+}
+
 template <typename Real>
 __global__ void solverRelaxKernel(Real *y, const Real *fy, int64_t length,
                                   int64_t tokenSize, int64_t tokensPerChunk,
@@ -2224,9 +2240,22 @@ public:
 
   /// Writes the statistics of the finished solve: per sample steps + 1
   /// (the differentiable step counts, spec §3.6) and ρ*, and adds the
-  /// solve's waits to host_waits. Waits for the stream once; nothing
-  /// without stats.
-  void report(fp_solver_stats *stats) const {
+  /// solve's waits to host_waits. With `device`, one launch writes them
+  /// there and nothing waits for the device (of `stats`, only host_waits
+  /// is written); without it, the host arrays of `stats` are filled after
+  /// one wait for the stream. Nothing without either.
+  void report(fp_solver_stats *stats,
+              const fp_device_stats *device = nullptr) const {
+    if (device) {
+      if (device->iterations || device->residuals || device->steps)
+        detail::launch("Solver::report", detail::solverReportKernel<C>,
+                       detail::blocksFor(samples), detail::kThreads, 0, stream,
+                       state.control, state.best, samples, device->iterations,
+                       device->residuals, device->steps);
+      if (stats)
+        stats->host_waits += waits;
+      return;
+    }
     if (!stats)
       return;
     detail::SolverControl control = {};

@@ -827,8 +827,11 @@ public:
   }
 
   /// Writes the statistics of the finished solve: per sample steps + 1
-  /// (the differentiable step counts, spec §3.6) and ρ*.
-  void report(fp_solver_stats *stats) const {
+  /// (the differentiable step counts, spec §3.6) and ρ*. `device` is the
+  /// CUDA solver's; a host call never has one (the entry refuses it).
+  void report(fp_solver_stats *stats,
+              const fp_device_stats *device = nullptr) const {
+    (void)device;
     if (!stats)
       return;
     stats->steps = steps;

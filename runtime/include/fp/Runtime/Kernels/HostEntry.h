@@ -353,6 +353,10 @@ inline fp_status forward(const fp_forward_args *args,
                   where + "parameter " + std::to_string(i) + " is NULL");
   if (!args->input || !args->output)
     return fail(FP_ERROR_INVALID_ARGUMENT, where + "input or output is NULL");
+  if (args->device_stats && args->target != FP_TARGET_CUDA)
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "device_stats is set on a CPU call; a CPU call "
+                        "reports its statistics in stats");
   CallSchedule schedule;
   if (fp_status status = guarded(where, [&] {
         schedule = chooseSchedule(layer, args->target, args->dtype, args->batch,

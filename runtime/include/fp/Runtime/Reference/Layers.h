@@ -22,7 +22,8 @@ public:
   virtual torch::Tensor forward(const torch::Tensor &u) = 0;
 
   /// Per-sample iterations of the last forward ([B] int64); undefined for a
-  /// layer without a fixed point.
+  /// layer without a fixed point. On the CPU, except a compiled layer's after
+  /// a CUDA call: on its device, written by the call's queued work.
   torch::Tensor lastIterations;
 
   /// Overrides the training iteration cap (< 0: the configured one).
