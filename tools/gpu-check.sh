@@ -46,7 +46,9 @@
 # and the training step also in bf16: the compiled layer in bf16 against
 # the eager reference under autocast; config LM's training step also on its
 # fused schedule, FP_CUDA_SCHEDULE=fused, in the chunks it picks, with one
-# block per sample and in 17 chunks), summarised into one table (tools/bench-summary.py,
+# block per sample and in 17 chunks; and with its selective scan loading one
+# token ahead, FP_SCAN_AHEAD=1, in f32 and bf16), summarised into one table
+# (tools/bench-summary.py,
 # $OUT/bench-summary.md). Each stage
 # prints a one-line verdict; the exit status is that of the first stage that
 # failed.
@@ -366,6 +368,22 @@ stage_bench() {
         $args >>"$log" 2>&1 || code=$?
       echo >>"$log"
     done
+    # Config LM's scan (both sides run it) loads four tokens ahead, where
+    # its 16 samples leave most of the device idle: its training step again
+    # with one token ahead (FP_SCAN_AHEAD=1), in f32 and bf16.
+    if [[ "$name" == lm ]]; then
+      local dtype label
+      for dtype in f32 bf16; do
+        label=train
+        [[ "$dtype" == f32 ]] || label="train, $dtype"
+        echo "== $name, $label, FP_SCAN_AHEAD=1: fp-bench --model $name.so $args --dtype $dtype" >>"$log"
+        # shellcheck disable=SC2086 # $args holds separate words
+        FP_SCAN_AHEAD=1 "$root/build-gpu/bin/fp-bench" \
+          --model "$bundle/bench/$name.so" --device cuda --mode train \
+          --dtype "$dtype" --repeats "$repeats" $args >>"$log" 2>&1 || code=$?
+        echo >>"$log"
+      done
+    fi
     # The training step in bf16, both sides, with their f32 differences and
     # where their time goes (the reference code's precision on its tasks).
     echo "== $name, train, bf16: fp-bench --model $name.so $args --dtype bf16" >>"$log"

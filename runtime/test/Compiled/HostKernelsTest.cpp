@@ -112,77 +112,89 @@ TEST(HostKernels, SelectiveScanMatchesTheDirectRecurrence) {
   std::normal_distribution<double> normal;
   std::uniform_real_distribution<double> positive(0.01, 1.0);
   // Channel counts below, at and across the kernel's block of 64.
+  // Lengths below, at and across the channel function's groups of 4
+  // tokens loaded ahead.
   for (int64_t channels : {5, 64, 70, 130})
     for (int64_t state : {1, 16, 17})
-      for (bool withSkip : {false, true}) {
-        const int64_t batch = 2, length = 6;
-        const int64_t tokens = batch * length;
-        std::vector<double> u(tokens * channels), delta(tokens * channels),
-            a(channels * state), bm(tokens * state), cm(tokens * state),
-            skip(channels);
-        for (double &v : u)
-          v = normal(rng);
-        for (double &v : delta)
-          v = positive(rng);
-        for (double &v : a)
-          v = -positive(rng) * 4;
-        for (double &v : bm)
-          v = normal(rng);
-        for (double &v : cm)
-          v = normal(rng);
-        for (double &v : skip)
-          v = normal(rng);
-        const double *skipPtr = withSkip ? skip.data() : nullptr;
-        std::vector<double> expected = directScan(
-            u, delta, a, bm, cm, skipPtr, batch, length, channels, state);
-        SCOPED_TRACE("channels " + std::to_string(channels) + ", state " +
-                     std::to_string(state) + (withSkip ? ", skip" : ""));
+      for (bool withSkip : {false, true})
+        for (int64_t length : {1, 3, 6, 9}) {
+          const int64_t batch = 2;
+          const int64_t tokens = batch * length;
+          std::vector<double> u(tokens * channels), delta(tokens * channels),
+              a(channels * state), bm(tokens * state), cm(tokens * state),
+              skip(channels);
+          for (double &v : u)
+            v = normal(rng);
+          for (double &v : delta)
+            v = positive(rng);
+          for (double &v : a)
+            v = -positive(rng) * 4;
+          for (double &v : bm)
+            v = normal(rng);
+          for (double &v : cm)
+            v = normal(rng);
+          for (double &v : skip)
+            v = normal(rng);
+          const double *skipPtr = withSkip ? skip.data() : nullptr;
+          std::vector<double> expected = directScan(
+              u, delta, a, bm, cm, skipPtr, batch, length, channels, state);
+          SCOPED_TRACE("channels " + std::to_string(channels) + ", state " +
+                       std::to_string(state) + (withSkip ? ", skip" : "") +
+                       ", length " + std::to_string(length));
 
-        std::vector<double> out64(expected.size());
-        fp::host::selectiveScan(u.data(), delta.data(), a.data(), bm.data(),
-                                cm.data(), skipPtr, batch, length, channels,
-                                state, out64.data());
-        for (size_t k = 0; k < expected.size(); ++k)
-          ASSERT_NEAR(out64[k], expected[k],
-                      1e-12 * (1 + std::fabs(expected[k])))
-              << "f64, element " << k;
+          std::vector<double> out64(expected.size());
+          fp::host::selectiveScan(u.data(), delta.data(), a.data(), bm.data(),
+                                  cm.data(), skipPtr, batch, length, channels,
+                                  state, out64.data());
+          for (size_t k = 0; k < expected.size(); ++k)
+            ASSERT_NEAR(out64[k], expected[k],
+                        1e-12 * (1 + std::fabs(expected[k])))
+                << "f64, element " << k;
 
-        auto toFloat = [](const std::vector<double> &v) {
-          return std::vector<float>(v.begin(), v.end());
-        };
-        std::vector<float> u32 = toFloat(u), delta32 = toFloat(delta),
-                           a32 = toFloat(a), bm32 = toFloat(bm),
-                           cm32 = toFloat(cm), skip32 = toFloat(skip);
-        std::vector<float> out32(expected.size());
-        fp::host::selectiveScan(u32.data(), delta32.data(), a32.data(),
-                                bm32.data(), cm32.data(),
-                                withSkip ? skip32.data() : nullptr, batch,
-                                length, channels, state, out32.data());
-        for (size_t k = 0; k < expected.size(); ++k)
-          ASSERT_NEAR(out32[k], expected[k],
-                      1e-5 * (1 + std::fabs(expected[k])))
-              << "f32, element " << k;
+          auto toFloat = [](const std::vector<double> &v) {
+            return std::vector<float>(v.begin(), v.end());
+          };
+          std::vector<float> u32 = toFloat(u), delta32 = toFloat(delta),
+                             a32 = toFloat(a), bm32 = toFloat(bm),
+                             cm32 = toFloat(cm), skip32 = toFloat(skip);
+          std::vector<float> out32(expected.size());
+          fp::host::selectiveScan(u32.data(), delta32.data(), a32.data(),
+                                  bm32.data(), cm32.data(),
+                                  withSkip ? skip32.data() : nullptr, batch,
+                                  length, channels, state, out32.data());
+          for (size_t k = 0; k < expected.size(); ++k)
+            ASSERT_NEAR(out32[k], expected[k],
+                        1e-5 * (1 + std::fabs(expected[k])))
+                << "f32, element " << k;
 
-        // The CUDA kernel's channel function (states in registers, the
-        // next token's operands loaded ahead), one channel at a time: the
-        // same arithmetic in the same order as the host kernel.
-        if (state > 16)
-          continue;
-        std::vector<double> channel64(expected.size());
-        std::vector<float> channel32(expected.size());
-        for (int64_t b = 0; b < batch; ++b)
-          for (int64_t c = 0; c < channels; ++c) {
-            fp::fused::selectiveScanChannel<16>(
-                u.data(), delta.data(), a.data(), bm.data(), cm.data(), skipPtr,
-                b, c, length, channels, state, channel64.data());
-            fp::fused::selectiveScanChannel<16>(
-                u32.data(), delta32.data(), a32.data(), bm32.data(),
-                cm32.data(), withSkip ? skip32.data() : nullptr, b, c, length,
-                channels, state, channel32.data());
-          }
-        EXPECT_EQ(channel64, out64) << "f64, one channel at a time";
-        EXPECT_EQ(channel32, out32) << "f32, one channel at a time";
-      }
+          // The CUDA kernel's channel function (states in registers, the
+          // operands of the next kAhead tokens loaded ahead), one channel at
+          // a time: the same arithmetic in the same order as the host kernel,
+          // however far ahead it loads.
+          if (state > 16)
+            continue;
+          auto byChannel = [&](auto ahead) {
+            constexpr int kAhead = decltype(ahead)::value;
+            SCOPED_TRACE("loading " + std::to_string(kAhead) + " ahead");
+            std::vector<double> channel64(expected.size(), std::nan(""));
+            std::vector<float> channel32(expected.size(), std::nanf(""));
+            for (int64_t b = 0; b < batch; ++b)
+              for (int64_t c = 0; c < channels; ++c) {
+                fp::fused::selectiveScanChannel<16, kAhead>(
+                    u.data(), delta.data(), a.data(), bm.data(), cm.data(),
+                    skipPtr, b, c, length, channels, state, channel64.data());
+                fp::fused::selectiveScanChannel<16, kAhead>(
+                    u32.data(), delta32.data(), a32.data(), bm32.data(),
+                    cm32.data(), withSkip ? skip32.data() : nullptr, b, c,
+                    length, channels, state, channel32.data());
+              }
+            EXPECT_EQ(channel64, out64) << "f64, one channel at a time";
+            EXPECT_EQ(channel32, out32) << "f32, one channel at a time";
+          };
+          byChannel(std::integral_constant<int, 1>());
+          byChannel(std::integral_constant<int, 3>());
+          byChannel(std::integral_constant<int, 4>());
+        }
 }
 
 TEST(HostKernels, MatmulMatchesTheDirectSum) {

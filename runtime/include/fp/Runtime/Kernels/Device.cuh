@@ -1406,8 +1406,8 @@ selectiveScanKernel(const Real *u, const Real *delta, const Real *a,
 
 /// The selective scan with one thread per (sample, channel) and its
 /// states in registers (fp::fused::selectiveScanChannel), for N ≤
-/// kMaxState.
-template <typename Real, int kMaxState>
+/// kMaxState, loading kAhead tokens ahead.
+template <typename Real, int kMaxState, int kAhead>
 __global__ void
 selectiveScanRegistersKernel(const Real *u, const Real *delta, const Real *a,
                              const Real *bm, const Real *cm, const Real *skip,
@@ -1415,7 +1415,7 @@ selectiveScanRegistersKernel(const Real *u, const Real *delta, const Real *a,
                              int64_t state, Real *out) {
   const int64_t n = batch * channels;
   for (int64_t index = firstThread(); index < n; index += allThreads())
-    fp::fused::selectiveScanChannel<kMaxState>(
+    fp::fused::selectiveScanChannel<kMaxState, kAhead>(
         u, delta, a, bm, cm, skip, index / channels, index % channels, length,
         channels, state, out);
 }
@@ -1427,6 +1427,57 @@ inline constexpr int64_t kScanRegisterStates = 16;
 /// few (sample, channel) pairs evenly over the SMs (config LM: 24 576
 /// threads, 384 blocks).
 inline constexpr int kScanRegisterThreads = 64;
+/// Token slots of a selective-scan thread where its threads are too few to
+/// fill the device (config LM: 24 576 threads, under 6 warps per SM of an
+/// H100), so that latency, not bandwidth or arithmetic, bounds a token: a
+/// load has three tokens' arithmetic to arrive, where it has one with a
+/// single slot. The operands of four tokens take registers (244 per thread
+/// in f32, 200 in bf16 at N = 16, without spills on sm_90; one slot: 137 and
+/// 123), which such a launch can spare: all its threads still run at once.
+/// Where they would not, they hide each other's latency, and one slot keeps
+/// their registers few. FP_SCAN_AHEAD=1 or 4 chooses instead (f32 and bf16),
+/// for comparison.
+inline constexpr int kScanDeepAhead = 4;
+
+/// kScanDeepAhead or 1 for a selective scan of `pairs` (sample, channel)
+/// threads in `Real`: the deep one where the device runs them all at once.
+/// f64 (tests and references) always takes one slot: four would spill.
+template <typename Real> inline int scanAhead(int64_t pairs) {
+  static_assert(sizeof(Real) <= 4, "f64 scans keep one slot");
+  if (const char *forced = std::getenv("FP_SCAN_AHEAD"); forced && *forced) {
+    const std::string value = forced;
+    if (value == "1")
+      return 1;
+    if (value == std::to_string(kScanDeepAhead))
+      return kScanDeepAhead;
+    throw std::invalid_argument("FP_SCAN_AHEAD=" + value + ": expected 1 or " +
+                                std::to_string(kScanDeepAhead));
+  }
+  // The threads of the deep kernel the device holds at once, per device
+  // (asked once: a solver step calls this at every step).
+  constexpr int kDevices = 64;
+  static std::atomic<int64_t> residentOn[kDevices] = {};
+  int device = 0;
+  check(cudaGetDevice(&device), "selectiveScan");
+  int64_t resident = device < kDevices ? residentOn[device].load() : 0;
+  if (resident == 0) {
+    int multiprocessors = 0, perMultiprocessor = 0;
+    check(cudaDeviceGetAttribute(&multiprocessors,
+                                 cudaDevAttrMultiProcessorCount, device),
+          "selectiveScan");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+              &perMultiprocessor,
+              selectiveScanRegistersKernel<Real, kScanRegisterStates,
+                                           kScanDeepAhead>,
+              kScanRegisterThreads, 0),
+          "selectiveScan");
+    resident = int64_t(multiprocessors) * std::max(perMultiprocessor, 1) *
+               kScanRegisterThreads;
+    if (device < kDevices)
+      residentOn[device].store(resident);
+  }
+  return pairs <= resident ? kScanDeepAhead : 1;
+}
 
 template <typename Real>
 __global__ void causalConvKernel(const Real *in, int64_t inStride,
@@ -1478,21 +1529,36 @@ inline void scan(In<Real> coeff, In<Real> input, int64_t batch, int64_t length,
 /// Mamba-1's selective scan (fp.selective_scan): state S [d, N] per sample,
 /// S_t = exp(Δ_t A) ⊙ S_{t−1} + (Δ_t u_t) B_t, y_t = S_t C_t + D u_t (skip
 /// may be null). One thread per (sample, channel), sequential over time
-/// with its N states in registers (N ≤ 16), else in shared memory; the
-/// arithmetic is Host.h's.
+/// with its N states in registers (N ≤ 16; in f32 and bf16 with the
+/// operands of four tokens loaded ahead where the device runs every thread
+/// at once, detail::scanAhead), else in shared memory; the arithmetic is
+/// Host.h's.
 template <typename Real>
 inline void selectiveScan(In<Real> u, In<Real> delta, In<Real> a, In<Real> bm,
                           In<Real> cm, In<Real> skip, int64_t batch,
                           int64_t length, int64_t channels, int64_t state,
                           Real *out) {
   if (state <= detail::kScanRegisterStates) {
+    const int64_t blocks =
+        (batch * channels + detail::kScanRegisterThreads - 1) /
+        detail::kScanRegisterThreads;
+    if constexpr (sizeof(Real) <= 4) {
+      if (detail::scanAhead<Real>(batch * channels) == detail::kScanDeepAhead) {
+        detail::launch(
+            "selectiveScan",
+            detail::selectiveScanRegistersKernel<
+                Real, detail::kScanRegisterStates, detail::kScanDeepAhead>,
+            blocks, detail::kScanRegisterThreads, 0, detail::stream(), u, delta,
+            a, bm, cm, skip, batch, length, channels, state, out);
+        return;
+      }
+    }
     detail::launch(
         "selectiveScan",
-        detail::selectiveScanRegistersKernel<Real, detail::kScanRegisterStates>,
-        (batch * channels + detail::kScanRegisterThreads - 1) /
-            detail::kScanRegisterThreads,
-        detail::kScanRegisterThreads, 0, detail::stream(), u, delta, a, bm, cm,
-        skip, batch, length, channels, state, out);
+        detail::selectiveScanRegistersKernel<Real, detail::kScanRegisterStates,
+                                             1>,
+        blocks, detail::kScanRegisterThreads, 0, detail::stream(), u, delta, a,
+        bm, cm, skip, batch, length, channels, state, out);
     return;
   }
   const size_t perThread = 2 * size_t(state) * sizeof(Compute<Real>);

@@ -999,61 +999,90 @@ FP_HOST_DEVICE inline void loadScanCarry(Team &team, S *state, int64_t n,
 /// Mamba-1's selective scan of one channel `c` of sample `b` (the operands
 /// and output as fp::host::selectiveScan's), its at most kMaxState states
 /// and its row of A in arrays of that size, which CUDA keeps in registers
-/// (the loops over them are unrolled; `state` ≤ kMaxState). Token t + 1's
-/// Δ, u, B and C are loaded while token t is computed, so that a thread
-/// waits out the memory's latency once, not every token. The arithmetic
-/// is fp::host::selectiveScan's, in its order.
-template <int kMaxState, typename Real>
+/// (the loops over them are unrolled; `state` ≤ kMaxState). The Δ, u, B and
+/// C of the next kAhead tokens wait in kAhead slots that the tokens use in
+/// turn (a group of kAhead tokens, unrolled, so that each slot is registers
+/// too); once token t has used its slot, token t + kAhead's load into it is
+/// issued, and has the arithmetic of kAhead − 1 tokens to arrive (with one
+/// slot, token t copies its operands out of it first, so that token t + 1's
+/// load runs during token t's arithmetic). With more slots a thread waits
+/// out the memory's latency once, not every token, where one token's
+/// arithmetic is shorter than that latency and few threads share an SM.
+/// The arithmetic is fp::host::selectiveScan's, in its order, whatever
+/// kAhead.
+template <int kMaxState, int kAhead = 1, typename Real>
 FP_HOST_DEVICE inline void
 selectiveScanChannel(const Real *u, const Real *delta, const Real *a,
                      const Real *bm, const Real *cm, const Real *skip,
                      int64_t b, int64_t c, int64_t length, int64_t channels,
                      int64_t state, Real *out) {
+  static_assert(kAhead >= 1, "a token's operands load at least one ahead");
   using C = Compute<Real>;
   using fp::host::exp;
   C st[kMaxState], at[kMaxState];
-  Real bNext[kMaxState], cNext[kMaxState];
+  Real dNext[kAhead], uNext[kAhead], bNext[kAhead][kMaxState],
+      cNext[kAhead][kMaxState];
   FP_UNROLL
   for (int n = 0; n < kMaxState; ++n) {
     st[n] = C(0);
     at[n] = n < state ? C(a[c * state + n]) : C(0);
-    bNext[n] = cNext[n] = Real(0);
   }
   const int64_t first = b * length;
-  Real dNext = Real(0), uNext = Real(0);
-  auto load = [&](int64_t bt) {
-    dNext = delta[bt * channels + c];
-    uNext = u[bt * channels + c];
-    FP_UNROLL
-    for (int n = 0; n < kMaxState; ++n)
-      if (n < state) {
-        bNext[n] = bm[bt * state + n];
-        cNext[n] = cm[bt * state + n];
-      }
-  };
-  if (length > 0)
-    load(first);
-  const C skipC = skip ? C(skip[c]) : C(0);
-  for (int64_t t = 0; t < length; ++t) {
+  // Slot j holds token t's operands for every t ≡ j (mod kAhead).
+  auto load = [&](int slot, int64_t t) {
+    if (t >= length)
+      return;
     const int64_t bt = first + t;
-    const C dt = C(dNext), ut = C(uNext);
-    C bn[kMaxState], cn[kMaxState];
+    dNext[slot] = delta[bt * channels + c];
+    uNext[slot] = u[bt * channels + c];
     FP_UNROLL
     for (int n = 0; n < kMaxState; ++n) {
-      bn[n] = C(bNext[n]);
-      cn[n] = C(cNext[n]);
+      bNext[slot][n] = n < state ? bm[bt * state + n] : Real(0);
+      cNext[slot][n] = n < state ? cm[bt * state + n] : Real(0);
     }
-    if (t + 1 < length)
-      load(bt + 1);
-    const C du = dt * ut;
-    C y = 0;
+  };
+  FP_UNROLL
+  for (int j = 0; j < kAhead; ++j)
+    load(j, j);
+  const C skipC = skip ? C(skip[c]) : C(0);
+  for (int64_t group = 0; group < length; group += kAhead) {
     FP_UNROLL
-    for (int n = 0; n < kMaxState; ++n)
-      if (n < state) {
-        st[n] = exp(dt * at[n]) * st[n] + du * bn[n];
-        y += st[n] * cn[n];
+    for (int j = 0; j < kAhead; ++j) {
+      const int64_t t = group + j;
+      if (t >= length)
+        break;
+      const C dt = C(dNext[j]), ut = C(uNext[j]);
+      const C du = dt * ut;
+      C y = 0;
+      if constexpr (kAhead == 1) {
+        // One slot: its operands move to registers of their own, so that
+        // token t + 1's load is issued before token t's arithmetic.
+        C bn[kMaxState], cn[kMaxState];
+        FP_UNROLL
+        for (int n = 0; n < kMaxState; ++n) {
+          bn[n] = C(bNext[0][n]);
+          cn[n] = C(cNext[0][n]);
+        }
+        load(0, t + 1);
+        FP_UNROLL
+        for (int n = 0; n < kMaxState; ++n)
+          if (n < state) {
+            st[n] = exp(dt * at[n]) * st[n] + du * bn[n];
+            y += st[n] * cn[n];
+          }
+      } else {
+        FP_UNROLL
+        for (int n = 0; n < kMaxState; ++n)
+          if (n < state) {
+            st[n] = exp(dt * at[n]) * st[n] + du * C(bNext[j][n]);
+            y += st[n] * C(cNext[j][n]);
+          }
+        // The slot is free: token t + kAhead's operands, which the next
+        // kAhead − 1 tokens' arithmetic covers.
+        load(j, t + kAhead);
       }
-    out[bt * channels + c] = Real(skip ? y + skipC * ut : y);
+      out[(first + t) * channels + c] = Real(skip ? y + skipC * ut : y);
+    }
   }
 }
 
