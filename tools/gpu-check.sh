@@ -46,8 +46,9 @@
 # and the training step also in bf16: the compiled layer in bf16 against
 # the eager reference under autocast; config LM's training step also on its
 # fused schedule, FP_CUDA_SCHEDULE=fused, in the chunks it picks, with one
-# block per sample and in 17 chunks; and with its selective scan loading one
-# token ahead, FP_SCAN_AHEAD=1, in f32 and bf16), summarised into one table
+# block per sample and in 17 chunks; and with each of its selective scan's
+# other kernels, FP_SCAN_KERNEL=channel|ahead|lanes16, in bf16, and with one
+# thread per channel in f32), summarised into one table
 # (tools/bench-summary.py,
 # $OUT/bench-summary.md). Each stage
 # prints a one-line verdict; the exit status is that of the first stage that
@@ -368,19 +369,23 @@ stage_bench() {
         $args >>"$log" 2>&1 || code=$?
       echo >>"$log"
     done
-    # Config LM's scan (both sides run it) loads four tokens ahead, where
-    # its 16 samples leave most of the device idle: its training step again
-    # with one token ahead (FP_SCAN_AHEAD=1), in f32 and bf16.
+    # Config LM's selective scan (both sides run it): its 16 samples make
+    # too few threads of one per channel to fill the device, and the scan
+    # picks four lanes per channel (fp::cuda::ScanKernel). Its training
+    # step again in the other kernels, with the kernels' times: in bf16
+    # (where the scan took half the forward) one thread per channel
+    # loading one or four tokens ahead and sixteen lanes; in f32 the first.
     if [[ "$name" == lm ]]; then
-      local dtype label
-      for dtype in f32 bf16; do
-        label=train
-        [[ "$dtype" == f32 ]] || label="train, $dtype"
-        echo "== $name, $label, FP_SCAN_AHEAD=1: fp-bench --model $name.so $args --dtype $dtype" >>"$log"
+      local dtype kernel dtype_kernel
+      for dtype_kernel in bf16:channel bf16:ahead bf16:lanes16 f32:channel; do
+        dtype=${dtype_kernel%%:*}
+        kernel=${dtype_kernel#*:}
+        echo "== $name, train, $dtype, FP_SCAN_KERNEL=$kernel: fp-bench --model $name.so $args --dtype $dtype" >>"$log"
         # shellcheck disable=SC2086 # $args holds separate words
-        FP_SCAN_AHEAD=1 "$root/build-gpu/bin/fp-bench" \
+        FP_SCAN_KERNEL=$kernel "$root/build-gpu/bin/fp-bench" \
           --model "$bundle/bench/$name.so" --device cuda --mode train \
-          --dtype "$dtype" --repeats "$repeats" $args >>"$log" 2>&1 || code=$?
+          --dtype "$dtype" --repeats "$repeats" --kernels 4 $args \
+          >>"$log" 2>&1 || code=$?
         echo >>"$log"
       done
     fi

@@ -2,10 +2,11 @@
 //
 // The kernels in fp/Runtime/Kernels/Host.h that are not a transcription of
 // one PyTorch call: the single-precision exponential, the channel-blocked
-// selective scan, the batched small matmul, the linear map of column ranges
-// read in place and the broadcast fast paths. Each
-// is compared with a direct evaluation in double precision on fresh random
-// inputs (the seed is printed).
+// selective scan (and the steps of the CUDA kernels that split a channel's
+// states over lanes, run on the host), the batched small matmul, the linear map
+// of column ranges read in place and the broadcast fast paths. Each is compared
+// with a direct evaluation in double precision on fresh random inputs (the seed
+// is printed).
 //
 //===----------------------------------------------------------------------===//
 
@@ -107,17 +108,86 @@ directScan(const std::vector<double> &u, const std::vector<double> &delta,
   return out;
 }
 
+/// Steps kHalf, …, 1 of the CUDA kernels' laneTransposeSum over the
+/// arrays of kLanes lanes: each lane's kept element plus its partner's
+/// sent one, fp::fused::keptHalf and sentHalf as the shuffles exchange them.
+template <int kHalf, int kLanes, typename C>
+void halveOverLanes(C (&v)[kLanes][kLanes]) {
+  if constexpr (kHalf >= 1) {
+    C kept[kLanes][kHalf], sent[kLanes][kHalf];
+    for (int l = 0; l < kLanes; ++l)
+      for (int j = 0; j < kHalf; ++j) {
+        kept[l][j] = fp::fused::keptHalf<kHalf>(v[l], l, j);
+        sent[l][j] = fp::fused::sentHalf<kHalf>(v[l], l, j);
+      }
+    for (int l = 0; l < kLanes; ++l)
+      for (int j = 0; j < kHalf; ++j)
+        v[l][j] = kept[l][j] + sent[l ^ kHalf][j];
+    halveOverLanes<kHalf / 2>(v);
+  }
+}
+
+/// The CUDA lanes kernel (selectiveScanLanesKernel) on the host: each
+/// channel's kLanes lanes (fp::fused::ScanLane) in lockstep, a group of
+/// tokens at a time, their parts summed across the lanes as the shuffles
+/// do and stored by the lane each token's sum lands on.
+template <int kLanes, typename Real>
+void lanesScan(const Real *u, const Real *delta, const Real *a, const Real *bm,
+               const Real *cm, const Real *skip, int64_t batch, int64_t length,
+               int64_t channels, int64_t state, Real *out) {
+  using C = fp::Compute<Real>;
+  using Lane = fp::fused::ScanLane<Real, 16, kLanes>;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t c = 0; c < channels; ++c) {
+      std::vector<Lane> lanes;
+      lanes.reserve(kLanes);
+      for (int l = 0; l < kLanes; ++l)
+        lanes.emplace_back(a, skip, b, c, channels, state, l, true);
+      for (int64_t t0 = 0; t0 < length; t0 += kLanes) {
+        C parts[kLanes][kLanes];
+        for (int l = 0; l < kLanes; ++l)
+          lanes[l].group(u, delta, bm, cm, skip, t0, length, parts[l]);
+        halveOverLanes<kLanes / 2>(parts);
+        for (int l = 0; l < kLanes; ++l)
+          lanes[l].store(parts[l][0], t0, length, out);
+      }
+    }
+}
+
+TEST(HostKernels, LaneTransposeSumLeavesEachLaneItsSum) {
+  // Small integers: every order of the additions gives the exact sum.
+  std::mt19937_64 rng(freshSeed());
+  std::uniform_int_distribution<int> value(-1000, 1000);
+  auto check = [&](auto lanesTag) {
+    constexpr int kLanes = decltype(lanesTag)::value;
+    double v[kLanes][kLanes], sums[kLanes] = {};
+    for (int l = 0; l < kLanes; ++l)
+      for (int j = 0; j < kLanes; ++j) {
+        v[l][j] = value(rng);
+        sums[j] += v[l][j];
+      }
+    halveOverLanes<kLanes / 2>(v);
+    for (int l = 0; l < kLanes; ++l)
+      EXPECT_EQ(v[l][0], sums[l]) << kLanes << " lanes, lane " << l;
+  };
+  check(std::integral_constant<int, 1>());
+  check(std::integral_constant<int, 2>());
+  check(std::integral_constant<int, 4>());
+  check(std::integral_constant<int, 16>());
+  check(std::integral_constant<int, 32>());
+}
+
 TEST(HostKernels, SelectiveScanMatchesTheDirectRecurrence) {
   std::mt19937_64 rng(freshSeed());
   std::normal_distribution<double> normal;
   std::uniform_real_distribution<double> positive(0.01, 1.0);
   // Channel counts below, at and across the kernel's block of 64.
   // Lengths below, at and across the channel function's groups of 4
-  // tokens loaded ahead.
+  // tokens loaded ahead, and the lanes' groups of 4 and 16 tokens.
   for (int64_t channels : {5, 64, 70, 130})
-    for (int64_t state : {1, 16, 17})
+    for (int64_t state : {1, 6, 16, 17})
       for (bool withSkip : {false, true})
-        for (int64_t length : {1, 3, 6, 9}) {
+        for (int64_t length : {1, 3, 6, 9, 16, 21}) {
           const int64_t batch = 2;
           const int64_t tokens = batch * length;
           std::vector<double> u(tokens * channels), delta(tokens * channels),
@@ -194,6 +264,33 @@ TEST(HostKernels, SelectiveScanMatchesTheDirectRecurrence) {
           byChannel(std::integral_constant<int, 1>());
           byChannel(std::integral_constant<int, 3>());
           byChannel(std::integral_constant<int, 4>());
+
+          // The CUDA kernels that split a channel's states over lanes: the
+          // same arithmetic per state, y summed over the lanes in another
+          // order (so near, not equal to, the host kernel).
+          auto byLanes = [&](auto lanesTag) {
+            constexpr int kLanes = decltype(lanesTag)::value;
+            SCOPED_TRACE(std::to_string(kLanes) + " lanes per channel");
+            std::vector<double> lanes64(expected.size(), std::nan(""));
+            std::vector<float> lanes32(expected.size(), std::nanf(""));
+            lanesScan<kLanes>(u.data(), delta.data(), a.data(), bm.data(),
+                              cm.data(), skipPtr, batch, length, channels,
+                              state, lanes64.data());
+            lanesScan<kLanes>(u32.data(), delta32.data(), a32.data(),
+                              bm32.data(), cm32.data(),
+                              withSkip ? skip32.data() : nullptr, batch, length,
+                              channels, state, lanes32.data());
+            for (size_t k = 0; k < expected.size(); ++k) {
+              ASSERT_NEAR(lanes64[k], expected[k],
+                          1e-12 * (1 + std::fabs(expected[k])))
+                  << "f64, element " << k;
+              ASSERT_NEAR(lanes32[k], expected[k],
+                          1e-5 * (1 + std::fabs(expected[k])))
+                  << "f32, element " << k;
+            }
+          };
+          byLanes(std::integral_constant<int, 4>());
+          byLanes(std::integral_constant<int, 16>());
         }
 }
 

@@ -1427,56 +1427,152 @@ inline constexpr int64_t kScanRegisterStates = 16;
 /// few (sample, channel) pairs evenly over the SMs (config LM: 24 576
 /// threads, 384 blocks).
 inline constexpr int kScanRegisterThreads = 64;
-/// Token slots of a selective-scan thread where its threads are too few to
-/// fill the device (config LM: 24 576 threads, under 6 warps per SM of an
-/// H100), so that latency, not bandwidth or arithmetic, bounds a token: a
-/// load has three tokens' arithmetic to arrive, where it has one with a
-/// single slot. The operands of four tokens take registers (244 per thread
-/// in f32, 200 in bf16 at N = 16, without spills on sm_90; one slot: 137 and
-/// 123), which such a launch can spare: all its threads still run at once.
-/// Where they would not, they hide each other's latency, and one slot keeps
-/// their registers few. FP_SCAN_AHEAD=1 or 4 chooses instead (f32 and bf16),
-/// for comparison.
+/// Token slots of ScanKernel::Ahead.
 inline constexpr int kScanDeepAhead = 4;
+/// Threads of a block of selectiveScanLanesKernel.
+inline constexpr int kScanLaneThreads = 128;
 
-/// kScanDeepAhead or 1 for a selective scan of `pairs` (sample, channel)
-/// threads in `Real`: the deep one where the device runs them all at once.
-/// f64 (tests and references) always takes one slot: four would spill.
-template <typename Real> inline int scanAhead(int64_t pairs) {
-  static_assert(sizeof(Real) <= 4, "f64 scans keep one slot");
-  if (const char *forced = std::getenv("FP_SCAN_AHEAD"); forced && *forced) {
-    const std::string value = forced;
-    if (value == "1")
-      return 1;
-    if (value == std::to_string(kScanDeepAhead))
-      return kScanDeepAhead;
-    throw std::invalid_argument("FP_SCAN_AHEAD=" + value + ": expected 1 or " +
-                                std::to_string(kScanDeepAhead));
+/// Steps kHalf, kHalf / 2, …, 1 of laneTransposeSum.
+template <int kHalf, typename C, int kN>
+__device__ inline void laneHalving(C (&v)[kN], int lane) {
+  if constexpr (kHalf >= 1) {
+#pragma unroll
+    for (int j = 0; j < kHalf; ++j)
+      v[j] = fp::fused::keptHalf<kHalf>(v, lane, j) +
+             __shfl_xor_sync(0xffffffffu,
+                             fp::fused::sentHalf<kHalf>(v, lane, j), kHalf);
+    laneHalving<kHalf / 2>(v, lane);
   }
-  // The threads of the deep kernel the device holds at once, per device
-  // (asked once: a solver step calls this at every step).
+}
+
+/// Σ over each group of kLanes lanes (aligned, within a warp) of v[l],
+/// left in lane l's v[0] (fp::fused::keptHalf). Every lane of the warp
+/// calls it.
+template <int kLanes, typename C>
+__device__ inline void laneTransposeSum(C (&v)[kLanes], int lane) {
+  laneHalving<kLanes / 2>(v, lane);
+}
+
+/// The selective scan with kLanes lanes per (sample, channel)
+/// (fp::fused::ScanLane), for N ≤ kMaxState. A warp holds 32 / kLanes
+/// channels; a warp past the last one leaves, the lanes of a warp's
+/// channels past it run along inactive, so that its shuffles have every
+/// lane.
+template <typename Real, int kMaxState, int kLanes>
+__global__ void __launch_bounds__(kScanLaneThreads)
+    selectiveScanLanesKernel(const Real *u, const Real *delta, const Real *a,
+                             const Real *bm, const Real *cm, const Real *skip,
+                             int64_t batch, int64_t length, int64_t channels,
+                             int64_t state, Real *out) {
+  static_assert(32 % kLanes == 0, "a channel's lanes are in one warp");
+  using C = Compute<Real>;
+  const int64_t pairs = batch * channels;
+  const int lane = int(threadIdx.x % kLanes);
+  for (int64_t thread = firstThread();
+       (thread - threadIdx.x % 32) / kLanes < pairs; thread += allThreads()) {
+    const int64_t pair = thread / kLanes;
+    const bool active = pair < pairs;
+    fp::fused::ScanLane<Real, kMaxState, kLanes> scan(
+        a, skip, active ? pair / channels : 0, active ? pair % channels : 0,
+        channels, state, lane, active);
+    for (int64_t t0 = 0; t0 < length; t0 += kLanes) {
+      C p[kLanes];
+      scan.group(u, delta, bm, cm, skip, t0, length, p);
+      laneTransposeSum<kLanes>(p, lane);
+      scan.store(p[0], t0, length, out);
+    }
+  }
+}
+
+/// Threads of `kernel` the current device holds at once in blocks of
+/// `threads` (asked once per device and Tag: a solver step launches a scan
+/// at every step).
+template <typename Tag, typename... Params>
+inline int64_t residentThreads(void (*kernel)(Params...), int threads,
+                               const char *what) {
   constexpr int kDevices = 64;
   static std::atomic<int64_t> residentOn[kDevices] = {};
   int device = 0;
-  check(cudaGetDevice(&device), "selectiveScan");
-  int64_t resident = device < kDevices ? residentOn[device].load() : 0;
-  if (resident == 0) {
-    int multiprocessors = 0, perMultiprocessor = 0;
-    check(cudaDeviceGetAttribute(&multiprocessors,
-                                 cudaDevAttrMultiProcessorCount, device),
-          "selectiveScan");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-              &perMultiprocessor,
-              selectiveScanRegistersKernel<Real, kScanRegisterStates,
-                                           kScanDeepAhead>,
-              kScanRegisterThreads, 0),
-          "selectiveScan");
-    resident = int64_t(multiprocessors) * std::max(perMultiprocessor, 1) *
-               kScanRegisterThreads;
-    if (device < kDevices)
-      residentOn[device].store(resident);
+  check(cudaGetDevice(&device), what);
+  if (device < kDevices)
+    if (int64_t known = residentOn[device].load())
+      return known;
+  int multiprocessors = 0, perMultiprocessor = 0;
+  check(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount,
+                               device),
+        what);
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perMultiprocessor,
+                                                      kernel, threads, 0),
+        what);
+  const int64_t resident =
+      int64_t(multiprocessors) * std::max(perMultiprocessor, 1) * threads;
+  if (device < kDevices)
+    residentOn[device].store(resident);
+  return resident;
+}
+
+} // namespace detail
+
+/// The CUDA kernels of a selective scan of at most 16 states. One thread
+/// per (sample, channel) walks the channel's tokens in order; where those
+/// threads are too few to hide the latency of a token's loads (config LM:
+/// 16 samples × 1536 channels, 24 576 threads, under 6 warps per SM of an
+/// H100), the channel's states are split over lanes, each with fewer
+/// states and the same tokens, which multiplies the threads, or a thread
+/// loads further ahead.
+enum class ScanKernel {
+  /// One thread per (sample, channel), the next token's operands loaded
+  /// during a token's arithmetic (137 registers per thread in f32, 123 in
+  /// bf16 on sm_90).
+  Channel,
+  /// One thread per (sample, channel), the operands of four tokens in
+  /// registers, so that a load has three tokens' arithmetic to arrive
+  /// (244 and 200 registers; f32 and bf16 only: f64 would spill).
+  Ahead,
+  /// Four lanes per (sample, channel), four states each, tokens in groups
+  /// of four.
+  Lanes4,
+  /// Sixteen lanes per (sample, channel), one state each, tokens in groups
+  /// of sixteen.
+  Lanes16,
+};
+
+namespace detail {
+
+template <typename Real, ScanKernel> struct ScanKernelTag {};
+
+/// The kernel a selective scan of `pairs` (sample, channel) pairs in Real
+/// runs with N ≤ 16: FP_SCAN_KERNEL=channel|ahead|lanes4|lanes16 where set
+/// (for comparisons), else the fewest threads per pair, one, four or
+/// sixteen, whose threads fill at least half of what the device holds at
+/// once of that kernel (sixteen where none does): enough warps per SM to
+/// cover a load's latency with other warps' arithmetic, without the
+/// lanes' shuffles where the pairs alone suffice.
+template <typename Real> inline ScanKernel chooseScanKernel(int64_t pairs) {
+  if (const char *forced = std::getenv("FP_SCAN_KERNEL"); forced && *forced) {
+    const std::string value = forced;
+    if (value == "channel")
+      return ScanKernel::Channel;
+    if (value == "ahead" && sizeof(Real) <= 4)
+      return ScanKernel::Ahead;
+    if (value == "lanes4")
+      return ScanKernel::Lanes4;
+    if (value == "lanes16")
+      return ScanKernel::Lanes16;
+    throw std::invalid_argument(
+        "FP_SCAN_KERNEL=" + value +
+        ": expected channel, ahead (f32 and bf16 calls), lanes4 or lanes16");
   }
-  return pairs <= resident ? kScanDeepAhead : 1;
+  constexpr int kStates = int(kScanRegisterStates);
+  if (2 * pairs >= residentThreads<ScanKernelTag<Real, ScanKernel::Channel>>(
+                       selectiveScanRegistersKernel<Real, kStates, 1>,
+                       kScanRegisterThreads, "selectiveScan"))
+    return ScanKernel::Channel;
+  if (2 * 4 * pairs >= residentThreads<ScanKernelTag<Real, ScanKernel::Lanes4>>(
+                           selectiveScanLanesKernel<Real, kStates, 4>,
+                           kScanLaneThreads, "selectiveScan"))
+    return ScanKernel::Lanes4;
+  return ScanKernel::Lanes16;
 }
 
 template <typename Real>
@@ -1528,37 +1624,54 @@ inline void scan(In<Real> coeff, In<Real> input, int64_t batch, int64_t length,
 
 /// Mamba-1's selective scan (fp.selective_scan): state S [d, N] per sample,
 /// S_t = exp(Δ_t A) ⊙ S_{t−1} + (Δ_t u_t) B_t, y_t = S_t C_t + D u_t (skip
-/// may be null). One thread per (sample, channel), sequential over time
-/// with its N states in registers (N ≤ 16; in f32 and bf16 with the
-/// operands of four tokens loaded ahead where the device runs every thread
-/// at once, detail::scanAhead), else in shared memory; the arithmetic is
-/// Host.h's.
+/// may be null). Sequential over time; for N ≤ 16 its states in registers,
+/// in the kernel `kind` names (ScanKernel), else one thread per (sample,
+/// channel) with its states in shared memory. The arithmetic per state is
+/// Host.h's; where lanes split a channel's states, y sums their parts in
+/// another order.
 template <typename Real>
-inline void selectiveScan(In<Real> u, In<Real> delta, In<Real> a, In<Real> bm,
-                          In<Real> cm, In<Real> skip, int64_t batch,
-                          int64_t length, int64_t channels, int64_t state,
-                          Real *out) {
-  if (state <= detail::kScanRegisterStates) {
-    const int64_t blocks =
-        (batch * channels + detail::kScanRegisterThreads - 1) /
-        detail::kScanRegisterThreads;
-    if constexpr (sizeof(Real) <= 4) {
-      if (detail::scanAhead<Real>(batch * channels) == detail::kScanDeepAhead) {
+inline void selectiveScanWith(ScanKernel kind, In<Real> u, In<Real> delta,
+                              In<Real> a, In<Real> bm, In<Real> cm,
+                              In<Real> skip, int64_t batch, int64_t length,
+                              int64_t channels, int64_t state, Real *out) {
+  constexpr int kStates = int(detail::kScanRegisterStates);
+  const int64_t pairs = batch * channels;
+  if (state <= kStates) {
+    auto lanes = [&](auto kernel, int64_t perPair) {
+      detail::launch("selectiveScan", kernel,
+                     (pairs * perPair + detail::kScanLaneThreads - 1) /
+                         detail::kScanLaneThreads,
+                     detail::kScanLaneThreads, 0, detail::stream(), u, delta, a,
+                     bm, cm, skip, batch, length, channels, state, out);
+    };
+    const int64_t blocks = (pairs + detail::kScanRegisterThreads - 1) /
+                           detail::kScanRegisterThreads;
+    switch (kind) {
+    case ScanKernel::Ahead:
+      if constexpr (sizeof(Real) <= 4) {
         detail::launch(
             "selectiveScan",
-            detail::selectiveScanRegistersKernel<
-                Real, detail::kScanRegisterStates, detail::kScanDeepAhead>,
+            detail::selectiveScanRegistersKernel<Real, kStates,
+                                                 detail::kScanDeepAhead>,
             blocks, detail::kScanRegisterThreads, 0, detail::stream(), u, delta,
             a, bm, cm, skip, batch, length, channels, state, out);
         return;
       }
+      throw DeviceError("fp::cuda::selectiveScan: ScanKernel::Ahead is for "
+                        "f32 and bf16 calls");
+    case ScanKernel::Lanes4:
+      lanes(detail::selectiveScanLanesKernel<Real, kStates, 4>, 4);
+      return;
+    case ScanKernel::Lanes16:
+      lanes(detail::selectiveScanLanesKernel<Real, kStates, 16>, 16);
+      return;
+    case ScanKernel::Channel:
+      break;
     }
-    detail::launch(
-        "selectiveScan",
-        detail::selectiveScanRegistersKernel<Real, detail::kScanRegisterStates,
-                                             1>,
-        blocks, detail::kScanRegisterThreads, 0, detail::stream(), u, delta, a,
-        bm, cm, skip, batch, length, channels, state, out);
+    detail::launch("selectiveScan",
+                   detail::selectiveScanRegistersKernel<Real, kStates, 1>,
+                   blocks, detail::kScanRegisterThreads, 0, detail::stream(), u,
+                   delta, a, bm, cm, skip, batch, length, channels, state, out);
     return;
   }
   const size_t perThread = 2 * size_t(state) * sizeof(Compute<Real>);
@@ -1573,6 +1686,19 @@ inline void selectiveScan(In<Real> u, In<Real> delta, In<Real> a, In<Real> bm,
                  batch * blocksPerSample, threads, perThread * threads,
                  detail::stream(), u, delta, a, bm, cm, skip, batch, length,
                  channels, state, out);
+}
+
+/// selectiveScanWith the kernel detail::chooseScanKernel picks.
+template <typename Real>
+inline void selectiveScan(In<Real> u, In<Real> delta, In<Real> a, In<Real> bm,
+                          In<Real> cm, In<Real> skip, int64_t batch,
+                          int64_t length, int64_t channels, int64_t state,
+                          Real *out) {
+  const ScanKernel kind = state <= detail::kScanRegisterStates
+                              ? detail::chooseScanKernel<Real>(batch * channels)
+                              : ScanKernel::Channel;
+  selectiveScanWith<Real>(kind, u, delta, a, bm, cm, skip, batch, length,
+                          channels, state, out);
 }
 
 /// Depthwise causal convolution: out[b, t, c] = bias[c] +

@@ -1086,6 +1086,109 @@ selectiveScanChannel(const Real *u, const Real *delta, const Real *a,
   }
 }
 
+/// The selective scan of one channel `c` of sample `b` split over kLanes
+/// lanes (kLanes consecutive threads of a warp on CUDA), for more threads
+/// where one thread per channel leaves the device idle. Lane `lane` keeps
+/// the kStates states [lane · kStates, (lane + 1) · kStates) of the channel
+/// (those below `state`) and their row of A; the lanes take the channel's
+/// tokens in groups of kLanes. For a group, each lane loads the operands of
+/// all its tokens at once (Δ and u are the same for every lane, B and C its
+/// states' own), advances its states through them and leaves its part of
+/// every token's y in p[j] (lane 0 adds the skip term D · u); the lanes'
+/// parts are then summed across the lanes (laneTransposeSum), which leaves
+/// token j's y with lane j, and lane j stores it. A lane that is not
+/// `active` (past the last channel, there so that a warp's shuffles have
+/// every lane) loads nothing and contributes zeros.
+template <typename Real, int kMaxState, int kLanes> struct ScanLane {
+  static_assert(kLanes >= 1 && (kLanes & (kLanes - 1)) == 0 &&
+                    kMaxState % kLanes == 0,
+                "a power-of-two count of lanes that divides the states");
+  static constexpr int kStates = kMaxState / kLanes;
+  using C = Compute<Real>;
+
+  int lane;
+  bool active;
+  int64_t b, c, state, channels;
+  C st[kStates], at[kStates];
+  C skipC;
+
+  FP_HOST_DEVICE ScanLane(const Real *a, const Real *skip, int64_t b, int64_t c,
+                          int64_t channels, int64_t state, int lane,
+                          bool active)
+      : lane(lane), active(active), b(b), c(c), state(state),
+        channels(channels), skipC(active && skip ? C(skip[c]) : C(0)) {
+    FP_UNROLL
+    for (int k = 0; k < kStates; ++k) {
+      st[k] = C(0);
+      at[k] = active && hasState(k) ? C(a[c * state + firstState() + k]) : C(0);
+    }
+  }
+
+  FP_HOST_DEVICE int64_t firstState() const { return int64_t(lane) * kStates; }
+  FP_HOST_DEVICE bool hasState(int k) const { return firstState() + k < state; }
+
+  /// Tokens [t0, t0 + kLanes) (those below `length`): p[j] is this lane's
+  /// part of token t0 + j's y, zero past the end.
+  FP_HOST_DEVICE void group(const Real *u, const Real *delta, const Real *bm,
+                            const Real *cm, const Real *skip, int64_t t0,
+                            int64_t length, C (&p)[kLanes]) {
+    using fp::host::exp;
+    Real dIn[kLanes], uIn[kLanes], bIn[kLanes][kStates], cIn[kLanes][kStates];
+    FP_UNROLL
+    for (int j = 0; j < kLanes; ++j) {
+      const int64_t t = t0 + j;
+      const bool here = active && t < length;
+      const int64_t bt = b * length + t;
+      dIn[j] = here ? delta[bt * channels + c] : Real(0);
+      uIn[j] = here ? u[bt * channels + c] : Real(0);
+      FP_UNROLL
+      for (int k = 0; k < kStates; ++k) {
+        const bool load = here && hasState(k);
+        bIn[j][k] = load ? bm[bt * state + firstState() + k] : Real(0);
+        cIn[j][k] = load ? cm[bt * state + firstState() + k] : Real(0);
+      }
+    }
+    FP_UNROLL
+    for (int j = 0; j < kLanes; ++j) {
+      const C dt = C(dIn[j]), ut = C(uIn[j]);
+      const C du = dt * ut;
+      C y = 0;
+      FP_UNROLL
+      for (int k = 0; k < kStates; ++k)
+        if (hasState(k)) {
+          st[k] = exp(dt * at[k]) * st[k] + du * C(bIn[j][k]);
+          y += st[k] * C(cIn[j][k]);
+        }
+      p[j] = lane == 0 && skip ? y + skipC * ut : y;
+    }
+  }
+
+  /// Stores token t0 + lane's y, summed over the lanes, where it exists.
+  FP_HOST_DEVICE void store(C y, int64_t t0, int64_t length, Real *out) const {
+    const int64_t t = t0 + lane;
+    if (active && t < length)
+      out[(b * length + t) * channels + c] = Real(y);
+  }
+};
+
+/// One step of laneTransposeSum, at distance kHalf: of each pair
+/// (v[j], v[kHalf + j]), j < kHalf, a lane keeps the element that bit kHalf
+/// of its index selects and sends the other to lane ^ kHalf, which adds it
+/// to its own kept element: v[j] = kept + the partner's sent.
+template <int kHalf, typename C>
+FP_HOST_DEVICE inline C keptHalf(const C *v, int lane, int j) {
+  return (lane & kHalf) ? v[kHalf + j] : v[j];
+}
+template <int kHalf, typename C>
+FP_HOST_DEVICE inline C sentHalf(const C *v, int lane, int j) {
+  return (lane & kHalf) ? v[j] : v[kHalf + j];
+}
+// laneTransposeSum (Device.cuh) runs the steps at kLanes / 2, …, 2, 1 with
+// shuffles; after them lane l's v[0] is Σ over the kLanes lanes of v[l], in
+// an order fixed by the steps (kLanes − 1 shuffles per lane where kLanes
+// separate sums take kLanes · log2(kLanes)). Tests run the same steps over
+// arrays of lanes on the host.
+
 #undef FP_TEAM_FOR
 #undef FP_TEAM_ACCUMULATE
 #undef FP_TEAM_SIMD
