@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceArray.cuh"
 #include "LaunchCheck.h"
 
 #include "fp/Runtime/Kernels/Device.cuh"
@@ -18,43 +19,9 @@ namespace fp::rt::test {
 
 namespace {
 
-using fp::cuda::DeviceError;
-
 void check(cudaError_t status, const char *what) {
-  if (status != cudaSuccess)
-    throw DeviceError(std::string("DeviceLaunchCheck: ") + what + ": " +
-                      cudaGetErrorString(status));
+  checkCuda(status, "DeviceLaunchCheck", what);
 }
-
-/// Device memory of `count` values, freed with the object.
-template <typename T> class DeviceArray {
-public:
-  explicit DeviceArray(size_t count) : count(count) {
-    check(cudaMalloc(&data, count * sizeof(T)), "cudaMalloc");
-    check(cudaMemset(data, 0, count * sizeof(T)), "cudaMemset");
-  }
-  DeviceArray(const DeviceArray &) = delete;
-  DeviceArray &operator=(const DeviceArray &) = delete;
-  ~DeviceArray() { (void)cudaFree(data); }
-
-  T *get() const { return data; }
-  void write(const std::vector<T> &values) {
-    check(cudaMemcpy(data, values.data(), count * sizeof(T),
-                     cudaMemcpyHostToDevice),
-          "cudaMemcpy (upload)");
-  }
-  std::vector<T> read() const {
-    std::vector<T> values(count);
-    check(cudaMemcpy(values.data(), data, count * sizeof(T),
-                     cudaMemcpyDeviceToHost),
-          "cudaMemcpy (download)");
-    return values;
-  }
-
-private:
-  T *data = nullptr;
-  size_t count;
-};
 
 /// The kernel LaunchCheck.h describes, in the shape fpc emits (Fused.h).
 template <typename Real> struct ScratchKernel {

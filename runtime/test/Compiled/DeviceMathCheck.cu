@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceArray.cuh"
 #include "MathCheck.h"
 
 #include "fp/Runtime/Kernels/Device.cuh"
@@ -23,9 +24,7 @@ namespace fp::rt::test {
 namespace {
 
 void check(cudaError_t status, const char *what) {
-  if (status != cudaSuccess)
-    throw fp::cuda::DeviceError(std::string("DeviceMathCheck: ") + what + ": " +
-                                cudaGetErrorString(status));
+  checkCuda(status, "DeviceMathCheck", what);
 }
 
 __global__ void expKernel(const float *x, int64_t n, float *out) {
@@ -37,25 +36,12 @@ __global__ void expKernel(const float *x, int64_t n, float *out) {
 } // namespace
 
 std::vector<float> FP_EXP_CHECK(const std::vector<float> &x) {
-  const size_t bytes = x.size() * sizeof(float);
-  std::vector<float> out(x.size());
   if (x.empty())
-    return out;
-  float *in = nullptr, *result = nullptr;
-  check(cudaMalloc(&in, bytes), "cudaMalloc");
-  cudaError_t status = cudaMalloc(&result, bytes);
-  if (status == cudaSuccess)
-    status = cudaMemcpy(in, x.data(), bytes, cudaMemcpyHostToDevice);
-  if (status == cudaSuccess) {
-    expKernel<<<1024, 256>>>(in, int64_t(x.size()), result);
-    status = cudaGetLastError();
-  }
-  if (status == cudaSuccess)
-    status = cudaMemcpy(out.data(), result, bytes, cudaMemcpyDeviceToHost);
-  (void)cudaFree(in);
-  (void)cudaFree(result);
-  check(status, "exp kernel");
-  return out;
+    return {};
+  DeviceArray<float> in(x), out(x.size());
+  expKernel<<<1024, 256>>>(in.get(), int64_t(x.size()), out.get());
+  check(cudaGetLastError(), "exp kernel");
+  return out.read();
 }
 
 } // namespace fp::rt::test

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceArray.cuh"
 #include "ScanCheck.h"
 
 #include "fp/Runtime/Kernels/Device.cuh"
@@ -15,39 +16,8 @@ namespace fp::rt::test {
 namespace {
 
 void check(cudaError_t status, const char *what) {
-  if (status != cudaSuccess)
-    throw fp::cuda::DeviceError(std::string("DeviceScanCheck: ") + what + ": " +
-                                cudaGetErrorString(status));
+  checkCuda(status, "DeviceScanCheck", what);
 }
-
-/// A device copy of a host vector, freed with it.
-template <typename Real> class DeviceVector {
-public:
-  explicit DeviceVector(const std::vector<Real> &host) : size(host.size()) {
-    if (host.empty())
-      return;
-    check(cudaMalloc(&data, size * sizeof(Real)), "cudaMalloc");
-    check(cudaMemcpy(data, host.data(), size * sizeof(Real),
-                     cudaMemcpyHostToDevice),
-          "copy to the device");
-  }
-  DeviceVector(const DeviceVector &) = delete;
-  DeviceVector &operator=(const DeviceVector &) = delete;
-  ~DeviceVector() { (void)cudaFree(data); }
-
-  Real *get() const { return data; }
-  std::vector<Real> toHost() const {
-    std::vector<Real> host(size);
-    check(cudaMemcpy(host.data(), data, size * sizeof(Real),
-                     cudaMemcpyDeviceToHost),
-          "copy to the host");
-    return host;
-  }
-
-private:
-  size_t size;
-  Real *data = nullptr;
-};
 
 const char *nameOf(fp::cuda::ScanKernel kind) {
   switch (kind) {
@@ -68,9 +38,8 @@ const char *nameOf(fp::cuda::ScanKernel kind) {
 template <typename Real>
 std::vector<Real> deviceSelectiveScan(const std::string &kernel,
                                       const ScanOperands<Real> &x) {
-  DeviceVector<Real> u(x.u), delta(x.delta), a(x.a), bm(x.bm), cm(x.cm),
-      skip(x.skip),
-      out(std::vector<Real>(x.batch * x.length * x.channels, Real(0)));
+  DeviceArray<Real> u(x.u), delta(x.delta), a(x.a), bm(x.bm), cm(x.cm),
+      skip(x.skip), out(size_t(x.batch * x.length * x.channels));
   const Real *skipOrNull = x.skip.empty() ? nullptr : skip.get();
   if (kernel == "auto") {
     fp::cuda::selectiveScan<Real>(u.get(), delta.get(), a.get(), bm.get(),
@@ -90,7 +59,7 @@ std::vector<Real> deviceSelectiveScan(const std::string &kernel,
                                       x.length, x.channels, x.state, out.get());
   }
   check(cudaDeviceSynchronize(), "selective scan");
-  return out.toHost();
+  return out.read();
 }
 
 std::string deviceScanChoice(int64_t pairs) {

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceArray.cuh"
 #include "SolverCheck.h"
 
 #include "fp/Runtime/Kernels/Device.cuh"
@@ -17,51 +18,9 @@ namespace fp::rt::test {
 
 namespace {
 
-using fp::cuda::DeviceError;
-
 void check(cudaError_t status, const char *what) {
-  if (status != cudaSuccess)
-    throw DeviceError(std::string("DeviceSolverCheck: ") + what + ": " +
-                      cudaGetErrorString(status));
+  checkCuda(status, "DeviceSolverCheck", what);
 }
-
-/// Device memory of `count` elements, freed with the object.
-template <typename Real> class DeviceArray {
-public:
-  explicit DeviceArray(size_t count) : count(count) {
-    check(cudaMalloc(&data, count * sizeof(Real)), "cudaMalloc");
-  }
-  explicit DeviceArray(const std::vector<Real> &values)
-      : DeviceArray(values.size()) {
-    check(cudaMemcpy(data, values.data(), count * sizeof(Real),
-                     cudaMemcpyHostToDevice),
-          "cudaMemcpy (upload)");
-  }
-  DeviceArray(DeviceArray &&other) noexcept
-      : data(other.data), count(other.count) {
-    other.data = nullptr;
-  }
-  DeviceArray(const DeviceArray &) = delete;
-  DeviceArray &operator=(const DeviceArray &) = delete;
-  DeviceArray &operator=(DeviceArray &&) = delete;
-  ~DeviceArray() {
-    if (data)
-      (void)cudaFree(data);
-  }
-
-  Real *get() const { return data; }
-  std::vector<Real> read() const {
-    std::vector<Real> values(count);
-    check(cudaMemcpy(values.data(), data, count * sizeof(Real),
-                     cudaMemcpyDeviceToHost),
-          "cudaMemcpy (download)");
-    return values;
-  }
-
-private:
-  Real *data = nullptr;
-  size_t count;
-};
 
 /// A stream of its own, so that the solve does not run on the legacy
 /// default stream that synchronises with everything.
