@@ -59,7 +59,9 @@
 # names the models/*.fp to compile, without .fp (the test stages then run
 # those alone: filter FpCompiledModelTests with --gtest_filter); FP_BENCH_REPEATS (run; default 3);
 # FP_BENCH_EXTRAS=0 (run) leaves out the benchmarks' comparisons with the
-# loop queued from the host and config LM's fused-schedule runs.
+# loop queued from the host and config LM's fused-schedule runs;
+# FP_STALE_BUNDLE=1 (run) runs a bundle prepared from other sources than
+# the tree's (run refuses it otherwise).
 #
 #===------------------------------------------------------------------------===#
 
@@ -73,6 +75,18 @@ bundle="$root/build/gpu-check"
 die() {
   echo "gpu-check: $*" >&2
   exit 1
+}
+
+# A digest of what the bundle's libraries are compiled from: the compiler's
+# sources, the runtime headers that generated code includes, and the
+# models. prepare stores it in the bundle; run compares it with the tree it
+# runs in, so that libraries compiled from other headers than the runtime
+# it builds are not tested or timed by mistake.
+source_digest() {
+  (cd "$root" &&
+    find codegen dialect frontend passes tools/fpc runtime/include models \
+      \( -name __pycache__ -prune \) -o \( -type f ! -name '*.pyc' -print0 \) |
+    LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 }
 
 # The benchmark configurations: name, model source, fpc options, fp-bench
@@ -190,6 +204,7 @@ EOF
     esac
   done
   ln -sf libopenblas.so.0 "$bundle/lib/libopenblas.so"
+  source_digest >"$bundle/source-digest"
   rm -rf "$carried"
   mkdir -p "$carried"
   tar -C "$bundle" -cJf "$carried/bundle.tar.xz" .
@@ -499,6 +514,17 @@ run() {
     mkdir -p "$bundle"
     tar -C "$bundle" -xJf "$carried/bundle.tar.xz"
     cksum <"$carried/bundle.tar.xz" >"$stamp"
+  fi
+  if [[ "$(cat "$bundle/source-digest" 2>/dev/null)" != "$(source_digest)" ]]; then
+    if [[ "${FP_STALE_BUNDLE:-0}" == 1 ]]; then
+      echo "gpu-check: warning: the bundle was prepared from other sources" \
+        "than this tree's (FP_STALE_BUNDLE=1: running it anyway)" >&2
+    else
+      die "the bundle was prepared from other sources than this tree's" \
+        "(compiler, runtime headers or models changed since): run" \
+        "'tools/gpu-check.sh prepare' again, or set FP_STALE_BUNDLE=1 to" \
+        "run it anyway"
+    fi
   fi
   out="${OUT:-$root/build-gpu/out}"
   mkdir -p "$out"
