@@ -167,9 +167,14 @@ const std::vector<Shape> kSmallShapes = {
     {2, 2048, 96, 16, true},
 };
 
+/// f32 against the exact scan: over 2048 tokens the host's f32 scan (e^x
+/// within 1 ulp) reached 5.1e-6 on five draws of kSmallShapes' longest
+/// shape; CUDA's expf is within 2 ulp and lanes sum y in another order.
+constexpr double kF32Tolerance = 3e-5;
+
 TEST_F(DeviceScan, EveryKernelMatchesTheHostInF32) {
   checkKernels<float>({"channel", "ahead", "lanes4", "lanes16", "auto"},
-                      kSmallShapes, 1e-5);
+                      kSmallShapes, kF32Tolerance);
 }
 
 TEST_F(DeviceScan, EveryKernelMatchesTheHostInF64) {
@@ -178,10 +183,10 @@ TEST_F(DeviceScan, EveryKernelMatchesTheHostInF64) {
 }
 
 TEST_F(DeviceScan, EveryKernelMatchesTheHostInBf16) {
-  // The output rounded to bf16 (a relative 2⁻⁹ at most) over f32
-  // arithmetic on the same bf16 operands.
+  // The output rounded to bf16 (a relative 2⁻⁸ at most; 3.7e-3 of
+  // 1 + |y| on those draws) over f32 arithmetic on the same bf16 operands.
   checkKernels<fp::bf16>({"channel", "ahead", "lanes4", "lanes16", "auto"},
-                         kSmallShapes, 4e-3);
+                         kSmallShapes, 5e-3);
 }
 
 TEST_F(DeviceScan, KernelsCoverLargeGrids) {
@@ -193,7 +198,7 @@ TEST_F(DeviceScan, KernelsCoverLargeGrids) {
             << "; 640000 pairs: " << deviceScanChoice(640000) << std::endl;
   checkKernels<float>({"channel", "lanes4", "lanes16", "auto"},
                       {{16, 256, 1536, 16, true}, {640, 2, 1000, 16, false}},
-                      1e-5);
+                      kF32Tolerance);
 }
 
 TEST_F(DeviceScan, RejectsUnknownKernels) {
