@@ -656,6 +656,9 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   if (failed(emitChunkMembers(ops)))
     return failure();
   emitStageMembers();
+  w.blank();
+  w.text("// Scratch per token in elements of Scalar, the launch's.");
+  w.line("static constexpr int64_t kScratch = {0};", launch.scratch);
   return launch;
 }
 
@@ -1068,6 +1071,14 @@ LogicalResult KernelEmitter::emitChain(const Chain &chain) {
     if (auto uniform = uniformNames.find(root(value));
         uniform != uniformNames.end())
       return uniform->second;
+    // A kernel input no launch writes while it runs (a staged row is in
+    // the scratch instead): fp::fused::input's read-only load.
+    if (auto arg = dyn_cast<BlockArgument>(root(value));
+        arg && llvm::none_of(staged, [&](const StagedInput &input) {
+          return input.arg == arg.getArgNumber();
+        }))
+      return llvm::formatv("Scalar(fp::fused::input({0}, i))", ptr(value))
+          .str();
     return llvm::formatv("Scalar({0}[i])", ptr(value)).str();
   };
   std::string partial;

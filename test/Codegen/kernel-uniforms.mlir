@@ -77,7 +77,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @uniforms, n_layers 
 //  CHECK-NEXT:     // fp.reduce_sum
 //  CHECK-NEXT:     fp::fused::Wide<Scalar> [[PART:p[0-9]+]] = 0;
 //  CHECK-NEXT:     fp::fused::forEachElementInOrder(team, 4, [&](int64_t i) {
-//  CHECK-NEXT:       const Scalar [[ME:e[0-9]+]] = kernels::Mul()(Scalar([[N]][i]), Scalar(x0[i]));
+//  CHECK-NEXT:       const Scalar [[ME:e[0-9]+]] = kernels::Mul()(Scalar([[N]][i]), Scalar(fp::fused::input(x0, i)));
 //  CHECK-NEXT:       [[M]][i] = [[ME]];
 //  CHECK-NEXT:       [[PART]] += fp::fused::Wide<Scalar>([[ME]]);
 //  CHECK-NEXT:     });
@@ -99,7 +99,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @uniforms, n_layers 
 //  CHECK-NEXT:     fp::fused::forEachElement(team, 4, [&](int64_t i) {
 //  CHECK-NEXT:       const Scalar [[SB:e[0-9]+]] = [[XS]];
 //  CHECK-NEXT:       const Scalar [[R:e[0-9]+]] = kernels::Mul()([[SB]], Scalar([[N]][i]));
-//  CHECK-NEXT:       const Scalar [[O:e[0-9]+]] = kernels::Sub()(Scalar(x0[i]), [[R]]);
+//  CHECK-NEXT:       const Scalar [[O:e[0-9]+]] = kernels::Sub()(Scalar(fp::fused::input(x0, i)), [[R]]);
 //  CHECK-NEXT:       const Scalar [[PE:e[0-9]+]] = kernels::Add()([[O]], Scalar([[M]][i]));
 //  CHECK-NEXT:       [[P]][i] = [[PE]];
 //  CHECK-NEXT:     });

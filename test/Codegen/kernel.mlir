@@ -81,9 +81,9 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //  CHECK-NEXT:       // math.exp at kernel.mlir:13:12
 //  CHECK-NEXT:       // arith.mulf at kernel.mlir:14:12
 //  CHECK-NEXT:       fp::fused::forEachElement(team, 4, [&](int64_t i) {
-//  CHECK-NEXT:         const Scalar [[SILU:e[0-9]+]] = kernels::Silu()(Scalar(x0[i]));
+//  CHECK-NEXT:         const Scalar [[SILU:e[0-9]+]] = kernels::Silu()(Scalar(fp::fused::input(x0, i)));
 //  CHECK-NEXT:         const Scalar [[EXP:e[0-9]+]] = kernels::Exp()([[SILU]]);
-//  CHECK-NEXT:         const Scalar [[MUL:e[0-9]+]] = kernels::Mul()([[EXP]], Scalar(x0[i]));
+//  CHECK-NEXT:         const Scalar [[MUL:e[0-9]+]] = kernels::Mul()([[EXP]], Scalar(fp::fused::input(x0, i)));
 //  CHECK-NEXT:         v0[i] = [[MUL]];
 //  CHECK-NEXT:       });
 //  CHECK-NEXT:       team.sync();
@@ -111,6 +111,10 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //  CHECK-NEXT:       fp::fused::stageRow(team, in0 + row * 4, 4, to + 0);
 //  CHECK-NEXT:       fp::fused::stageRow(team, in1 + row * 4, 4, to + 8);
 //  CHECK-NEXT:     }
+// Each function object declares its launch's scratch, stage buffers included
+// (the launchers compile only the shared-memory form where it is small).
+//       CHECK:     static constexpr int64_t kScratch = 40;
+//  CHECK-NEXT:   };
 // A yielded reshape of an intermediate value is copied to its result after
 // the last op, so no later value may take its slot.
 //       CHECK:   // fp.kernel at kernel.mlir:25:12: 4 ops
@@ -118,9 +122,9 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CHECK:       Scalar *const [[E:v[0-9]+]] = scratch + 0;
 //   CHECK-NOT:       scratch +
 //       CHECK:       fp::fused::forEachElement(team, 4, [&](int64_t i) {
-//  CHECK-NEXT:         const Scalar [[EXP2:e[0-9]+]] = kernels::Exp()(Scalar(x0[i]));
+//  CHECK-NEXT:         const Scalar [[EXP2:e[0-9]+]] = kernels::Exp()(Scalar(fp::fused::input(x0, i)));
 //  CHECK-NEXT:         [[E]][i] = [[EXP2]];
-//  CHECK-NEXT:         const Scalar [[NEG:e[0-9]+]] = kernels::Neg()(Scalar(x0[i]));
+//  CHECK-NEXT:         const Scalar [[NEG:e[0-9]+]] = kernels::Neg()(Scalar(fp::fused::input(x0, i)));
 //  CHECK-NEXT:         const Scalar [[TANH:e[0-9]+]] = Scalar(Real(kernels::Tanh()([[NEG]])));
 //  CHECK-NEXT:         y1[i] = Real([[TANH]]);
 //  CHECK-NEXT:       });
@@ -157,7 +161,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //   CHECK-NOT:       team.sync();
 //       CHECK:       fp::fused::forEachElement(team, 4, [&](int64_t i) {
 //  CHECK-NEXT:         const Scalar [[TWOS:e[0-9]+]] = [[TWO]];
-//  CHECK-NEXT:         const Scalar [[TWICE:e[0-9]+]] = kernels::Mul()(Scalar(x0[i]), [[TWOS]]);
+//  CHECK-NEXT:         const Scalar [[TWICE:e[0-9]+]] = kernels::Mul()(Scalar(fp::fused::input(x0, i)), [[TWOS]]);
 //  CHECK-NEXT:         const Scalar [[SUM4:e[0-9]+]] = kernels::Add()([[TWICE]], Scalar([[EPS]][i]));
 //  CHECK-NEXT:         [[A:v[0-9]+]][i] = [[SUM4]];
 //       CHECK:       fp::fused::insert(team, [[ZEROS]], 1, 2, 0, 6, [[CAT:v[0-9]+]]);
@@ -175,5 +179,6 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //       CUDA:   namespace kernels = fp::cuda;
 //       CUDA:   struct Kernel0 {
 //       CUDA:       fp::fused::rmsNorm(team, v0, x1, 1, 4, Scalar(1.0000000000000001e-05), y0);
+//       CUDA:     static constexpr int64_t kScratch = 4;
 //       CUDA:     kernels::forEachToken<Real>(B, T, 4, 16, Kernel0<Real>{in, p0, {{s[0-9]+}}});
 //       CUDA:     kernels::forEachSample<Real>(B, T, 40, 8, 16, Kernel1<Real>{

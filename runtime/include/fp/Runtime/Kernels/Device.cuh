@@ -327,10 +327,25 @@ __device__ inline unsigned char *sharedBytes() {
 /// choice of the scans that keep their state in registers assumes it.
 inline constexpr int kTeamSize = detail::kThreads;
 
+/// How many of a member's passes over a token's elements the element loops
+/// of a fused kernel unroll (FP_TEAM_FOR in Fused.h). Unrolled, the loads of
+/// a member's elements are issued together rather than each after the last
+/// one's value was used, so a token waits for memory about once per
+/// operation instead of once per element; the loads stay in registers
+/// meanwhile. Token kernels (one token per block) take kUnrolledPasses, at
+/// config LM's widths (1536 to 3112 elements, 6 to 13 passes) every pass.
+/// Kernels that run a sample's tokens in time order keep their scans' state
+/// in registers, up to ptxas's 128 a thread, and unrolled they spill (config
+/// LM's fused kernels 60 to 116 bytes a thread): they take
+/// kRolledPasses.
+inline constexpr int kUnrolledPasses = 16;
+inline constexpr int kRolledPasses = 1;
+
 /// The 32 threads of one warp computing a part of a token together (a
 /// group of BlockTeam): its reductions are shuffles, its barrier the warp's.
-struct WarpTeam {
+template <int kUnroll> struct WarpTeam {
   static constexpr int kSize = 32;
+  static constexpr int kUnrollPasses = kUnroll;
   FP_HOST_DEVICE int rank() const {
 #ifdef __CUDA_ARCH__
     return int(threadIdx.x % kSize);
@@ -338,7 +353,7 @@ struct WarpTeam {
     return 0;
 #endif
   }
-  FP_HOST_DEVICE int size() const {
+  FP_HOST_DEVICE static constexpr int size() {
 #ifdef __CUDA_ARCH__
     return kSize;
 #else
@@ -369,24 +384,38 @@ struct WarpTeam {
   FP_HOST_DEVICE WarpTeam group() const { return *this; }
 };
 
-/// The threads of one block computing a token together; its groups are
-/// its warps. Each thread holds one, which counts its reductions (they
-/// alternate between two buffers), so it is not copied.
-struct BlockTeam {
+/// The kTeamSize threads of one block computing a token together; its
+/// groups are its warps. Each thread holds one, which counts its reductions
+/// (they alternate between two buffers), so it is not copied. Its size is a
+/// constant, so an element loop's passes are counted at compile time.
+template <int kUnroll> struct BlockTeam {
+  static constexpr int kUnrollPasses = kUnroll;
+  using Group = WarpTeam<kUnroll>;
+
   BlockTeam() = default;
   BlockTeam(const BlockTeam &) = delete;
   BlockTeam &operator=(const BlockTeam &) = delete;
 
   FP_HOST_DEVICE int rank() const {
 #ifdef __CUDA_ARCH__
-    return int(threadIdx.x);
+    const int rank = int(threadIdx.x);
+    if constexpr (kUnroll > 1)
+      __builtin_assume(rank < kTeamSize); // every fused launch's block size
+    return rank;
 #else
     return 0;
 #endif
   }
+  /// kTeamSize, as a constant where the element loops unroll; elsewhere
+  /// read from blockDim (the register-bound kernels' loops as ptxas
+  /// allocates them best: with the constant, config LM's chunk-carry
+  /// kernels spill 52 to 76 bytes a thread).
   FP_HOST_DEVICE int size() const {
 #ifdef __CUDA_ARCH__
-    return int(blockDim.x);
+    if constexpr (kUnroll > 1)
+      return kTeamSize;
+    else
+      return int(blockDim.x);
 #else
     return 1;
 #endif
@@ -400,7 +429,7 @@ struct BlockTeam {
   /// blockReduceAlternating), in the same order.
   template <typename Real> FP_HOST_DEVICE Real sum(Real partial) const {
 #ifdef __CUDA_ARCH__
-    return detail::blockReduceAlternating<kTeamSize / WarpTeam::kSize>(
+    return detail::blockReduceAlternating<kTeamSize / Group::kSize>(
         partial, detail::SumOp(), reductions++ & 1u);
 #else
     return partial;
@@ -408,7 +437,7 @@ struct BlockTeam {
   }
   template <typename Real> FP_HOST_DEVICE Real max(Real partial) const {
 #ifdef __CUDA_ARCH__
-    return detail::blockReduceAlternating<kTeamSize / WarpTeam::kSize>(
+    return detail::blockReduceAlternating<kTeamSize / Group::kSize>(
         partial, detail::MaxOp(), reductions++ & 1u);
 #else
     return partial;
@@ -418,19 +447,19 @@ struct BlockTeam {
   /// forEachRow's choice folds where the rows' shape is constant.
   FP_HOST_DEVICE int groups() const {
 #ifdef __CUDA_ARCH__
-    return kTeamSize / WarpTeam::kSize;
+    return kTeamSize / Group::kSize;
 #else
     return 1;
 #endif
   }
   FP_HOST_DEVICE int groupIndex() const {
 #ifdef __CUDA_ARCH__
-    return int(threadIdx.x) / WarpTeam::kSize;
+    return int(threadIdx.x) / Group::kSize;
 #else
     return 0;
 #endif
   }
-  FP_HOST_DEVICE WarpTeam group() const { return {}; }
+  FP_HOST_DEVICE Group group() const { return {}; }
 
 private:
   mutable unsigned reductions = 0;
@@ -567,13 +596,20 @@ private:
 
 /// Block `blockIdx.x` computes rows blockIdx.x, + gridDim.x, ... of samples
 /// of `length` tokens with its scratch (of the arithmetic type C) in shared
-/// memory, or at global + blockIdx.x · scratch.
-template <typename C, typename Kernel>
+/// memory (kSharedScratch), or at global + blockIdx.x · scratch. A variant
+/// each, so that the scratch's accesses are shared-memory ones in the first,
+/// which the compiler may order freely against the loads of a token's rows:
+/// from a pointer that may be either, each load would wait for the stores
+/// before it.
+template <typename C, typename Kernel, bool kSharedScratch>
 __global__ void tokenKernel(Kernel kernel, int64_t rows, int64_t length,
                             int64_t scratch, C *global) {
-  C *buffer = global ? global + int64_t(blockIdx.x) * scratch
-                     : reinterpret_cast<C *>(sharedBytes());
-  BlockTeam team;
+  C *buffer;
+  if constexpr (kSharedScratch)
+    buffer = reinterpret_cast<C *>(sharedBytes());
+  else
+    buffer = global + int64_t(blockIdx.x) * scratch;
+  BlockTeam<kUnrolledPasses> team;
   typename Kernel::Registers registers;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     kernel(team, r, r % length, buffer, static_cast<C *>(nullptr), registers);
@@ -614,7 +650,7 @@ __global__ void __launch_bounds__(kTeamSize,
   C *own = states + i * state;
   for (int64_t e = threadIdx.x; e < state; e += blockDim.x)
     own[e] = C(0);
-  BlockTeam team;
+  BlockTeam<kRolledPasses> team;
   typename Kernel::Registers registers;
   team.sync();
   if constexpr (Kernel::kChunkable) {
@@ -643,7 +679,7 @@ __global__ void __launch_bounds__(kTeamSize,
   C *own = states + i * state;
   for (int64_t e = threadIdx.x; e < state; e += blockDim.x)
     own[e] = C(0);
-  BlockTeam team;
+  BlockTeam<kRolledPasses> team;
   typename Kernel::Registers registers;
   team.sync();
   for (int64_t t = k * span; t < (k + 1) * span; ++t)
@@ -670,6 +706,32 @@ inline int64_t residentBlocks(void (*kernel)(Params...), size_t shared) {
 
 } // namespace detail
 
+namespace detail {
+
+/// Static shared memory a fused launch has besides its scratch (the block
+/// reductions' partials, 512 bytes in f64), with room to spare.
+inline constexpr size_t kFusedStaticSharedBytes = 1024;
+
+template <typename Kernel, typename = void>
+struct DeclaresScratch : std::false_type {};
+template <typename Kernel>
+struct DeclaresScratch<Kernel, std::void_t<decltype(Kernel::kScratch)>>
+    : std::true_type {};
+
+/// Whether `Kernel` declares its scratch (kScratch, which fpc emits) and it
+/// fits the shared memory that every launch may have without opting in, on
+/// every device: then forEachToken compiles only the shared-scratch variant
+/// of tokenKernel (each variant is a copy of the kernel's body to compile).
+template <typename C, typename Kernel> constexpr bool scratchAlwaysShared() {
+  if constexpr (DeclaresScratch<Kernel>::value)
+    return size_t(Kernel::kScratch) * sizeof(C) + kFusedStaticSharedBytes <=
+           kDefaultSharedBytes;
+  else
+    return false;
+}
+
+} // namespace detail
+
 /// Runs `kernel` for every token of `batch` samples of `length` tokens: one
 /// block of threads per token.
 template <typename Real, typename Kernel>
@@ -682,13 +744,26 @@ inline void forEachToken(int64_t batch, int64_t length, int64_t scratch,
     return;
   const int64_t blocks = std::min(rows, detail::kMaxBlocks);
   const size_t bytes = size_t(scratch) * sizeof(C);
-  const bool shared =
-      detail::allowSharedBytes(&detail::tokenKernel<C, Kernel>, bytes);
-  detail::LaunchBuffer global(shared ? 0 : bytes * size_t(blocks),
-                              detail::stream());
-  detail::launch("forEachToken", &detail::tokenKernel<C, Kernel>, blocks,
-                 kTeamSize, shared ? bytes : 0, detail::stream(), kernel, rows,
-                 length, scratch, global.as<C>());
+  auto inShared = [&] {
+    detail::launch("forEachToken", &detail::tokenKernel<C, Kernel, true>,
+                   blocks, kTeamSize, bytes, detail::stream(), kernel, rows,
+                   length, scratch, static_cast<C *>(nullptr));
+  };
+  if constexpr (detail::scratchAlwaysShared<C, Kernel>()) {
+    if (scratch > Kernel::kScratch)
+      throw DeviceError(
+          "fp::cuda::forEachToken: a scratch of " + std::to_string(scratch) +
+          " values exceeds the kernel's " + std::to_string(Kernel::kScratch));
+    inShared();
+  } else if (detail::allowSharedBytes(&detail::tokenKernel<C, Kernel, true>,
+                                      bytes)) {
+    inShared();
+  } else {
+    detail::LaunchBuffer global(bytes * size_t(blocks), detail::stream());
+    detail::launch("forEachToken", &detail::tokenKernel<C, Kernel, false>,
+                   blocks, kTeamSize, 0, detail::stream(), kernel, rows, length,
+                   scratch, global.as<C>());
+  }
 }
 
 namespace detail {

@@ -63,6 +63,7 @@ template <typename Real> using Wide = fp::Accum<Real>;
 /// parts are independent (the rows of a row-wise reduction) can run a part
 /// per group, whose reductions then need no barrier of the whole team.
 struct SerialTeam {
+  static constexpr int kUnrollPasses = 1;
   static constexpr int rank() { return 0; }
   static constexpr int size() { return 1; }
   void sync() const {}
@@ -112,10 +113,55 @@ FP_HOST_DEVICE inline void forEachRow(Team &team, int64_t rows, int64_t width,
 #else
 #define FP_UNROLL
 #endif
+/// On CUDA the loop counts the member's passes, i = pass · size + rank,
+/// and unrolls as many of them as the team's kUnrollPasses says
+/// (fp::cuda::kUnrolledPasses); each member still visits its elements in
+/// increasing order, so sums accumulate as in the rolled loop. A loop
+/// whose body loops itself (a product's sum over k, a scan's states) stays
+/// rolled (the _ROLLED forms): unrolled, a kernel with a few hundred small
+/// matrix products (fp_rnn) took minutes to compile.
+#ifdef __CUDA_ARCH__
+#define FP_TEAM_PASSES(i, n)                                                   \
+  for (int64_t i##Pass = 0; i##Pass < ((n) + team.size() - 1) / team.size();   \
+       ++i##Pass)                                                              \
+    if (const int64_t i = i##Pass * team.size() + team.rank(); i < (n))
+#define FP_TEAM_FOR(i, n)                                                      \
+  _Pragma("unroll (fp::fused::unrollPasses<decltype(team)>())")                \
+      FP_TEAM_PASSES(i, n)
+#define FP_TEAM_ACCUMULATE(i, n) FP_TEAM_FOR(i, n)
+#define FP_TEAM_FOR_ROLLED(i, n) _Pragma("unroll 1") FP_TEAM_PASSES(i, n)
+#define FP_TEAM_ACCUMULATE_ROLLED(i, n) FP_TEAM_FOR_ROLLED(i, n)
+#else
 #define FP_TEAM_FOR(i, n)                                                      \
   FP_TEAM_SIMD for (int64_t i = team.rank(); i < (n); i += team.size())
 #define FP_TEAM_ACCUMULATE(i, n)                                               \
   for (int64_t i = team.rank(); i < (n); i += team.size())
+#define FP_TEAM_FOR_ROLLED(i, n) FP_TEAM_FOR(i, n)
+#define FP_TEAM_ACCUMULATE_ROLLED(i, n) FP_TEAM_ACCUMULATE(i, n)
+#endif
+
+/// The passes over its elements a team's element loops unroll.
+template <typename Team> constexpr int unrollPasses() {
+  return std::remove_reference_t<Team>::kUnrollPasses;
+}
+
+/// Element i of a kernel's input, which no launch writes while it runs
+/// (fp-plan-buffers gives a kernel's results buffers of their own): on CUDA
+/// a read-only load (ld.global.nc), which the compiler may issue ahead of
+/// the stores before it, so that an unrolled element loop that also stores
+/// to global memory (a result) still issues its reads of an input together.
+template <typename Real>
+FP_HOST_DEVICE inline Real input(const Real *x, int64_t i) {
+#ifdef __CUDA_ARCH__
+  if constexpr (std::is_same_v<std::remove_cv_t<Real>, bf16>)
+    return bf16::fromBits(
+        __ldg(reinterpret_cast<const unsigned short *>(x + i)));
+  else
+    return __ldg(x + i);
+#else
+  return x[i];
+#endif
+}
 
 /// body(i) for each of n elements, by the member that owns element i in
 /// every loop of this file over n elements (`i = rank; i < n; i += size`):
@@ -237,7 +283,7 @@ FP_HOST_DEVICE inline void broadcast(Team &team, const X *in, int outRank,
     FP_TEAM_FOR(i, n) out[i] = Out(C(in[i % stride]));
     return;
   }
-  FP_TEAM_FOR(i, n) {
+  FP_TEAM_FOR_ROLLED(i, n) {
     int64_t rest = i, offset = 0;
     for (int d = outRank - 1; d >= 0; --d) {
       offset += (rest % outExtents[d]) * inStride[d];
@@ -370,7 +416,7 @@ FP_HOST_DEVICE inline void reduce(Team &team, const X *in, int rank,
       }
     return offset;
   };
-  FP_TEAM_ACCUMULATE(o, outCount) {
+  FP_TEAM_ACCUMULATE_ROLLED(o, outCount) {
     const int64_t base = offsetOf(o, false);
     W acc = isSum ? W(0) : W(-INFINITY);
     for (int64_t k = 0; k < reducedCount; ++k) {
@@ -471,7 +517,7 @@ products(Team &team, const L *lhs, const R *rhs, int64_t batch, int64_t m,
     return;
   }
 #endif
-  FP_TEAM_FOR(e, batch * m * n) {
+  FP_TEAM_FOR_ROLLED(e, batch * m * n) {
     int64_t b = e / (m * n), i = (e / n) % m, j = e % n;
     const L *l = lhs + b * m * k;
     const R *r = rhs + b * rhsBatch + j * rhsColumn;
@@ -604,7 +650,7 @@ selectiveScanStep(Team &team, bool first, S *state, const U *u, const D *delta,
     return;
   }
 #endif
-  FP_TEAM_FOR(c, channels) {
+  FP_TEAM_FOR_ROLLED(c, channels) {
     const S dc = S(delta[c]), uc = S(u[c]), du = dc * uc;
     S y = 0;
     for (int64_t n = 0; n < stateSize; ++n) {
@@ -821,7 +867,7 @@ selectiveScanSummaryStep(Team &team, bool first, S *state, const U *u,
     }
     team.sync();
   }
-  FP_TEAM_FOR(c, channels) {
+  FP_TEAM_FOR_ROLLED(c, channels) {
     const S dc = S(delta[c]), du = dc * S(u[c]);
     for (int64_t n = 0; n < stateSize; ++n) {
       S &sn = state[n * channels + c];
@@ -870,7 +916,7 @@ FP_HOST_DEVICE inline void saveSelectiveScanCarry(Team &team, const S *state,
                                                   int64_t channels,
                                                   int64_t stateSize, S *carry) {
   const S *sumDelta = state + 2 * stateSize * channels;
-  FP_TEAM_FOR(c, channels) {
+  FP_TEAM_FOR_ROLLED(c, channels) {
     for (int64_t n = 0; n < stateSize; ++n)
       carry[n * channels + c] = state[n * channels + c];
     carry[stateSize * channels + c] = sumDelta[c];
@@ -908,7 +954,7 @@ loadSelectiveScanCarry(Team &team, S *state, const A *a, int64_t channels,
                        int64_t count) {
   using fp::host::exp;
   S *at = state + stateSize * channels;
-  FP_TEAM_FOR(c, channels) {
+  FP_TEAM_FOR_ROLLED(c, channels) {
     for (int64_t n = 0; n < stateSize; ++n) {
       const S an =
           S(scanMatrixEntry<ATransposed>(a, c, n, channels, stateSize));
@@ -935,7 +981,7 @@ FP_HOST_DEVICE inline void loadSelectiveScanCarry(
     Team &team, ScanRegisters<S, Channels, N, Threads> &registers, S *memory,
     const A *a, const S *carries, int64_t stride, int64_t count) {
   using fp::host::exp;
-  FP_TEAM_ACCUMULATE(c, Channels) {
+  FP_TEAM_ACCUMULATE_ROLLED(c, Channels) {
     for (int64_t n = 0; n < N; ++n) {
       const S an = S(scanMatrixEntry<ATransposed>(a, c, n, Channels, N));
       S h = 0;
@@ -984,7 +1030,7 @@ template <typename Team, typename S>
 FP_HOST_DEVICE inline void loadScanCarry(Team &team, S *state, int64_t n,
                                          const S *carries, int64_t stride,
                                          int64_t count) {
-  FP_TEAM_FOR(i, n) {
+  FP_TEAM_FOR_ROLLED(i, n) {
     S h = 0;
     for (int64_t j = 0; j < count; ++j)
       h = carries[j * stride + n + i] * h + carries[j * stride + i];
@@ -1191,6 +1237,9 @@ FP_HOST_DEVICE inline C sentHalf(const C *v, int lane, int j) {
 
 #undef FP_TEAM_FOR
 #undef FP_TEAM_ACCUMULATE
+#undef FP_TEAM_FOR_ROLLED
+#undef FP_TEAM_ACCUMULATE_ROLLED
+#undef FP_TEAM_PASSES
 #undef FP_TEAM_SIMD
 #undef FP_UNROLL
 
