@@ -7,7 +7,7 @@
 #include "DeviceArray.cuh"
 #include "ScanCheck.h"
 
-#include "fp/Runtime/Kernels/Device.cuh"
+#include "fp/Runtime/Kernels/DeviceGradients.cuh"
 
 #include <stdexcept>
 
@@ -62,6 +62,22 @@ std::vector<Real> deviceSelectiveScan(const std::string &kernel,
   return out.read();
 }
 
+template <typename Real>
+ScanCotangents<Real> deviceSelectiveScanGrad(const ScanOperands<Real> &x,
+                                             const std::vector<Real> &grad) {
+  const size_t tokens = size_t(x.batch * x.length);
+  DeviceArray<Real> u(x.u), delta(x.delta), a(x.a), bm(x.bm), cm(x.cm), g(grad),
+      du(tokens * x.channels), dDelta(tokens * x.channels),
+      dA(size_t(x.channels * x.state)), dB(tokens * x.state),
+      dC(tokens * x.state);
+  fp::cuda::selectiveScanGrad<Real>(u.get(), delta.get(), a.get(), bm.get(),
+                                    cm.get(), g.get(), x.batch, x.length,
+                                    x.channels, x.state, du.get(), dDelta.get(),
+                                    dA.get(), dB.get(), dC.get());
+  check(cudaDeviceSynchronize(), "selective scan's cotangents");
+  return {du.read(), dDelta.read(), dA.read(), dB.read(), dC.read()};
+}
+
 std::string deviceScanChoice(int64_t pairs) {
   return nameOf(fp::cuda::detail::chooseScanKernel<float>(pairs));
 }
@@ -72,5 +88,15 @@ template std::vector<double> deviceSelectiveScan(const std::string &,
                                                  const ScanOperands<double> &);
 template std::vector<fp::bf16>
 deviceSelectiveScan(const std::string &, const ScanOperands<fp::bf16> &);
+
+template ScanCotangents<float>
+deviceSelectiveScanGrad(const ScanOperands<float> &,
+                        const std::vector<float> &);
+template ScanCotangents<double>
+deviceSelectiveScanGrad(const ScanOperands<double> &,
+                        const std::vector<double> &);
+template ScanCotangents<fp::bf16>
+deviceSelectiveScanGrad(const ScanOperands<fp::bf16> &,
+                        const std::vector<fp::bf16> &);
 
 } // namespace fp::rt::test

@@ -2,7 +2,7 @@
 //
 // The interface between DeviceScanTest.cpp (host compiler) and
 // DeviceScanCheck.cu (nvcc): fp::cuda::selectiveScan on host vectors, in
-// the kernel its choice or the caller names.
+// the kernel its choice or the caller names, and fp::cuda::selectiveScanGrad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +31,19 @@ template <typename Real> struct ScanOperands {
 template <typename Real>
 std::vector<Real> deviceSelectiveScan(const std::string &kernel,
                                       const ScanOperands<Real> &x);
+
+/// The cotangents of a selective scan's recurrence (no skip term):
+/// du and dΔ [B, T, d], dA [d, N], dB and dC [B, T, N].
+template <typename Real> struct ScanCotangents {
+  std::vector<Real> du, delta, a, bm, cm;
+};
+
+/// Runs fp::cuda::selectiveScanGrad on the current CUDA device for the
+/// operands (their skip term unused) and the output's cotangent `grad`
+/// [B, T, d]. Throws fp::cuda::DeviceError where a CUDA call fails.
+template <typename Real>
+ScanCotangents<Real> deviceSelectiveScanGrad(const ScanOperands<Real> &x,
+                                             const std::vector<Real> &grad);
 
 /// The kernel fp::cuda::selectiveScan chooses for `pairs` (sample,
 /// channel) pairs of N ≤ 16 states in f32 on the current device.

@@ -483,7 +483,11 @@ __device__ inline bool channelWarp(int64_t batch, int64_t channels, int64_t &b,
 }
 
 /// Pass 1 with states in registers (N ≤ kN): scanStatesKernel's arithmetic
-/// per thread, its sums of dC per warp.
+/// per thread, its sums of dC per warp. A token's loads are issued together
+/// ahead of its arithmetic, which runs on all kN slots without a branch
+/// (slots past `state` hold zeros and are not stored): a load behind each
+/// state's `n < state` test would wait for the state before it, sixteen
+/// round trips to memory per token where one suffices.
 template <typename Real, int kN, typename Out>
 __global__ void __launch_bounds__(kScanGradRegisterThreads)
     scanStatesRegistersKernel(const Real *u, const Real *delta, const Real *a,
@@ -491,6 +495,7 @@ __global__ void __launch_bounds__(kScanGradRegisterThreads)
                               int64_t length, int64_t channels, int64_t state,
                               Compute<Real> *states, Out *partialC) {
   using C = Compute<Real>;
+  using fp::fused::input;
   int64_t b = 0, w = 0, i = 0;
   if (!channelWarp(batch, channels, b, w, i))
     return;
@@ -505,21 +510,26 @@ __global__ void __launch_bounds__(kScanGradRegisterThreads)
   }
   for (int64_t t = 0; t < length; ++t) {
     const int64_t bt = b * length + t;
-    const C dt = active ? C(delta[bt * channels + i]) : C(0);
-    const C dtu = active ? dt * C(u[bt * channels + i]) : C(0);
-    const C g = active ? C(grad[bt * channels + i]) : C(0);
-    C *cur = states + bt * state * channels + i;
+    const C dt = active ? C(input(delta, bt * channels + i)) : C(0);
+    const C ut = active ? C(input(u, bt * channels + i)) : C(0);
+    const C g = active ? C(input(grad, bt * channels + i)) : C(0);
+    C bn[kN];
+#pragma unroll
+    for (int n = 0; n < kN; ++n)
+      bn[n] = active && n < state ? C(input(bm, bt * state + n)) : C(0);
+    const C dtu = dt * ut;
     C terms[kN];
 #pragma unroll
     for (int n = 0; n < kN; ++n) {
-      terms[n] = C(0);
-      if (n < state) {
-        st[n] = std::exp(dt * ak[n]) * (t > 0 ? st[n] : C(0)) +
-                dtu * C(bm[bt * state + n]);
-        if (active)
+      st[n] = std::exp(dt * ak[n]) * (t > 0 ? st[n] : C(0)) + dtu * bn[n];
+      terms[n] = n < state ? g * st[n] : C(0);
+    }
+    if (active) {
+      C *cur = states + bt * state * channels + i;
+#pragma unroll
+      for (int n = 0; n < kN; ++n)
+        if (n < state)
           cur[n * channels] = st[n];
-        terms[n] = g * st[n];
-      }
     }
     const C sum = warpTransposeSum(terms);
     if (lane % 2 == 0 && lane / 2 < state)
@@ -528,7 +538,10 @@ __global__ void __launch_bounds__(kScanGradRegisterThreads)
 }
 
 /// Pass 2 with Λ and the dA sums in registers (N ≤ kN): scanAdjointKernel's
-/// arithmetic per thread, its sums of dB per warp.
+/// arithmetic per thread, its sums of dB per warp. As in pass 1, a token's
+/// loads (the scratch's S_{t−1} among them, which no launch writes while
+/// this one runs) are issued together ahead of its arithmetic, and slots
+/// past `state` contribute exact zeros.
 template <typename Real, int kN, typename Out>
 __global__ void __launch_bounds__(kScanGradRegisterThreads)
     scanAdjointRegistersKernel(const Real *u, const Real *delta, const Real *a,
@@ -538,6 +551,7 @@ __global__ void __launch_bounds__(kScanGradRegisterThreads)
                                Real *du, Real *dDelta, Compute<Real> *partialA,
                                Out *partialB) {
   using C = Compute<Real>;
+  using fp::fused::input;
   int64_t b = 0, w = 0, i = 0;
   if (!channelWarp(batch, channels, b, w, i))
     return;
@@ -553,26 +567,30 @@ __global__ void __launch_bounds__(kScanGradRegisterThreads)
   }
   for (int64_t t = length - 1; t >= 0; --t) {
     const int64_t bt = b * length + t;
-    const C dt = active ? C(delta[bt * channels + i]) : C(0);
-    const C ut = active ? C(u[bt * channels + i]) : C(0);
-    const C g = active ? C(grad[bt * channels + i]) : C(0);
+    const C dt = active ? C(input(delta, bt * channels + i)) : C(0);
+    const C ut = active ? C(input(u, bt * channels + i)) : C(0);
+    const C g = active ? C(input(grad, bt * channels + i)) : C(0);
     const C *prev = states + (bt - 1) * state * channels + i;
+    C bn[kN], cn[kN], sp[kN];
+#pragma unroll
+    for (int n = 0; n < kN; ++n) {
+      const bool here = active && n < state;
+      bn[n] = here ? C(input(bm, bt * state + n)) : C(0);
+      cn[n] = here ? C(input(cm, bt * state + n)) : C(0);
+      sp[n] = here && t > 0 ? input(prev, n * channels) : C(0);
+    }
     C sumU = 0, sumDelta = 0;
     C terms[kN];
 #pragma unroll
     for (int n = 0; n < kN; ++n) {
-      terms[n] = C(0);
-      if (n < state) {
-        const C l = g * C(cm[bt * state + n]) + lambda[n];
-        const C at = std::exp(dt * ak[n]);
-        const C bn = C(bm[bt * state + n]);
-        const C sp = t > 0 && active ? prev[n * channels] : C(0);
-        sumU += l * bn;
-        sumDelta += l * (ak[n] * at * sp + bn * ut);
-        sumA[n] += l * dt * at * sp;
-        terms[n] = l * dt * ut;
-        lambda[n] = at * l;
-      }
+      const bool real = n < state;
+      const C l = real ? g * cn[n] + lambda[n] : C(0);
+      const C at = std::exp(dt * ak[n]);
+      sumU += real ? l * bn[n] : C(0);
+      sumDelta += real ? l * (ak[n] * at * sp[n] + bn[n] * ut) : C(0);
+      sumA[n] += real ? l * dt * at * sp[n] : C(0);
+      terms[n] = real ? l * dt * ut : C(0);
+      lambda[n] = at * l;
     }
     if (active) {
       du[bt * channels + i] = Real(dt * sumU);
