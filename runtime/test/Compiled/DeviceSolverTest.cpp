@@ -239,6 +239,8 @@ TEST_P(DeviceSolver, MatchesTheHostSolver) {
 
 // Relax grids (Device.cuh's RelaxGrid, 8192 elements per block): config S
 // takes 2 chunks per sample (1024 blocks), config LM 205 (3280 blocks).
+// Rows of whole 16-byte vectors relax a vector per access, others (one
+// element, 131) an element per access.
 INSTANTIATE_TEST_SUITE_P(
     Grids, DeviceSolver,
     ::testing::Values(
@@ -251,6 +253,7 @@ INSTANTIATE_TEST_SUITE_P(
              false, 1.0},
         Case{"config_lm", 16, 2048, 768, 1, true, false, -1, 0, true},
         Case{"two_iterates_eval", 64, 17, 128, 2, false, true, 150},
+        Case{"odd_token_size", 64, 17, 131, 1, true, false},
         Case{"sort_in_global_memory", 16384, 2, 16, 1, true, false},
         Case{"cap", 512, 17, 64, 1, true, false, 5},
         Case{"fixed_iters", 512, 17, 64, 1, false, false, -1, 7}),
