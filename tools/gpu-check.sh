@@ -48,7 +48,9 @@
 # fused schedule, FP_CUDA_SCHEDULE=fused, in the chunks it picks, with one
 # block per sample and in 17 chunks; and with each of its selective scan's
 # other kernels, FP_SCAN_KERNEL=channel|ahead|lanes16, in bf16, and with one
-# thread per channel in f32), summarised into one table
+# thread per channel in f32; config S's bf16 training step also with its
+# scratch returned to the OS at every synchronisation,
+# FP_CUDA_KEEP_SCRATCH=0), summarised into one table
 # (tools/bench-summary.py,
 # $OUT/bench-summary.md). Each stage
 # prints a one-line verdict; the exit status is that of the first stage that
@@ -412,6 +414,18 @@ stage_bench() {
       --device cuda --mode train --dtype bf16 --repeats "$repeats" \
       --kernels 12 $args >>"$log" 2>&1 || code=$?
     echo >>"$log"
+    # Config S's bf16 training step again with the launches' scratch handed
+    # back to the OS at every synchronisation, as before the libraries kept
+    # their memory pool's high-water mark (FP_CUDA_KEEP_SCRATCH=0).
+    if [[ "$name" == s_householder1 ]]; then
+      echo "== $name, train, bf16, FP_CUDA_KEEP_SCRATCH=0: fp-bench --model $name.so $args --dtype bf16" >>"$log"
+      # shellcheck disable=SC2086 # $args holds separate words
+      FP_CUDA_KEEP_SCRATCH=0 "$root/build-gpu/bin/fp-bench" \
+        --model "$bundle/bench/$name.so" --device cuda --mode train \
+        --dtype bf16 --repeats "$repeats" --kernels 4 $args \
+        >>"$log" 2>&1 || code=$?
+      echo >>"$log"
+    fi
     if [[ "${FP_BENCH_EXTRAS:-1}" == 0 ]]; then
       python3 "$root/tools/bench-summary.py" "$log" >"$out/bench-summary.md" ||
         true

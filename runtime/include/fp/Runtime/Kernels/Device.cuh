@@ -504,6 +504,47 @@ inline bool allowSharedBytes(void (*kernel)(Params...), size_t bytes) {
   return true;
 }
 
+/// Has the current device's default memory pool, which the launches'
+/// scratch comes from (cudaMallocAsync), keep the memory it holds across
+/// synchronisations. By default a pool returns all its unused memory to the
+/// OS at every synchronisation, so a training step that follows one (a
+/// timed call, a loss read on the host) maps its scratch afresh: at
+/// config S the scan adjoint's 570 MB of states alone. A release threshold
+/// of "unlimited" keeps the pool at its high-water mark instead, as the CUDA
+/// Programming Guide advises where calls into the OS cost more than the
+/// footprint (and as PyTorch's cudaMallocAsync allocator sets it). Once per
+/// device and library; left alone where the threshold is not the default 0
+/// (someone chose one) or FP_CUDA_KEEP_SCRATCH=0.
+inline void keepPoolAcrossSyncs() {
+  constexpr int kDevices = 64;
+  static std::atomic<bool> settled[kDevices] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 ||
+      device >= kDevices) {
+    (void)cudaGetLastError();
+    return;
+  }
+  if (settled[device].exchange(true))
+    return;
+  if (const char *keep = std::getenv("FP_CUDA_KEEP_SCRATCH"))
+    if (std::string(keep) == "0")
+      return;
+  cudaMemPool_t pool = nullptr;
+  uint64_t threshold = 0; // the attribute's cuuint64_t
+  if (cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess ||
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
+                              &threshold) != cudaSuccess) {
+    (void)cudaGetLastError(); // no pools on this device: nothing to keep
+    return;
+  }
+  if (threshold != 0)
+    return;
+  threshold = ~uint64_t(0);
+  if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
+                              &threshold) != cudaSuccess)
+    (void)cudaGetLastError();
+}
+
 /// While a solver captures its step into a graph (Solver::loop), the
 /// launch buffers of the step cannot be graph nodes: a loop body admits
 /// only kernels, copies and memsets. They are allocated instead on the
@@ -518,6 +559,7 @@ public:
   /// `bytes` of device memory that stays valid until release().
   void *allocate(size_t bytes) {
     void *memory = nullptr;
+    keepPoolAcrossSyncs();
     cudaError_t status = cudaMallocAsync(&memory, bytes, stream);
     bool isPooled = true;
     if (status == cudaErrorNotSupported) {
@@ -566,6 +608,7 @@ public:
       owned = false;
       return;
     }
+    keepPoolAcrossSyncs();
     cudaError_t status = cudaMallocAsync(&memory, bytes, stream);
     if (status == cudaErrorNotSupported) {
       (void)cudaGetLastError();
