@@ -336,8 +336,8 @@ inline constexpr int kTeamSize = detail::kThreads;
 /// config LM's widths (1536 to 3112 elements, 6 to 13 passes) every pass.
 /// Kernels that run a sample's tokens in time order keep their scans' state
 /// in registers, up to ptxas's 128 a thread, and unrolled they spill (config
-/// LM's fused kernels 60 to 116 bytes a thread): they take
-/// kRolledPasses.
+/// LM's fused kernels 60 to 116 bytes a thread, config S's backward kernel
+/// 8 to 120 where its forward ones fit): they take kRolledPasses.
 inline constexpr int kUnrolledPasses = 16;
 inline constexpr int kRolledPasses = 1;
 
