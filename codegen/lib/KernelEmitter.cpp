@@ -302,6 +302,18 @@ private:
     int64_t stride, elements, offset = 0;
   };
   SmallVector<StagedInput> rowInputs, staged;
+  /// The shifts of an input (fp.shift of a block argument) that the call
+  /// reads from the stage buffer too: stage() copies row t − offset of the
+  /// input, or zeros outside the sample, where the body would copy it.
+  struct StagedShift {
+    Operation *op;
+    unsigned arg;
+    int64_t shift, elements, offset;
+  };
+  SmallVector<StagedShift> stagedShifts;
+  /// Whether emitOp emits the shifts in stagedShifts as copies (the
+  /// summary pass, which stages nothing).
+  bool shiftsUnstaged = false;
   int64_t stageElements = 0;
   SmallVector<std::string> outputLines;
   SmallVector<std::string> scratchDeclarations;
@@ -373,8 +385,16 @@ private:
   bool summarySlice(ArrayRef<Operation *> ops,
                     SmallVectorImpl<Operation *> &slice) const;
   LogicalResult emitChunkMembers(ArrayRef<Operation *> ops);
+  bool stagingAllowed(ArrayRef<Operation *> ops) const;
+  void stageShifts(ArrayRef<Operation *> ops);
   void chooseStagedInputs(ArrayRef<Operation *> ops);
   void emitStageMembers();
+  bool isStagedShift(Operation *op) const {
+    return !shiftsUnstaged &&
+           llvm::any_of(stagedShifts, [&](const StagedShift &shift) {
+             return shift.op == op;
+           });
+  }
 };
 
 } // namespace
@@ -555,8 +575,12 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   }
   findUniforms(ops);
   findChains(ops);
+  const bool staging =
+      launch.sequential && options.stageInputs && stagingAllowed(ops);
+  if (staging)
+    stageShifts(ops);
   launch.scratch = allocateScratch(ops, /*toTheEnd=*/true, scratchDeclarations);
-  if (launch.sequential && options.stageInputs)
+  if (staging)
     chooseStagedInputs(ops);
   for (Operation *op : ops)
     if (isView(op))
@@ -637,6 +661,9 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
         w.line("const Real *const x{0} = stageBuffer(scratch, step) + {1};",
                in->arg, in->offset);
     }
+    for (const StagedShift &shift : stagedShifts)
+      w.line("const Real *const {0} = stageBuffer(scratch, step) + {1};",
+             ptr(shift.op->getResult(0)), shift.offset);
     for (const std::string &line : outputLines)
       w.text(line);
     for (const std::string &declaration : scratchDeclarations)
@@ -677,11 +704,9 @@ static constexpr int64_t kMaxStagedScratch = 24 * 1024;
 /// bytes a thread), where without it they fit in 128 registers.
 static constexpr int64_t kMaxStagingScanRegisters = 64;
 
-/// Chooses the per-token inputs whose rows the call reads from a stage
-/// buffer, in body order while both buffers fit in kMaxStagedScratch with
-/// the body's scratch, each at an offset aligned to 8 elements; none where
-/// the scans hold more than kMaxStagingScanRegisters values per thread.
-void KernelEmitter::chooseStagedInputs(ArrayRef<Operation *> ops) {
+/// Whether a kernel run in time order may stage its inputs: not where its
+/// scans hold more than kMaxStagingScanRegisters values per thread.
+bool KernelEmitter::stagingAllowed(ArrayRef<Operation *> ops) const {
   int64_t scanRegisters = 0;
   for (Operation *op : ops)
     if (auto scan = dyn_cast<SelectiveScanOp>(op);
@@ -690,8 +715,46 @@ void KernelEmitter::chooseStagedInputs(ArrayRef<Operation *> ops) {
       scanRegisters +=
           (a.dims[0] + kDeviceTeamSize - 1) / kDeviceTeamSize * a.dims[1];
     }
-  if (scanRegisters > kMaxStagingScanRegisters)
-    return;
+  return scanRegisters <= kMaxStagingScanRegisters;
+}
+
+/// Stages every shift of an input first (before the body's scratch is laid
+/// out, which then has no slot for them): the shifted row is the one read
+/// that no other stage covers, copied otherwise by the whole team between
+/// two barriers at every token. Each is read where it lies: `s<k>`, a
+/// pointer into the stage buffer.
+void KernelEmitter::stageShifts(ArrayRef<Operation *> ops) {
+  for (Operation *op : ops) {
+    auto shift = dyn_cast<ShiftOp>(op);
+    if (!shift || !isa<BlockArgument>(shift.getInput()))
+      continue;
+    const int64_t elements = TokenShape(shift.getType()).elements();
+    pointers[shift.getResult()] = "s" + std::to_string(stagedShifts.size());
+    stagedShifts.push_back(
+        {op, cast<BlockArgument>(shift.getInput()).getArgNumber(),
+         static_cast<int64_t>(shift.getOffset()), elements, stageElements});
+    stageElements += roundUp(elements, 8);
+  }
+}
+
+/// Chooses the per-token inputs whose rows the call reads from a stage
+/// buffer, in body order while both buffers fit in kMaxStagedScratch with
+/// the body's scratch and the staged shifts, each at an offset aligned to 8
+/// elements. Where the shifts alone do not fit, they go back to the body:
+/// each gets a slot after the body's scratch and is copied there.
+void KernelEmitter::chooseStagedInputs(ArrayRef<Operation *> ops) {
+  (void)ops;
+  if (roundUp(launch.scratch, 4) + 2 * stageElements > kMaxStagedScratch) {
+    for (const StagedShift &shift : stagedShifts) {
+      std::string name = "v" + std::to_string(nextValue++);
+      scratchDeclarations.push_back(llvm::formatv(
+          "Scalar *const {0} = scratch + {1};", name, launch.scratch));
+      launch.scratch += shift.elements;
+      pointers[shift.op->getResult(0)] = std::move(name);
+    }
+    stagedShifts.clear();
+    stageElements = 0;
+  }
   const int64_t base = roundUp(launch.scratch, 4);
   for (StagedInput input : rowInputs) {
     const int64_t size = roundUp(input.elements, 8);
@@ -710,7 +773,7 @@ void KernelEmitter::emitStageMembers() {
   w.blank();
   w.text("// Staged inputs (Fused.h): elements of Real per stage buffer.");
   w.line("static constexpr int64_t kStage = {0};", stageElements);
-  if (staged.empty())
+  if (staged.empty() && stagedShifts.empty())
     return;
   const int64_t offset = roundUp(launch.scratch, 4);
   launch.scratch = offset + 2 * stageElements;
@@ -723,8 +786,14 @@ void KernelEmitter::emitStageMembers() {
   }
   w.text("// Copies token `row`'s rows of the staged inputs to `to`.");
   w.text("template <typename Team>");
-  auto stage = w.block(
-      "FP_HOST_DEVICE void stage(Team &team, int64_t row, Real *to) const");
+  auto stage = w.block("FP_HOST_DEVICE void stage(Team &team, int64_t row, "
+                       "int64_t step, Real *to) const");
+  if (stagedShifts.empty())
+    w.text("(void)step;");
+  for (const StagedShift &shift : stagedShifts)
+    w.line("fp::fused::stageShifted(team, in{0}, row, step, length, {1}, {2}, "
+           "to + {3});",
+           shift.arg, shift.shift, shift.elements, shift.offset);
   for (const StagedInput &input : staged)
     w.line("fp::fused::stageRow(team, in{0} + row * {1}, {2}, to + {3});",
            input.arg, input.stride, input.elements, input.offset);
@@ -1203,6 +1272,12 @@ KernelEmitter::emitBody(ArrayRef<Operation *> ops,
   for (Operation *op : ops) {
     if (isView(op) || computesNoTensor(op))
       continue;
+    if (isStagedShift(op)) {
+      std::string at = locationComment(op->getLoc());
+      w.line("// {0}{1}{2}: staged ({3})", op->getName().getStringRef(),
+             at.empty() ? "" : " at ", at, ptr(op->getResult(0)));
+      continue;
+    }
     if (uniforms.contains(op) && !chainOf.count(op)) {
       emitUniform(op);
       continue;
@@ -1409,7 +1484,10 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
       }
       return success();
     };
-    if (failed(emitBody(slice, emitSummaryOp)))
+    shiftsUnstaged = true; // the summary pass reads no stage buffer
+    LogicalResult emitted = emitBody(slice, emitSummaryOp);
+    shiftsUnstaged = false;
+    if (failed(emitted))
       return failure();
   }
   pointers = std::move(fullPointers);

@@ -107,7 +107,8 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @fused, n_layers = 1
 //  CHECK-NEXT:     static constexpr int64_t kStageOffset = 8;
 //  CHECK-NEXT:     FP_HOST_DEVICE static Real *stageBuffer(Scalar *scratch, int64_t step) {
 //  CHECK-NEXT:       return reinterpret_cast<Real *>(scratch + kStageOffset) + (step & 1) * kStage;
-//       CHECK:     FP_HOST_DEVICE void stage(Team &team, int64_t row, Real *to) const {
+//       CHECK:     FP_HOST_DEVICE void stage(Team &team, int64_t row, int64_t step, Real *to) const {
+//  CHECK-NEXT:       (void)step;
 //  CHECK-NEXT:       fp::fused::stageRow(team, in0 + row * 4, 4, to + 0);
 //  CHECK-NEXT:       fp::fused::stageRow(team, in1 + row * 4, 4, to + 8);
 //  CHECK-NEXT:     }

@@ -119,7 +119,9 @@ template <typename Real> struct AllFused {
            (step & 1) * kStage;
   }
   template <typename Team>
-  FP_HOST_DEVICE void stage(Team &team, int64_t row, Real *to) const {
+  FP_HOST_DEVICE void stage(Team &team, int64_t row, int64_t step,
+                            Real *to) const {
+    (void)step;
     fp::fused::stageRow(team, in + row * 16, 16, to);
   }
 

@@ -791,6 +791,20 @@ FP_HOST_DEVICE inline void stageRow(Team &team, const Real *from, int64_t n,
   FP_TEAM_FOR(i, n) to[i] = from[i];
 }
 
+/// Stages what shifted() reads for the token at `row`, time index t of a
+/// sample of `length` tokens: row t − offset of `in` (rows of n elements),
+/// or zeros where that is outside the sample. The zeros are plain stores,
+/// seen by every member after the team's next synchronisation.
+template <typename Team, typename Real>
+FP_HOST_DEVICE inline void stageShifted(Team &team, const Real *in, int64_t row,
+                                        int64_t t, int64_t length,
+                                        int64_t offset, int64_t n, Real *to) {
+  if (t - offset >= 0 && t - offset < length)
+    stageRow(team, in + (row - offset) * n, n, to);
+  else
+    fill(team, n, fp::Compute<Real>(0), to);
+}
+
 /// Waits until the calling member's staged copies have landed; the team
 /// synchronises after, so that every member sees all of them.
 FP_HOST_DEVICE inline void stageWait() {
@@ -809,14 +823,15 @@ runTokens(Team &team, const Kernel &kernel, int64_t firstRow, int64_t begin,
           int64_t end, C *scratch, C *state, Registers &registers) {
   if constexpr (Kernel::kStage > 0) {
     if (begin < end)
-      kernel.stage(team, firstRow + begin, Kernel::stageBuffer(scratch, begin));
+      kernel.stage(team, firstRow + begin, begin,
+                   Kernel::stageBuffer(scratch, begin));
     for (int64_t t = begin; t < end; ++t) {
       // Token t's rows have landed, and token t − 1, which read the other
       // buffer, is done with it.
       stageWait();
       team.sync();
       if (t + 1 < end)
-        kernel.stage(team, firstRow + t + 1,
+        kernel.stage(team, firstRow + t + 1, t + 1,
                      Kernel::stageBuffer(scratch, t + 1));
       kernel(team, firstRow + t, t, scratch, state, registers);
     }
