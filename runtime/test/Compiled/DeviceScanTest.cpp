@@ -282,6 +282,13 @@ TEST_F(DeviceScan, CotangentsMatchTheHostInBf16) {
   checkCotangents<fp::bf16>(kGradShapes, kBf16GradTolerance);
 }
 
+/// More warps of channels than one launch has (kMaxBlocks blocks of two
+/// warps: 131 072): 4200 samples of 1024 channels are 134 400, so the
+/// warps of the grid's first blocks take a second sample.
+TEST_F(DeviceScan, CotangentsCoverMoreWarpsThanTheGridHas) {
+  checkCotangents<float>({{4200, 2, 1024, 16, false}}, kF32GradTolerance);
+}
+
 TEST_F(DeviceScan, RejectsUnknownKernels) {
   std::mt19937_64 rng(freshSeed());
   const ScanOperands<double> x = drawOperands({1, 3, 4, 16, false}, rng);

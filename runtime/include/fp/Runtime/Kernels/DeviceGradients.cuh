@@ -467,13 +467,19 @@ template <typename C> __device__ C warpTransposeSum(C (&v)[16]) {
   return v[0] + __shfl_xor_sync(0xffffffffu, v[0], 1);
 }
 
-/// The warp of this thread across the grid, its sample b, its index w
-/// among the sample's warps, and the thread's channel i; false for a warp
-/// past the last (the whole warp returns).
-__device__ inline bool channelWarp(int64_t batch, int64_t channels, int64_t &b,
-                                   int64_t &w, int64_t &i) {
+/// The warp of this thread, firstWarp + its warp across the grid: its
+/// sample b, its index w among the sample's warps, and the thread's channel
+/// i; false for a warp past the last (the whole warp returns). A launch
+/// covers at most kMaxBlocks blocks of warps, so larger problems take
+/// several, each from its firstWarp (a loop over warps in the kernel would
+/// keep its counters live across the token loop: 28 more registers a thread
+/// in f32, a spill in f64).
+__device__ inline bool channelWarp(int64_t batch, int64_t channels,
+                                   int64_t firstWarp, int64_t &b, int64_t &w,
+                                   int64_t &i) {
   const int64_t warpsPerSample = (channels + 31) / 32;
-  const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int64_t warp =
+      firstWarp + (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   if (warp >= batch * warpsPerSample)
     return false;
   b = warp / warpsPerSample;
@@ -493,11 +499,12 @@ __global__ void __launch_bounds__(kScanGradRegisterThreads)
     scanStatesRegistersKernel(const Real *u, const Real *delta, const Real *a,
                               const Real *bm, const Real *grad, int64_t batch,
                               int64_t length, int64_t channels, int64_t state,
-                              Compute<Real> *states, Out *partialC) {
+                              int64_t firstWarp, Compute<Real> *states,
+                              Out *partialC) {
   using C = Compute<Real>;
   using fp::fused::input;
   int64_t b = 0, w = 0, i = 0;
-  if (!channelWarp(batch, channels, b, w, i))
+  if (!channelWarp(batch, channels, firstWarp, b, w, i))
     return;
   const bool active = i < channels;
   const int lane = threadIdx.x % 32;
@@ -547,13 +554,14 @@ __global__ void __launch_bounds__(kScanGradRegisterThreads)
     scanAdjointRegistersKernel(const Real *u, const Real *delta, const Real *a,
                                const Real *bm, const Real *cm, const Real *grad,
                                int64_t batch, int64_t length, int64_t channels,
-                               int64_t state, const Compute<Real> *states,
-                               Real *du, Real *dDelta, Compute<Real> *partialA,
+                               int64_t state, int64_t firstWarp,
+                               const Compute<Real> *states, Real *du,
+                               Real *dDelta, Compute<Real> *partialA,
                                Out *partialB) {
   using C = Compute<Real>;
   using fp::fused::input;
   int64_t b = 0, w = 0, i = 0;
-  if (!channelWarp(batch, channels, b, w, i))
+  if (!channelWarp(batch, channels, firstWarp, b, w, i))
     return;
   const bool active = i < channels;
   const int lane = threadIdx.x % 32;
@@ -802,23 +810,35 @@ inline void selectiveScanGradInRegisters(In<Real> u, In<Real> delta, In<Real> a,
   constexpr int kThreads = detail::kScanGradRegisterThreads;
   const int64_t rows = batch * length, cell = channels * state;
   const int64_t warpsPerSample = (channels + 31) / 32;
-  const int64_t blocks =
-      (batch * warpsPerSample * 32 + kThreads - 1) / kThreads;
+  const int64_t warps = batch * warpsPerSample;
+  // Warps per launch: a grid of at most kMaxBlocks blocks.
+  constexpr int64_t kLaunchWarps = detail::kMaxBlocks * (kThreads / 32);
   cudaStream_t stream = detail::stream();
   detail::LaunchBuffer states(size_t(rows * cell) * sizeof(C), stream);
   detail::LaunchBuffer partialA(size_t(batch * cell) * sizeof(C), stream);
   C *scratch = states.as<C>();
   auto passes = [&](auto *sumsC, auto *sumsB) {
     using Out = std::remove_pointer_t<decltype(sumsC)>;
-    detail::launch("selectiveScanGrad (states, dC)",
-                   detail::scanStatesRegistersKernel<Real, kN, Out>, blocks,
-                   kThreads, 0, stream, u, delta, a, bm, grad, batch, length,
-                   channels, state, scratch, sumsC);
-    detail::launch("selectiveScanGrad (adjoint, dB)",
-                   detail::scanAdjointRegistersKernel<Real, kN, Out>, blocks,
-                   kThreads, 0, stream, u, delta, a, bm, cm, grad, batch,
-                   length, channels, state, static_cast<const C *>(scratch), du,
-                   dDelta, partialA.as<C>(), sumsB);
+    for (int64_t first = 0; first < warps; first += kLaunchWarps) {
+      const int64_t blocks =
+          (std::min(warps - first, kLaunchWarps) * 32 + kThreads - 1) /
+          kThreads;
+      detail::launch("selectiveScanGrad (states, dC)",
+                     detail::scanStatesRegistersKernel<Real, kN, Out>, blocks,
+                     kThreads, 0, stream, u, delta, a, bm, grad, batch, length,
+                     channels, state, first, scratch, sumsC);
+    }
+    for (int64_t first = 0; first < warps; first += kLaunchWarps) {
+      const int64_t blocks =
+          (std::min(warps - first, kLaunchWarps) * 32 + kThreads - 1) /
+          kThreads;
+      detail::launch("selectiveScanGrad (adjoint, dB)",
+                     detail::scanAdjointRegistersKernel<Real, kN, Out>, blocks,
+                     kThreads, 0, stream, u, delta, a, bm, cm, grad, batch,
+                     length, channels, state, first,
+                     static_cast<const C *>(scratch), du, dDelta,
+                     partialA.as<C>(), sumsB);
+    }
   };
   if (warpsPerSample == 1) {
     passes(dC, dB);
@@ -848,8 +868,16 @@ inline void selectiveScanGrad(In<Real> u, In<Real> delta, In<Real> a,
                               int64_t state, Real *du, Real *dDelta, Real *dA,
                               Real *dB, Real *dC) {
   using C = Compute<Real>;
-  if (batch <= 0 || length <= 0 || channels <= 0 || state <= 0)
+  if (channels <= 0 || state <= 0)
     return;
+  if (batch <= 0 || length <= 0) {
+    // No token: dA is an empty sum (du, dΔ, dB and dC have no elements).
+    detail::check(cudaMemsetAsync(dA, 0,
+                                  size_t(channels * state) * sizeof(Real),
+                                  detail::stream()),
+                  "selectiveScanGrad");
+    return;
+  }
   if (state <= detail::kScanRegisterStates) {
     selectiveScanGradInRegisters<Real>(u, delta, a, bm, cm, grad, batch, length,
                                        channels, state, du, dDelta, dA, dB, dC);
