@@ -50,7 +50,8 @@
 # other kernels, FP_SCAN_KERNEL=channel|ahead|lanes16, in bf16, and with one
 # thread per channel in f32; config S's bf16 training step also with its
 # scratch returned to the OS at every synchronisation,
-# FP_CUDA_KEEP_SCRATCH=0), summarised into one table
+# FP_CUDA_KEEP_SCRATCH=0, and its training step in bf16 and f32 on the
+# split schedule, FP_CUDA_SCHEDULE=split), summarised into one table
 # (tools/bench-summary.py,
 # $OUT/bench-summary.md). Each stage
 # prints a one-line verdict; the exit status is that of the first stage that
@@ -367,7 +368,7 @@ stage_bench() {
   check_configs "$@"
   stage_build fp-bench || return 0
   : >"$log"
-  local source set args mode started=$SECONDS config_started
+  local source set args mode dtype started=$SECONDS config_started
   while IFS='|' read -r name source set args; do
     [[ $# -eq 0 || "$only" == *" $name "* ]] || continue
     if [[ ! -f "$bundle/bench/$name.so" ]]; then
@@ -393,7 +394,7 @@ stage_bench() {
     # (where the scan took half the forward) one thread per channel
     # loading one or four tokens ahead and sixteen lanes; in f32 the first.
     if [[ "$name" == lm ]]; then
-      local dtype kernel dtype_kernel
+      local kernel dtype_kernel
       for dtype_kernel in bf16:channel bf16:ahead bf16:lanes16 f32:channel; do
         dtype=${dtype_kernel%%:*}
         kernel=${dtype_kernel#*:}
@@ -425,6 +426,22 @@ stage_bench() {
         --dtype bf16 --repeats "$repeats" --kernels 4 $args \
         >>"$log" 2>&1 || code=$?
       echo >>"$log"
+    fi
+    # Config S's training step on the split schedule (FP_CUDA_SCHEDULE=split),
+    # which its 512 samples do not take: the fused kernel walks each
+    # sample's 17 tokens in order, one block per sample, where the split
+    # one is parallel over tokens and runs the scan alone, one thread per
+    # channel. In bf16 and f32, with the kernels' times.
+    if [[ "$name" == s_householder1 ]]; then
+      for dtype in bf16 f32; do
+        echo "== $name, train, $dtype, FP_CUDA_SCHEDULE=split: fp-bench --model $name.so $args --dtype $dtype" >>"$log"
+        # shellcheck disable=SC2086 # $args holds separate words
+        FP_CUDA_SCHEDULE="split" "$root/build-gpu/bin/fp-bench" \
+          --model "$bundle/bench/$name.so" --device cuda --mode train \
+          --dtype "$dtype" --repeats "$repeats" --kernels 6 $args \
+          >>"$log" 2>&1 || code=$?
+        echo >>"$log"
+      done
     fi
     if [[ "${FP_BENCH_EXTRAS:-1}" == 0 ]]; then
       python3 "$root/tools/bench-summary.py" "$log" >"$out/bench-summary.md" ||

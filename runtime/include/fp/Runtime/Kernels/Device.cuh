@@ -504,8 +504,9 @@ inline bool allowSharedBytes(void (*kernel)(Params...), size_t bytes) {
   return true;
 }
 
-/// Has the current device's default memory pool, which the launches'
-/// scratch comes from (cudaMallocAsync), keep the memory it holds across
+/// Has the current device's memory pool (its default one unless someone set
+/// another), which the launches' scratch comes from (cudaMallocAsync on the
+/// device's stream), keep the memory it holds across
 /// synchronisations. By default a pool returns all its unused memory to the
 /// OS at every synchronisation, so a training step that follows one (a
 /// timed call, a loss read on the host) maps its scratch afresh: at
@@ -531,7 +532,7 @@ inline void keepPoolAcrossSyncs() {
       return;
   cudaMemPool_t pool = nullptr;
   uint64_t threshold = 0; // the attribute's cuuint64_t
-  if (cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess ||
+  if (cudaDeviceGetMemPool(&pool, device) != cudaSuccess ||
       cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
                               &threshold) != cudaSuccess) {
     (void)cudaGetLastError(); // no pools on this device: nothing to keep
