@@ -201,6 +201,10 @@ TEST_F(DeviceScan, KernelsCoverLargeGrids) {
   checkKernels<float>({"channel", "lanes4", "lanes16", "auto"},
                       {{16, 256, 1536, 16, true}, {640, 2, 1000, 16, false}},
                       kF32Tolerance);
+  // More pairs than one launch of one thread per pair covers (65 536
+  // blocks of 64: 4 194 304): 4200 × 1024, its grid-stride loop.
+  checkKernels<float>({"channel", "ahead"}, {{4200, 2, 1024, 16, false}},
+                      kF32Tolerance);
 }
 
 /// fp::host's cotangents in f64 of the operands and `grad` as `Real`
