@@ -2,7 +2,7 @@
 //
 // Generated host code runs Fused.h's functions with a team of one thread;
 // CUDA runs them with a block whose warps are its groups. These tests run
-// them with a team of host threads split into groups (ThreadTeam below), so
+// them with a team of host threads split into groups (ThreadTeam.h), so
 // that the paths only a team of several threads takes are exercised here:
 // rows given to groups (forEachRow), a matrix product that stages its
 // transposed right operand, and row sums every member receives. Results are
@@ -14,19 +14,16 @@
 
 #include "fp/Runtime/Kernels/BFloat16.h"
 #include "fp/Runtime/Kernels/Fused.h"
+#include "fp/Runtime/Kernels/ThreadTeam.h"
 
 #include "KernelTestUtil.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <iostream>
-#include <mutex>
 #include <random>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -35,101 +32,8 @@ using fp::test::freshSeed;
 using fp::test::randomValues;
 using fp::test::relativeDifference;
 
-/// A barrier for `count` threads, reusable.
-class Barrier {
-public:
-  explicit Barrier(int count) : count(count) {}
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex);
-    const int64_t generation = passed;
-    if (++waiting == count) {
-      waiting = 0;
-      ++passed;
-      released.notify_all();
-      return;
-    }
-    released.wait(lock, [&] { return passed != generation; });
-  }
-
-private:
-  std::mutex mutex;
-  std::condition_variable released;
-  const int count;
-  int waiting = 0;
-  int64_t passed = 0;
-};
-
-/// What the members of a team (or of one of its groups) share: their
-/// barrier and one slot per member for reductions.
-struct TeamShared {
-  explicit TeamShared(int size) : barrier(size), slots(size) {}
-  Barrier barrier;
-  std::vector<long double> slots;
-};
-
-/// One member of a team of host threads, as Fused.h's functions see a team
-/// (rank, size, sync, sum, max, groups): a CUDA block in miniature, whose
-/// groups stand for its warps. Reductions combine the members' partial
-/// results in rank order; every member gets the result.
-class ThreadTeam {
-public:
-  ThreadTeam(TeamShared &shared, std::deque<TeamShared> *groupShared, int rank,
-             int size, int groupSize)
-      : shared(&shared), groupShared(groupShared), memberRank(rank),
-        memberCount(size), groupSize(groupSize) {}
-
-  int rank() const { return memberRank; }
-  int size() const { return memberCount; }
-  void sync() const { shared->barrier.wait(); }
-  template <typename Real> Real sum(Real partial) const {
-    return combine(partial, [](Real a, Real b) { return a + b; });
-  }
-  template <typename Real> Real max(Real partial) const {
-    return combine(partial, [](Real a, Real b) { return a < b ? b : a; });
-  }
-  int groups() const { return groupShared ? memberCount / groupSize : 1; }
-  int groupIndex() const { return groupShared ? memberRank / groupSize : 0; }
-  ThreadTeam group() const {
-    if (!groupShared)
-      return *this;
-    return ThreadTeam((*groupShared)[groupIndex()], nullptr,
-                      memberRank % groupSize, groupSize, groupSize);
-  }
-
-private:
-  template <typename Real, typename Combine>
-  Real combine(Real partial, Combine op) const {
-    shared->slots[memberRank] = static_cast<long double>(partial);
-    sync();
-    Real result = static_cast<Real>(shared->slots[0]);
-    for (int i = 1; i < memberCount; ++i)
-      result = op(result, static_cast<Real>(shared->slots[i]));
-    sync(); // every member has read the slots before they are reused
-    return result;
-  }
-
-  TeamShared *shared;
-  std::deque<TeamShared> *groupShared;
-  int memberRank, memberCount, groupSize;
-};
-
-/// Runs `work(team)` on every member of a team of `size` threads in groups
-/// of `groupSize`, each member on a thread of its own.
-template <typename Work> void onTeam(int size, int groupSize, Work work) {
-  TeamShared shared(size);
-  std::deque<TeamShared> groupShared;
-  for (int g = 0; g < size / groupSize; ++g)
-    groupShared.emplace_back(groupSize);
-  std::vector<std::thread> threads;
-  threads.reserve(size);
-  for (int rank = 0; rank < size; ++rank)
-    threads.emplace_back([&, rank] {
-      ThreadTeam team(shared, &groupShared, rank, size, groupSize);
-      work(team);
-    });
-  for (std::thread &thread : threads)
-    thread.join();
-}
+using fp::fused::onThreadTeam;
+using fp::fused::ThreadTeam;
 
 constexpr int kTeam = 8, kGroup = 4;
 
@@ -151,7 +55,7 @@ TEST(FusedTeam, ForEachRowGivesEachRowToOneTeam) {
     // team of which size.
     std::vector<std::vector<int>> calls(c.rows, std::vector<int>(kTeam, 0));
     std::vector<std::vector<int>> sizes(c.rows, std::vector<int>(kTeam, 0));
-    onTeam(kTeam, kGroup, [&](ThreadTeam &team) {
+    onThreadTeam(kTeam, kGroup, [&](ThreadTeam &team) {
       fp::fused::forEachRow(team, c.rows, c.width,
                             [&](ThreadTeam &rowTeam, int64_t r) {
                               ++calls[r][team.rank()];
@@ -199,7 +103,7 @@ TEST(FusedTeam, RowFunctionsOnATeamEqualTheSerialOnes) {
     auto compare = [&](const char *name, int64_t outputs, auto fn) {
       std::vector<double> expected(outputs), actual(outputs, NAN);
       fn(serial, expected.data());
-      onTeam(kTeam, kGroup, [&](ThreadTeam &team) {
+      onThreadTeam(kTeam, kGroup, [&](ThreadTeam &team) {
         fn(team, actual.data());
         team.sync();
       });
@@ -258,7 +162,7 @@ TEST(FusedTeam, RowSumsGiveEveryMemberTheSum) {
 
     std::vector<double> sums(kTeam, NAN);
     std::vector<float> chains(kTeam, NAN), rowSums(kTeam, NAN);
-    onTeam(kTeam, kGroup, [&](ThreadTeam &team) {
+    onThreadTeam(kTeam, kGroup, [&](ThreadTeam &team) {
       sums[team.rank()] = fp::fused::rowSum<double>(team, x.data(), width);
       chains[team.rank()] = chainSum(team);
       rowSums[team.rank()] =
@@ -307,7 +211,7 @@ void checkStagedProducts(std::mt19937_64 &rng, int64_t batch, int64_t m,
 
     std::vector<float> teamStaging(room + 1);
     std::vector<fp::bf16> outBf16(batch * m * n);
-    onTeam(kTeam, kGroup, [&](ThreadTeam &team) {
+    onThreadTeam(kTeam, kGroup, [&](ThreadTeam &team) {
       fp::fused::matmul(team, lhs.data(), rhs.data(), batch, m, n, k,
                         transposeLhs, true, outBf16.data(), teamStaging.data(),
                         room);

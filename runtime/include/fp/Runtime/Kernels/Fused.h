@@ -491,26 +491,25 @@ products(Team &team, const L *lhs, const R *rhs, int64_t batch, int64_t m,
   using C = fp::Compute<Out>;
 #ifndef __CUDA_ARCH__
   if constexpr (std::is_same_v<Out, C>) {
-    (void)team;
-    for (int64_t b = 0; b < batch; ++b) {
+    // A member computes whole rows of the outputs.
+    for (int64_t row = team.rank(); row < batch * m; row += team.size()) {
+      const int64_t b = row / m, i = row % m;
       const L *l = lhs + b * m * k;
       const R *r = rhs + b * rhsBatch;
-      for (int64_t i = 0; i < m; ++i) {
-        Out *oi = out + (b * m + i) * n;
-        for (int64_t j = 0; j < n; ++j)
-          oi[j] = C(0);
-        for (int64_t p = 0; p < k; ++p) {
-          const C lip = C(transposeLhs ? l[p * m + i] : l[i * k + p]);
-          const R *rp = r + p * rhsRow;
-          if (rhsColumn == 1) {
+      Out *oi = out + row * n;
+      for (int64_t j = 0; j < n; ++j)
+        oi[j] = C(0);
+      for (int64_t p = 0; p < k; ++p) {
+        const C lip = C(transposeLhs ? l[p * m + i] : l[i * k + p]);
+        const R *rp = r + p * rhsRow;
+        if (rhsColumn == 1) {
 #pragma omp simd
-            for (int64_t j = 0; j < n; ++j)
-              oi[j] += lip * C(rp[j]);
-          } else {
+          for (int64_t j = 0; j < n; ++j)
+            oi[j] += lip * C(rp[j]);
+        } else {
 #pragma omp simd
-            for (int64_t j = 0; j < n; ++j)
-              oi[j] += lip * C(rp[j * rhsColumn]);
-          }
+          for (int64_t j = 0; j < n; ++j)
+            oi[j] += lip * C(rp[j * rhsColumn]);
         }
       }
     }
@@ -534,9 +533,9 @@ products(Team &team, const L *lhs, const R *rhs, int64_t batch, int64_t m,
 /// op(L) m×k and op(R) k×n; every output sums over p in order in the
 /// arithmetic type, as Host.h's matmul does. The device team splits the
 /// outputs, consecutive threads taking consecutive columns j; the host runs
-/// Host.h's loops (i, p, j), whose innermost loop over a row of the output
-/// vectorises, or, for a bf16 output, sums each output in a register as
-/// Host.h's bf16 matmul does.
+/// Host.h's loops (i, p, j), a member a row of an output at a time, whose
+/// innermost loop over the row vectorises, or, for a bf16 output, sums each
+/// output in a register as Host.h's bf16 matmul does.
 ///
 /// A transposed rhs is read at rhs[j · k + p]: on the device one shared
 /// memory bank for a whole warp when k is a multiple of 32, on the host a
