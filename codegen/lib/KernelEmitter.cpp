@@ -28,19 +28,20 @@
 // values per thread) keeps it in `registers` instead, across the sample's
 // tokens: its slots come last in `state`, and kRegisterState says how many
 // elements the device launcher leaves out. Inputs and results hold the
-// call's element type `Real`;
-// scratch, state and literals the arithmetic type `Scalar` (float for
-// bf16). Every op is one call of a Fused.h function followed by a team
-// synchronisation, except views, which take their input's storage: a
-// reshape, and the transpose of an input holding Aᵀ that selective scans
-// read as it lies (fp-transpose-scan-a; Fused.h's `ATransposed`), and
-// chains: consecutive ops of one element count that compute element i from
-// element i of their operands, or from values computed before them, run as
-// one loop over elements (fp::fused::forEachElement) in which each thread
-// computes the elements it owns in every such loop, so that no barrier
-// separates them; their values live in registers unless something after
-// the chain reads them, and the chain's inputs keep their slots until it
-// ends, so that it never overwrites what another thread still reads.
+// call's element type `Real`; scratch, state and literals the arithmetic
+// type `Scalar` (float for bf16). Every op is one call of a Fused.h
+// function, preceded by a team synchronisation where it may touch what
+// another thread touched since the last one ("Barriers" below), except
+// views, which take their input's storage: a reshape, and the transpose of
+// an input holding Aᵀ that selective scans read as it lies
+// (fp-transpose-scan-a; Fused.h's `ATransposed`), and chains: consecutive
+// ops of one element count that compute element i from element i of their
+// operands, or from values computed before them, run as one loop over
+// elements (fp::fused::forEachElement) in which each thread computes the
+// elements it owns in every such loop, so that no barrier separates them;
+// their values live in registers unless something after the chain reads
+// them, and the chain's inputs keep their slots until it ends, so that it
+// never overwrites what another thread still reads.
 //
 // A kernel whose scans can run a sample's tokens in chunks (Fused.h,
 // "Chunked execution") is kChunkable: no scan reads another scan's result,
@@ -267,6 +268,62 @@ std::string joinInts(ArrayRef<int64_t> values) {
       ", ");
 }
 
+/// Members of a CUDA block's group (a warp), and the passes over a row's
+/// elements up to which fp::fused::forEachRow gives the row to one group
+/// (fp::fused::kShortRowPasses): a row op on a longer single row is
+/// computed by the whole team, each member its own elements.
+constexpr int64_t kDeviceGroupSize = 32;
+constexpr int64_t kShortRowPasses = 4;
+
+/// An access of the team to `[begin, end)` of one space of memory a body
+/// writes (0: scratch, 1 + j: result j). An owned access touches element
+/// begin + i by the member that owns i in every element loop (i = rank,
+/// rank + size, ...); any other may touch any element by any member.
+struct Access {
+  int space;
+  int64_t begin, end;
+  bool write, owned;
+};
+
+/// What one emitted op does to memory: its accesses before the team-wide
+/// reduction it makes, if it makes one (`barrier`: every member arrives
+/// there, so it orders everything before it against everything after),
+/// and those after it.
+struct Effect {
+  SmallVector<Access> before, after;
+  bool barrier = false;
+};
+
+/// The accesses since the team's last barrier. An op needs a barrier
+/// before it where one of its accesses and a pending one touch a common
+/// element, one of them a write, unless both are owned from the same
+/// first element (the same member then makes both, in program order).
+class Hazards {
+public:
+  bool needsBarrier(const Effect &effect) const {
+    return llvm::any_of(effect.before, [&](const Access &access) {
+      return llvm::any_of(pending, [&](const Access &earlier) {
+        return conflict(earlier, access);
+      });
+    });
+  }
+  void barrier() { pending.clear(); }
+  void record(const Effect &effect) {
+    if (effect.barrier)
+      pending.assign(effect.after.begin(), effect.after.end());
+    else
+      pending.append(effect.before.begin(), effect.before.end());
+  }
+  bool empty() const { return pending.empty(); }
+
+private:
+  static bool conflict(const Access &a, const Access &b) {
+    return a.space == b.space && a.begin < b.end && b.begin < a.end &&
+           (a.write || b.write) && !(a.owned && b.owned && a.begin == b.begin);
+  }
+  SmallVector<Access> pending;
+};
+
 class KernelEmitter {
 public:
   KernelEmitter(CodeWriter &w, KernelOp kernel, const KernelOptions &options)
@@ -281,6 +338,16 @@ private:
   KernelLaunch launch;
   /// The pointer expression of every body value.
   llvm::DenseMap<Value, std::string> pointers;
+  /// Where each value the body stores lies: its space (Access) and first
+  /// element. Inputs, stage buffers, registers and uniform scalars have
+  /// no place: nothing in the body writes them.
+  struct Place {
+    int space;
+    int64_t offset;
+  };
+  llvm::DenseMap<Value, Place> places;
+  /// The accesses since the last barrier the body emitted.
+  Hazards hazards;
   /// The value whose storage a value uses (itself unless a reshape).
   llvm::DenseMap<Value, Value> roots;
   /// Where each scan's state starts in `state`.
@@ -320,6 +387,8 @@ private:
   /// Scratch that an op uses while it runs (a matrix product's staged
   /// operand): its pointer, and its size in elements.
   llvm::DenseMap<Operation *, std::pair<std::string, int64_t>> temporaries;
+  /// Where each temporary starts in scratch.
+  llvm::DenseMap<Operation *, int64_t> temporaryOffsets;
   /// The values computed into the call's results (pointers `y<j>`, of the
   /// element type Real rather than Scalar).
   llvm::DenseSet<Value> inResults;
@@ -361,9 +430,16 @@ private:
     if (!pointers.count(view->getOperand(0)))
       return;
     std::string input = ptr(view->getOperand(0));
-    if (auto slice = dyn_cast<SliceOp>(view); slice && slice.getStart() != 0)
-      input = llvm::formatv("({0} + {1})", input, slice.getStart()).str();
+    int64_t start = 0;
+    if (auto slice = dyn_cast<SliceOp>(view); slice && slice.getStart() != 0) {
+      start = slice.getStart();
+      input = llvm::formatv("({0} + {1})", input, start).str();
+    }
     pointers[view->getResult(0)] = std::move(input);
+    if (auto it = places.find(view->getOperand(0)); it != places.end()) {
+      Place source = it->second;
+      places[view->getResult(0)] = {source.space, source.offset + start};
+    }
   }
   int64_t allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
                           SmallVectorImpl<std::string> &declarations);
@@ -378,6 +454,12 @@ private:
                                 llvm::function_ref<std::string(Value)> operand);
   void emitUniform(Operation *op);
   LogicalResult emitChain(const Chain &chain);
+  void access(Value value, bool write, bool owned,
+              SmallVectorImpl<Access> &accesses, bool first = false) const;
+  Effect chainEffect(const Chain &chain) const;
+  Effect uniformEffect(Operation *op) const;
+  Effect opEffect(Operation *op) const;
+  void barrierFor(const Effect &effect);
   FailureOr<bool> emitIfChained(Operation *op);
   void emitUnusedParameters();
   LogicalResult emitBody(ArrayRef<Operation *> ops,
@@ -489,9 +571,11 @@ KernelEmitter::allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
     // Before the results: a temporary must not share a slot with them.
     if (int64_t need = temporaryElements(op)) {
       std::string name = "t" + std::to_string(nextValue++);
-      declarations.push_back(llvm::formatv("Scalar *const {0} = scratch + {1};",
-                                           name, take(need, here, here)));
+      int64_t offset = take(need, here, here);
+      declarations.push_back(
+          llvm::formatv("Scalar *const {0} = scratch + {1};", name, offset));
       temporaries[op] = {name, need};
+      temporaryOffsets[op] = offset;
     }
     for (Value result : op->getResults()) {
       if (root(result) != result || pointers.count(result) ||
@@ -507,6 +591,7 @@ KernelEmitter::allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
                             lastUse.lookup(result));
       std::string name = "v" + std::to_string(nextValue++);
       pointers[result] = name;
+      places[result] = {0, offset};
       declarations.push_back(
           llvm::formatv("Scalar *const {0} = scratch + {1};", name, offset));
     }
@@ -570,6 +655,7 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
     if (value.getDefiningOp() && !isView(value.getDefiningOp()) &&
         !pointers.count(value)) {
       pointers[value] = name;
+      places[value] = {1 + static_cast<int>(j), 0};
       inResults.insert(value);
     }
   }
@@ -676,8 +762,14 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
       std::string target = "y" + std::to_string(j);
       if (ptr(value) == target)
         continue;
-      w.line("fp::fused::copy(team, {0}, {1}, {2});",
-             TokenShape(value.getType()).elements(), ptr(value), target);
+      int64_t elements = TokenShape(value.getType()).elements();
+      Effect copy;
+      access(value, /*write=*/false, /*owned=*/true, copy.before);
+      copy.before.push_back(
+          {1 + static_cast<int>(j), 0, elements, /*write=*/true, true});
+      barrierFor(copy);
+      w.line("fp::fused::copy(team, {0}, {1}, {2});", elements, ptr(value),
+             target);
     }
   }
   if (failed(emitChunkMembers(ops)))
@@ -1106,11 +1198,9 @@ FailureOr<bool> KernelEmitter::emitIfChained(Operation *op) {
     return false;
   const Chain &chain = chains[it->second];
   if (op == chain.ops.front()) {
+    barrierFor(chainEffect(chain));
     if (failed(emitChain(chain)))
       return failure();
-    // A row sum's reduction synchronises the team already.
-    if (!chain.sum)
-      w.text("team.sync();");
   }
   return true;
 }
@@ -1265,10 +1355,12 @@ void KernelEmitter::emitUnusedParameters() {
 /// Emits `ops` in order as a token's work: views and ops that compute no
 /// tensor emit nothing, a uniform scalar is computed into a register and a
 /// chain as one loop; any other op is emitted by `emit`, after a comment
-/// that names it, and followed by the team's barrier.
+/// that names it. Each is preceded by the team's barrier where it needs one
+/// (barrierFor); the body starts after one.
 LogicalResult
 KernelEmitter::emitBody(ArrayRef<Operation *> ops,
                         llvm::function_ref<LogicalResult(Operation *)> emit) {
+  hazards.barrier();
   for (Operation *op : ops) {
     if (isView(op) || computesNoTensor(op))
       continue;
@@ -1279,6 +1371,7 @@ KernelEmitter::emitBody(ArrayRef<Operation *> ops,
       continue;
     }
     if (uniforms.contains(op) && !chainOf.count(op)) {
+      barrierFor(uniformEffect(op));
       emitUniform(op);
       continue;
     }
@@ -1287,14 +1380,175 @@ KernelEmitter::emitBody(ArrayRef<Operation *> ops,
       return failure();
     if (*chained)
       continue;
+    barrierFor(opEffect(op));
     std::string at = locationComment(op->getLoc());
     w.line("// {0}{1}{2}", op->getName().getStringRef(),
            at.empty() ? "" : " at ", at);
     if (failed(emit(op)))
       return failure();
-    w.text("team.sync();");
   }
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Barriers
+//===----------------------------------------------------------------------===//
+//
+// The team synchronises before an op only where the op may touch an element
+// that another member touched since the last barrier, one of the two a write
+// (Hazards). Element loops (chains, and the copies of results) and row ops
+// that the whole team computes on a single row own their elements as every
+// element loop does, so a chain that reads what the chain before it wrote,
+// element by element, needs no barrier between them; any other op is taken
+// to touch any element of its operands and results. A team-wide reduction
+// inside an op (a chain's row sum, a norm's) is a barrier of its own. The
+// launchers synchronise the team between tokens (Fused.h's runTokens, and
+// Host.h's and Device.cuh's token loops), so a body starts with nothing
+// pending and needs no barrier at its end; a summary step ends with one, as
+// the chunk-carry loops run it token after token without.
+
+/// Appends the team's access to `value`'s storage, all of it or its first
+/// element, where the body stores the value (`places`).
+void KernelEmitter::access(Value value, bool write, bool owned,
+                           SmallVectorImpl<Access> &accesses,
+                           bool first) const {
+  auto it = places.find(value);
+  if (it == places.end())
+    return;
+  int64_t elements = first ? 1 : TokenShape(value.getType()).elements();
+  accesses.push_back({it->second.space, it->second.offset,
+                      it->second.offset + elements, write, owned});
+}
+
+/// A chain's accesses, as emitChain reads and stores: element i of each
+/// operand it does not hold in a register, element 0 of a broadcast one,
+/// element i of each result read after it; a row sum at its end reduces
+/// over the team.
+Effect KernelEmitter::chainEffect(const Chain &chain) const {
+  Effect effect;
+  llvm::SmallPtrSet<Operation *, 8> members(chain.ops.begin(), chain.ops.end());
+  auto read = [&](Value value) {
+    Operation *def = root(value).getDefiningOp();
+    auto slice = value.getDefiningOp<SliceOp>();
+    if (def && members.contains(def) && (!slice || slice.getStart() == 0))
+      return;
+    if (uniformNames.count(root(value)))
+      return;
+    access(value, /*write=*/false, /*owned=*/true, effect.before);
+  };
+  for (Operation *op : chain.ops) {
+    if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+      if (!uniformNames.count(root(broadcast.getInput())))
+        access(broadcast.getInput(), /*write=*/false, /*owned=*/false,
+               effect.before, /*first=*/true);
+    } else if (!elementwiseFunctor(op).empty()) {
+      for (Value operand : op->getOperands())
+        read(operand);
+    }
+    for (Value result : op->getResults())
+      if (storedFromChain(result))
+        access(result, /*write=*/true, /*owned=*/true, effect.before);
+  }
+  if (chain.sum) {
+    read(chain.sum->getOperand(0));
+    effect.barrier = true;
+  }
+  return effect;
+}
+
+/// A uniform scalar's accesses: element 0 of each stored operand, or, for a
+/// row sum, the row, element by element, before the team's reduction.
+Effect KernelEmitter::uniformEffect(Operation *op) const {
+  Effect effect;
+  if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
+    access(reduce.getInput(), /*write=*/false, /*owned=*/true, effect.before);
+    effect.barrier = true;
+    return effect;
+  }
+  for (Value operand : op->getOperands())
+    if (!uniformNames.count(root(operand)))
+      access(operand, /*write=*/false, /*owned=*/false, effect.before,
+             /*first=*/true);
+  return effect;
+}
+
+/// The accesses of an op emitted as a call of Fused.h: an elementwise op or
+/// a constant's fill is an element loop, and a scan step touches the
+/// channels a member owns; a norm of a single row long enough for the
+/// whole team (fp::fused::forEachRow) reads its input element by element
+/// before its first reduction and after it, and writes its result so; any
+/// other op may touch any element of its operands, results and temporary.
+Effect KernelEmitter::opEffect(Operation *op) const {
+  Effect effect;
+  // A scan's step (or summary step): a member steps the channels it owns,
+  // as an element loop does (on CUDA, the channels of its registers, rank +
+  // k · kTeamSize), reading element c of the per-channel operands and every
+  // element of B and C.
+  if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
+    for (Value owned : {scan.getU(), scan.getDelta()})
+      access(owned, /*write=*/false, /*owned=*/true, effect.before);
+    for (Value any : {scan.getB(), scan.getC()})
+      access(any, /*write=*/false, /*owned=*/false, effect.before);
+    if (Value skip = scan.getD())
+      access(skip, /*write=*/false, /*owned=*/false, effect.before);
+    access(scan.getResult(), /*write=*/true, /*owned=*/true, effect.before);
+    return effect;
+  }
+  if (auto scan = dyn_cast<ScanOp>(op)) {
+    for (Value owned : {scan.getCoeff(), scan.getInput()})
+      access(owned, /*write=*/false, /*owned=*/true, effect.before);
+    access(scan.getResult(), /*write=*/true, /*owned=*/true, effect.before);
+    return effect;
+  }
+  // fp::fused::unary, binary and fill: element loops.
+  if (!elementwiseFunctor(op).empty() ||
+      isa<tensor::SplatOp, arith::ConstantOp>(op)) {
+    for (Value operand : op->getOperands())
+      access(operand, /*write=*/false, /*owned=*/true, effect.before);
+    access(op->getResult(0), /*write=*/true, /*owned=*/true, effect.before);
+    return effect;
+  }
+  Value input = llvm::TypeSwitch<Operation *, Value>(op)
+                    .Case([](L2NormOp norm) { return norm.getInput(); })
+                    .Case([](LayerNormOp norm) { return norm.getInput(); })
+                    .Case([](RMSNormOp norm) { return norm.getInput(); })
+                    .Default([](Operation *) { return Value(); });
+  if (input) {
+    TokenShape shape(op->getResult(0).getType());
+    if (shape.rows() == 1 &&
+        shape.width() > kShortRowPasses * kDeviceGroupSize) {
+      for (Value operand : op->getOperands())
+        if (operand != input) {
+          access(operand, /*write=*/false, /*owned=*/false, effect.before);
+          access(operand, /*write=*/false, /*owned=*/false, effect.after);
+        }
+      access(input, /*write=*/false, /*owned=*/true, effect.before);
+      effect.barrier = true;
+      access(input, /*write=*/false, /*owned=*/true, effect.after);
+      access(op->getResult(0), /*write=*/true, /*owned=*/true, effect.after);
+      return effect;
+    }
+  }
+  for (Value operand : op->getOperands())
+    access(operand, /*write=*/false, /*owned=*/false, effect.before);
+  for (Value result : op->getResults())
+    if (isa<RankedTensorType>(result.getType()))
+      access(result, /*write=*/true, /*owned=*/false, effect.before);
+  if (auto it = temporaries.find(op); it != temporaries.end()) {
+    int64_t offset = temporaryOffsets.lookup(op);
+    effect.before.push_back(
+        {0, offset, offset + it->second.second, true, false});
+  }
+  return effect;
+}
+
+/// Emits the team's barrier where `effect` needs one, and records it.
+void KernelEmitter::barrierFor(const Effect &effect) {
+  if (hazards.needsBarrier(effect)) {
+    w.text("team.sync();");
+    hazards.barrier();
+  }
+  hazards.record(effect);
 }
 
 /// Emits the uniform scalar `op` as a statement every thread runs.
@@ -1409,14 +1663,17 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
   // computes into its results live in scratch here. (The scans' results
   // keep their pointers and get no slot.)
   auto fullPointers = pointers;
+  auto fullPlaces = places;
   SmallVector<Operation *> computed;
   for (Operation *op : slice) {
     if (isa<SelectiveScanOp, ScanOp>(op))
       continue;
     computed.push_back(op);
     for (Value result : op->getResults())
-      if (root(result) == result)
+      if (root(result) == result) {
         pointers.erase(result);
+        places.erase(result);
+      }
   }
   SmallVector<std::string> summaryDeclarations;
   uniformNames.clear();
@@ -1489,8 +1746,11 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     shiftsUnstaged = false;
     if (failed(emitted))
       return failure();
+    // The next token's step, or saveCarry, follows without a barrier.
+    w.text("team.sync();");
   }
   pointers = std::move(fullPointers);
+  places = std::move(fullPlaces);
 
   w.blank();
   w.text("// Stores the scans' carry at the end of a chunk.");

@@ -21,6 +21,13 @@
 // that op runs: the slot of max(n ⊙ a), which the product after it reads
 // last, is not given to max(a), computed next (n ⊙ a's, read by the chain
 // after that, is not free either).
+//
+// A barrier precedes an op only where it reads or writes what another
+// thread wrote or read since the last one: the chain after the uniform
+// scalars reads the first norm's result; a reduction inside an op (the
+// row sums) is a barrier itself; max(a) and the chain after it touch
+// neither each other's slots nor the product's, and the exp reads what the
+// barrier before the second norm ordered.
 
 module attributes {fp.models = [{d_model = 4 : i64, layer = @uniforms, n_layers = 1 : i64, name = "uniforms", norm = "rms_norm", norm_eps = 1.000000e-05 : f64, pad_vocab_multiple = 8 : i64, tie_embeddings = true, vocab = 11 : i64}]} {
   func.func @uniforms(%u: tensor<?x?x4xf32>) -> (tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?xf32>) attributes {fp.layer} {
@@ -64,7 +71,6 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @uniforms, n_layers 
 //  CHECK-NEXT:     Scalar *const [[CB:v[0-9]+]] = scratch + 4;
 //   CHECK-NOT:     scratch +
 //       CHECK:     fp::fused::l2norm(team, x0, 1, 4, Scalar(1.0000000000000001e-05), [[N]]);
-//  CHECK-NEXT:     team.sync();
 //  CHECK-NEXT:     // arith.constant
 //  CHECK-NEXT:     const Scalar [[TWO:u[0-9]+]] = Scalar(2.0);
 //  CHECK-NEXT:     // fp.sigmoid
@@ -73,6 +79,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @uniforms, n_layers 
 //  CHECK-NEXT:     const Scalar [[TWOS:u[0-9]+]] = [[TWO]];
 //  CHECK-NEXT:     // arith.mulf
 //  CHECK-NEXT:     const Scalar [[C:u[0-9]+]] = kernels::Mul()([[TWOS]], [[SIG]]);
+//  CHECK-NEXT:     team.sync();
 //  CHECK-NEXT:     // arith.mulf
 //  CHECK-NEXT:     // fp.reduce_sum
 //  CHECK-NEXT:     fp::fused::Wide<Scalar> [[PART:p[0-9]+]] = 0;
@@ -91,7 +98,6 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @uniforms, n_layers 
 //  CHECK-NEXT:     const Scalar [[XS:u[0-9]+]] = kernels::Mul()(Scalar([[X]][0]), [[S]]);
 //  CHECK-NEXT:     // fp.reduce_max
 //       CHECK:     fp::fused::reduce(team, x0, 1, {{.*}}, false, [[Q]]);
-//  CHECK-NEXT:     team.sync();
 //  CHECK-NEXT:     // fp.broadcast
 //  CHECK-NEXT:     // arith.mulf
 //  CHECK-NEXT:     // arith.subf
@@ -106,7 +112,6 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @uniforms, n_layers 
 //  CHECK-NEXT:     team.sync();
 //  CHECK-NEXT:     // fp.l2norm
 //  CHECK-NEXT:     fp::fused::l2norm(team, [[P]], 1, 4, Scalar(1.0000000000000001e-05), y0);
-//  CHECK-NEXT:     team.sync();
 //  CHECK-NEXT:     // fp.reduce_sum
 //  CHECK-NEXT:     const Scalar [[T:u[0-9]+]] = fp::fused::rowSum<Scalar>(team, [[N]], 4);
 //  CHECK-NEXT:     // arith.mulf
@@ -119,9 +124,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @uniforms, n_layers 
 //  CHECK-NEXT:     team.sync();
 //  CHECK-NEXT:     // fp.l2norm
 //  CHECK-NEXT:     fp::fused::l2norm(team, [[CB]], 1, 4, Scalar(1.0000000000000001e-05), y1);
-//  CHECK-NEXT:     team.sync();
 //  CHECK-NEXT:     // math.exp
 //  CHECK-NEXT:     fp::fused::unary(team, kernels::Exp(), 1, [[Q]], y2);
-//  CHECK-NEXT:     team.sync();
 //  CHECK-NEXT:   }
 //       CHECK: kernels::forEachToken<Real>(B, T, 14,
