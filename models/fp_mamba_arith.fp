@@ -1,4 +1,4 @@
-// FP-Mamba for modular arithmetic with brackets (spec §1.10, §7.3):
+// FP-Mamba for modular arithmetic with brackets (docs/spec.md §1.10, §7.3):
 // D = 128, N = 16, short convolution, Kronecker mixer (16×16 factors), two
 // layers, vocabulary padded to a multiple of 4.
 

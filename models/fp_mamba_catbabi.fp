@@ -1,4 +1,4 @@
-// FP-Mamba for catbAbI (spec §1.10, §7.4): D = 512, N = 16, short
+// FP-Mamba for catbAbI (docs/spec.md §1.10, §7.4): D = 512, N = 16, short
 // convolution, Householder mixer with 4 reflections.
 
 import "lib/fp_mamba.fp"

@@ -1,4 +1,4 @@
-// FP-Mamba for the copy task (spec §1.10, §7.2, §10.11): D = 1024,
+// FP-Mamba for the copy task (docs/spec.md §1.10, §7.2, §10.11): D = 1024,
 // N = 32, short convolution, Householder mixer on the symmetric input
 // x + ȳ, training cap of 10 iterations.
 

@@ -1,5 +1,5 @@
 // FP-Mamba with a DPLR mixer of rank 2: the A5/S5 word-problem
-// configuration of spec §1.10 (no short convolution).
+// configuration of docs/spec.md §1.10 (no short convolution).
 
 import "lib/fp_mamba.fp"
 import "lib/dplr.fp"

@@ -1,5 +1,5 @@
 // FP-Mamba with a Householder mixer of 4 reflection(s): the A5/S5
-// word-problem configuration of spec §1.10 (no short convolution).
+// word-problem configuration of docs/spec.md §1.10 (no short convolution).
 
 import "lib/fp_mamba.fp"
 import "lib/householder.fp"

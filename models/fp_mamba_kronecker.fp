@@ -1,5 +1,5 @@
 // FP-Mamba with the Kronecker mixer (32×32 factors): the A5/S5
-// word-problem configuration of spec §1.10 (no short convolution).
+// word-problem configuration of docs/spec.md §1.10 (no short convolution).
 
 import "lib/fp_mamba.fp"
 import "lib/kronecker.fp"

@@ -1,4 +1,4 @@
-// FP-Mamba language model (spec §1.10, §6, §9.3): 12 layers,
+// FP-Mamba language model (docs/spec.md §1.10, §6, §9.3): 12 layers,
 // D = 768, N = 16, short convolution, Householder mixer with 2 reflections,
 // the output gate inside the loop and no normalisation of B and C.
 

@@ -1,5 +1,5 @@
-// FP-Mamba with the block-diagonal ("monarch") mixer of spec §2.4, blocks of
-// 16 channels, in the A5/S5 configuration.
+// FP-Mamba with the block-diagonal ("monarch") mixer of docs/spec.md §2.4,
+// blocks of 16 channels, in the A5/S5 configuration.
 
 import "lib/fp_mamba.fp"
 import "lib/monarch.fp"

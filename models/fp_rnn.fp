@@ -1,4 +1,4 @@
-// The vector-state FP-RNN (spec §5.2) with the spectrally normalised
+// The vector-state FP-RNN (docs/spec.md §5.2) with the spectrally normalised
 // Kronecker mixer.
 
 import "lib/fp_rnn.fp"

@@ -1,5 +1,5 @@
-// The vector-state FP-RNN (spec §5.2) with the mixture mixer of spec §2.4:
-// Householder, Kronecker, Householder, Kronecker.
+// The vector-state FP-RNN (docs/spec.md §5.2) with the mixture mixer of
+// docs/spec.md §2.4: Householder, Kronecker, Householder, Kronecker.
 
 import "lib/fp_rnn.fp"
 import "lib/mixture.fp"

@@ -1,4 +1,4 @@
-// Mamba-1 (spec §5.4), the two-layer diagonal baseline of the word
+// Mamba-1 (docs/spec.md §5.4), the two-layer diagonal baseline of the word
 // problems, written as one-iteration FP-Mamba with the identity mixer.
 
 import "lib/mamba.fp"

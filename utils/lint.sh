@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #===- lint.sh - Repository lint run by CI ----------------------------------===#
 #
-# Checks the files git tracks (style.md #42, #43):
+# Checks the files git tracks:
 #   whitespace    trailing whitespace, CRLF line endings and a missing final
 #                 newline in text files (binary files are skipped);
 #   large-files   files over 1 MiB;
@@ -11,7 +11,7 @@
 #                 since REV; a failure prints the patch that fixes it;
 #   lit-lines     lit/FileCheck/-verify-diagnostics lines that are silently
 #                 dead: `// RUN fp-opt` or `// CHECK fp.foo` without the colon,
-#                 `// expected-error @below msg` without `{{...}}` (#23),
+#                 `// expected-error @below msg` without `{{...}}`,
 #                 in test/**/*.{mlir,fp,test} and models/**/*.fp; then its
 #                 self-test, utils/lint-selftest.sh;
 #   clang-tidy    only with --tidy BUILD_DIR (.clang-tidy, the build's

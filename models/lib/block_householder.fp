@@ -9,7 +9,7 @@
 //
 // Each H_{j,i} is symmetric with eigenvalue 1 − 2 α_{j,i} ‖u_{j,i}‖² ∈ (−1, 1]
 // along u_{j,i} and 1 elsewhere, so ‖Q(p)‖₂ = max_j ‖Q_j‖₂ ≤ 1 for every p.
-// With blocks = 1 it is the Householder mixer of spec §2.1.
+// With blocks = 1 it is the Householder mixer of docs/spec.md §2.1.
 
 mixer block_householder(p: [m], v: [d]) -> [d] {
   config r = 1            // reflections per block

@@ -1,6 +1,6 @@
-// DPLR mixer (spec §2.2): Q = I − 2 Σ_i α_i u_i u_iᵀ, the same parameters
-// as the Householder mixer but one sum instead of a product of reflections.
-// Not contractive for r ≥ 2 in general.
+// DPLR mixer (docs/spec.md §2.2): Q = I − 2 Σ_i α_i u_i u_iᵀ, the same
+// parameters as the Householder mixer but one sum instead of a product of
+// reflections. Not contractive for r ≥ 2 in general.
 
 mixer dplr(p: [m], v: [d]) -> [d] {
   config r = 1

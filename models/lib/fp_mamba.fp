@@ -1,5 +1,5 @@
-// The FP-Mamba layer (spec §1): a Mamba-1 block whose input is mixed across
-// channels by Q(p) and iterated to its fixed point.
+// The FP-Mamba layer (docs/spec.md §1): a Mamba-1 block whose input is mixed
+// across channels by Q(p) and iterated to its fixed point.
 
 import "householder.fp"
 
@@ -32,7 +32,7 @@ layer fp_mamba(u: [D]) -> [D] {
   param out_norm: layer_norm(d, eps = eps)
   param out_proj: linear(d, D)
 
-  // Iteration-invariant precomputation (spec §1.3).
+  // Iteration-invariant precomputation (docs/spec.md §1.3).
   let xz = in_proj(u)
   let x = xz[0 : d]
   let z = xz[d : 2 * d]
@@ -46,7 +46,7 @@ layer fp_mamba(u: [D]) -> [D] {
   let cx = xdbl[R + N : R + 2 * N]
   let A = -exp(A_log)
 
-  // The fixed-point map f (spec §1.4).
+  // The fixed-point map f (docs/spec.md §1.4).
   fn f(y: [d]) -> [d] {
     let ybar = shift(y)
     let p = x
@@ -73,7 +73,7 @@ layer fp_mamba(u: [D]) -> [D] {
   let ystar = fixed_point(f, 0.0, tolerance = tolerance, max_iter_train = max_iter)
   let yhat = f(ystar)
 
-  // Output head (spec §1.5).
+  // Output head (docs/spec.md §1.5).
   let gated = yhat
   if glu_in_loop {
     gated = yhat

@@ -1,8 +1,8 @@
-// The vector-state FP-RNN (paper §3, spec §5.2):
+// The vector-state FP-RNN (paper §3, docs/spec.md §5.2):
 //   h = Λ ⊙ shift(h) + (1 − Λ) ⊙ x̃,   x̃ = Q(p)(b ⊙ x − h) + h,
 // a diagonal linear recurrence with the explicit (I − Λ) input
 // normalisation and no LayerNorm on the iterates; FP-RNN solver constants
-// (spec §3.4): quantile 0.9, no relaxation, no decay.
+// (docs/spec.md §3.4): quantile 0.9, no relaxation, no decay.
 
 import "kronecker.fp"
 

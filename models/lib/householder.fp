@@ -1,4 +1,4 @@
-// Householder product mixer (spec §2.1): Q = H_{r-1} ⋯ H_0 with
+// Householder product mixer (docs/spec.md §2.1): Q = H_{r-1} ⋯ H_0 with
 // H_i = I − 2 α_i u_i u_iᵀ, u_i = nrm(silu(W_u p)_i), α_i = σ(W_α p + b)_i.
 // ‖Q‖₂ ≤ 1 for every input.
 

@@ -1,7 +1,7 @@
-// Kronecker mixer (spec §2.3): Q = I − 2 (Uᵀ ⊗ V) with d = m1·m2,
+// Kronecker mixer (docs/spec.md §2.3): Q = I − 2 (Uᵀ ⊗ V) with d = m1·m2,
 // U = diag(γ₁) S1, V = diag(γ₂) S2, and S_k = L_k L_kᵀ from packed
 // upper-triangular factors, normalised by rows (FP-Mamba) and, with
-// `spectral`, also by their largest eigenvalue (FP-RNN; spec §10.1).
+// `spectral`, also by their largest eigenvalue (FP-RNN; docs/spec.md §10.1).
 
 mixer kronecker(p: [m], v: [d]) -> [d] {
   config spectral = false

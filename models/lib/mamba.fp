@@ -1,5 +1,5 @@
-// Mamba-1 (spec §5.4) as the one-iteration case of FP-Mamba: the identity
-// mixer, no dependence of B and C on the iterate, no LayerNorm, and a
+// Mamba-1 (docs/spec.md §5.4) as the one-iteration case of FP-Mamba: the
+// identity mixer, no dependence of B and C on the iterate, no LayerNorm, and a
 // solver that stops after one undamped step, so y* = f(0) and the output
 // uses f(y*) = f(0).
 

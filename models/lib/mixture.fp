@@ -1,4 +1,4 @@
-// Mixture mixer (spec §2.4, FP-RNN only): the product of r mixers that
+// Mixture mixer (docs/spec.md §2.4, FP-RNN only): the product of r mixers that
 // alternate between a one-reflection Householder mixer (even index) and a
 // row-normalised Kronecker mixer (odd index), applied in index order:
 // Q = M_{r−1} ⋯ M_1 M_0, every M_i reading the same input p.

@@ -1,4 +1,4 @@
-// Block-diagonal ("monarch") mixer (spec §2.4): d / r blocks of size r,
+// Block-diagonal ("monarch") mixer (docs/spec.md §2.4): d / r blocks of size r,
 // each v_c − α_c P_c v_c with P_c = L_c L_cᵀ divided by its largest column
 // norm (+ ε). No factor 2.
 

@@ -1,4 +1,4 @@
-// Selective dense mixer (spec §2.4, FP-RNN only): a full symmetric PSD
+// Selective dense mixer (docs/spec.md §2.4, FP-RNN only): a full symmetric PSD
 // matrix per token, S = L Lᵀ from d(d+1)/2 projected entries, divided by its
 // dominant eigenvalue: Q = S / (λ̂ + ε), output Q v (no I −). λ̂ comes from
 // 32 steps of the power iteration w ← S w, λ = ‖w‖, w ← w / (λ + ε); the

@@ -1,10 +1,10 @@
 //===- Baselines.cpp - LSTM and Transformer baselines -----------*- C++ -*-===//
 //
-// The LSTM of the reference's word-problem and copy experiments (spec §5.4,
-// dropout 0) and a small causal pre-norm Transformer. The Transformer uses a
-// fixed sinusoidal positional encoding computed for the length of each call,
-// so it has no maximum length; attention is written out (scores, causal mask,
-// softmax) so it builds with every supported LibTorch.
+// The LSTM of the reference's word-problem and copy experiments
+// (docs/spec.md §5.4, dropout 0) and a small causal pre-norm Transformer. The
+// Transformer uses a fixed sinusoidal positional encoding computed for the
+// length of each call, so it has no maximum length; attention is written out
+// (scores, causal mask, softmax) so it builds with every supported LibTorch.
 //
 //===----------------------------------------------------------------------===//
 

@@ -582,7 +582,7 @@ CompiledModel::CompiledModel(std::shared_ptr<const ModelLibrary> library,
                       .to(options.dtype));
   }
 
-  // The reference wrapper's output-projection scaling (spec §6).
+  // The reference wrapper's output-projection scaling (docs/spec.md §6).
   torch::NoGradGuard noGrad;
   double scale = std::sqrt(static_cast<double>(layers.size()));
   for (const auto &layer : layers)

@@ -1,7 +1,7 @@
 //===- FPMamba.cpp - The reference FP-Mamba layer ---------------*- C++ -*-===//
 //
-// Spec §1: the iteration-invariant precomputation (§1.3), the fixed-point
-// map f (§1.4), the solve without gradient (§3), one differentiable
+// docs/spec.md §1: the iteration-invariant precomputation (§1.3), the
+// fixed-point map f (§1.4), the solve without gradient (§3), one differentiable
 // application at the fixed point and the output head (§1.5, §4).
 //
 //===----------------------------------------------------------------------===//
@@ -63,7 +63,7 @@ FPMambaInvariants FPMambaLayer::precompute(const torch::Tensor &u) {
   torch::Tensor xRaw = xz.narrow(-1, 0, d);
   inv.z = xz.narrow(-1, d, d);
   // Without the short convolution, x is the raw projection: no activation
-  // (spec §10.4).
+  // (docs/spec.md §10.4).
   inv.x = config.useShortConv
               ? torch::silu(causalConv(xRaw, convWeight, convBias))
               : xRaw;
@@ -88,7 +88,8 @@ torch::Tensor FPMambaLayer::applyMap(const torch::Tensor &y,
     p = inv.x + yBar;
   else
     p = torch::cat({inv.x, yBar}, -1);
-  // The mixer acts on x − y (unshifted) and y is added back (spec §1.4).
+  // The mixer acts on x − y (unshifted) and y is added back
+  // (docs/spec.md §1.4).
   torch::Tensor mixed = mixer->forward(p, inv.x - y) + y;
 
   int64_t states = config.dState;

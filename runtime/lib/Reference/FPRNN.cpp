@@ -1,6 +1,6 @@
 //===- FPRNN.cpp - The reference vector-state FP-RNN layer ------*- C++ -*-===//
 //
-// Spec §5.2: a diagonal linear recurrence with explicit (1 − λ) input
+// docs/spec.md §5.2: a diagonal linear recurrence with explicit (1 − λ) input
 // normalisation whose input is mixed by Q(p), iterated to its fixed point
 // with the FP-RNN solver constants, and a gated RMSNorm readout.
 //

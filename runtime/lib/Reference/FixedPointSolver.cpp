@@ -1,7 +1,7 @@
 //===- FixedPointSolver.cpp - The reference fixed-point solver --*- C++ -*-===//
 //
-// Spec §3 step by step. The continue rule reads the best-so-far residuals;
-// the returned value is the relaxed iterate, not f of it.
+// docs/spec.md §3 step by step. The continue rule reads the best-so-far
+// residuals; the returned value is the relaxed iterate, not f of it.
 //
 //===----------------------------------------------------------------------===//
 

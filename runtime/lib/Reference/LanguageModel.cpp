@@ -1,8 +1,8 @@
 //===- LanguageModel.cpp - The residual LM wrapper --------------*- C++ -*-===//
 //
-// Spec §6: embedding, pre-norm residual blocks, final RMSNorm, tied head,
-// and the wrapper's initialisation (Linear biases zeroed except Mamba's dt
-// bias, embedding N(0, 0.02²), out_proj re-drawn and scaled by 1/√n_layer).
+// docs/spec.md §6: embedding, pre-norm residual blocks, final RMSNorm, tied
+// head, and the wrapper's initialisation (Linear biases zeroed except Mamba's
+// dt bias, embedding N(0, 0.02²), out_proj re-drawn and scaled by 1/√n_layer).
 //
 //===----------------------------------------------------------------------===//
 

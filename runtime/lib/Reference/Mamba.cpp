@@ -1,8 +1,9 @@
 //===- Mamba.cpp - The reference Mamba-1 layer ------------------*- C++ -*-===//
 //
-// Mamba-1 as mamba_ssm computes it (spec §5.4): in_proj to [x; z], short
-// causal convolution with SiLU, x_proj to [δ; B; C], Δ = softplus(W_dt δ +
-// b_dt), the selective scan with skip D, the SiLU(z) gate and out_proj.
+// Mamba-1 as mamba_ssm computes it (docs/spec.md §5.4): in_proj to [x; z],
+// short causal convolution with SiLU, x_proj to [δ; B; C],
+// Δ = softplus(W_dt δ + b_dt), the selective scan with skip D, the SiLU(z) gate
+// and out_proj.
 //
 //===----------------------------------------------------------------------===//
 

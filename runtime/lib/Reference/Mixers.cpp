@@ -1,6 +1,6 @@
 //===- Mixers.cpp - Channel mixers of FP-RNNs -------------------*- C++ -*-===//
 //
-// Spec §2. Every mixer computes its per-token parameters from p with
+// docs/spec.md §2. Every mixer computes its per-token parameters from p with
 // weight-normalised projections, then applies Q(p) to v without forming a
 // d × d matrix (except the r × r blocks and m × m Kronecker factors).
 //

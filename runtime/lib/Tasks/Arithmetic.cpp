@@ -1,6 +1,6 @@
 //===- Arithmetic.cpp - Modular arithmetic with brackets --------*- C++ -*-===//
 //
-// The Chomsky-hierarchy arithmetic task (spec §7.3): a random bracketed
+// The Chomsky-hierarchy arithmetic task (docs/spec.md §7.3): a random bracketed
 // expression over Z_5 of exactly n − 3 tokens, then '=', the result and a
 // PAD. Exactly one position is supervised: the model reads '=' and predicts
 // the result, which is overwritten by 0 in the input. Scores::extra is the
@@ -28,7 +28,7 @@ int64_t mod(int64_t value) {
 }
 
 /// Appends a random expression of exactly `length` tokens to `out` and
-/// returns its value (spec §7.3, gen(ℓ)).
+/// returns its value (docs/spec.md §7.3, gen(ℓ)).
 int64_t generate(SequenceRng &rng, int64_t length, std::vector<int64_t> &out) {
   if (length <= 4) {
     int64_t a = rng.uniform(0, kModulus - 1);

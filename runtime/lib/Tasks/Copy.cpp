@@ -1,7 +1,7 @@
 //===- Copy.cpp - The copy task ---------------------------------*- C++ -*-===//
 //
-// Copying a random string (spec §7.2, Jelassi et al.): letters 0..V−1, then
-// '$' (BOS), '|' (separator), '.' (EOS and evaluation padding) and '*'
+// Copying a random string (docs/spec.md §7.2, Jelassi et al.): letters 0..V−1,
+// then '$' (BOS), '|' (separator), '.' (EOS and evaluation padding) and '*'
 // (never produced). Training rows pack examples "$ w | w ." back to back into
 // C tokens; the example that overflows is cut at C and carries no loss.
 // Evaluation sequences hold one example padded with '.' and supervise only

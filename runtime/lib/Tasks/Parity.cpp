@@ -1,6 +1,6 @@
 //===- Parity.cpp - The parity task -----------------------------*- C++ -*-===//
 //
-// Parity of a bit string (spec §7.3, last paragraph; configs of the
+// Parity of a bit string (docs/spec.md §7.3, last paragraph; configs of the
 // reference's arithmetic experiments): a sample of n tokens holds n − 1 bits
 // drawn uniformly from {1, 2} and, at position n − 1, the answer
 // (#2s mod 2) + 1. Token 0 is padding. As in the reference's masked

@@ -1,10 +1,11 @@
 //===- WordProblem.cpp - A5 / S5 word problems ------------------*- C++ -*-===//
 //
-// State tracking on a permutation group (spec §7.1): a word of k elements
-// drawn uniformly from A5 or S5, labelled with its prefix products. Token ids
-// are the element indices of PermutationGroup (lexicographic order, identity
-// 0), then [PAD], [BOS], [UNK], [EOS], [SEP], [CLS], [MASK]. Every position is
-// supervised, BOS and PAD included, as in the reference (no ignore index).
+// State tracking on a permutation group (docs/spec.md §7.1): a word of k
+// elements drawn uniformly from A5 or S5, labelled with its prefix products.
+// Token ids are the element indices of PermutationGroup (lexicographic order,
+// identity 0), then [PAD], [BOS], [UNK], [EOS], [SEP], [CLS], [MASK]. Every
+// position is supervised, BOS and PAD included, as in the reference (no
+// ignore index).
 //
 //===----------------------------------------------------------------------===//
 

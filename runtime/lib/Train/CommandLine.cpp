@@ -633,7 +633,7 @@ TrainConfig makeTrainConfig(const CommandLine &commandLine,
   config.model.padVocabMultiple = defaults.padVocabMultiple;
   config.model.normEps = defaults.normEps;
 
-  // The model kind's solver constants (spec §3.4), or what a compiled
+  // The model kind's solver constants (docs/spec.md §3.4), or what a compiled
   // model's manifest fixes, before any solver flag.
   if (auto model = commandLine.value("model"))
     applyFlag(config, "model", *model);

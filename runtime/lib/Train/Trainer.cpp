@@ -209,8 +209,8 @@ RunOutcome Trainer::resume() {
 }
 
 int64_t Trainer::drawIterationCap() {
-  // Spec §3.5: ceil(Gamma(shape 4, scale k/16 + 1)), k = training length. A
-  // fresh distribution per draw keeps the engine the whole RNG state.
+  // docs/spec.md §3.5: ceil(Gamma(shape 4, scale k/16 + 1)), k = training
+  // length. A fresh distribution per draw keeps the engine the whole RNG state.
   double k = static_cast<double>(task->options().trainLength);
   std::gamma_distribution<double> gamma(4.0, k / 16.0 + 1.0);
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(gamma(rng))));

@@ -20,8 +20,8 @@
 // With --dtype bf16 both sides compute in bf16 as training would: the
 // compiled layer over f32 weights cast per call (CompiledLayer::computeDtype),
 // the eager reference under autocast to bf16, the reference code's own
-// regime (spec §1.9); an untimed eager run in f32 on the same weights and
-// input measures how far each is from the f32 result.
+// regime (docs/spec.md §1.9); an untimed eager run in f32 on the same weights
+// and input measures how far each is from the f32 result.
 //
 // Exit status: 0 done; 1 an error while loading or running; 2 a bad command
 // line (one line on stderr).

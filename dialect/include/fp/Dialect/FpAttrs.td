@@ -78,8 +78,8 @@ def FP_InitAttr : FP_Attr<"Init", "init"> {
   let summary = "how a parameter is initialised";
   let description = [{
     The initialiser of an `fp.param`, applied by the runtime when it creates
-    a model's parameters (spec §1.2, §6). `args` are the kind's numbers; `of`
-    names another parameter of the same layer.
+    a model's parameters (docs/spec.md §1.2, §6). `args` are the kind's numbers;
+    `of` names another parameter of the same layer.
 
     | kind | args | values |
     |---|---|---|
@@ -112,7 +112,7 @@ def FP_InitAttr : FP_Attr<"Init", "init"> {
 def FP_SolverAttr : FP_Attr<"Solver", "solver"> {
   let summary = "settings of the fixed-point solver";
   let description = [{
-    The solver rule of spec §3, per `fp.fixed_point`:
+    The solver rule of docs/spec.md §3, per `fp.fixed_point`:
 
     * `tolerance` τ: stop once the `quantile` of the per-sample best relative
       residuals is below τ;
@@ -146,7 +146,8 @@ def FP_SolverAttr : FP_Attr<"Solver", "solver"> {
     }]>
   ];
   let extraClassDeclaration = [{
-    /// The FP-Mamba defaults of the reference implementation (spec §3.4).
+    /// The FP-Mamba defaults of the reference implementation
+    /// (docs/spec.md §3.4).
     static SolverAttr getReferenceDefaults(::mlir::MLIRContext *context);
   }];
 }
@@ -170,7 +171,8 @@ def FP_BackwardAttr : FP_Attr<"Backward", "backward"> {
   let summary = "adjoint mode of a fixed-point loop";
   let description = [{
     * `one_step`: the reference's gradient, the VJP of one application of
-      the body at the fixed point `y*`, with `y*` held constant (spec §4);
+      the body at the fixed point `y*`, with `y*` held constant
+      (docs/spec.md §4);
     * `truncated(k)`: backpropagate through `k` chained applications;
     * `neumann(k)`: `k` terms of the Neumann series of `(I − J_yᵀ)⁻¹`;
     * `implicit(tol)`: solve the adjoint fixed point `g = ḡ + J_yᵀ g` to

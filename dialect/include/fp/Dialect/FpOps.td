@@ -79,7 +79,7 @@ def FP_FixedPointOp : FP_Op<"fixed_point", [
   let description = [{
     Computes a fixed point `y* = f(y*)` of the map `f` given by the body, by
     relaxed iteration from the initial values, under the solver rule of the
-    reference implementation (spec §3). The body receives the current
+    reference implementation (docs/spec.md §3). The body receives the current
     iterates as block arguments and yields `f` of them; values defined above
     the op are captured and are constant across iterations.
 
@@ -102,7 +102,8 @@ def FP_FixedPointOp : FP_Op<"fixed_point", [
     Results: the relaxed iterates at exit (the fixed point; not `f` of it)
     and, per sample, the number of solver steps plus one, counting the one
     differentiable application of the body that the layer makes at the fixed
-    point (spec §3.6). `docs/dialect.md` describes the semantics in full.
+    point (docs/spec.md §3.6). `docs/dialect.md` describes the semantics in
+    full.
 
     The `backward` attribute selects how `fp-derive-backward` differentiates
     through the fixed point.
@@ -240,8 +241,8 @@ def FP_SolverInitOp : FP_Op<"solver_init", [
   let summary = "create the state of a fixed-point solve";
   let description = [{
     Allocates and initialises the per-sample state of the solver rule of
-    spec §3 for a batch of iterates like `batch_like` (only its batch size
-    is read): ρ* = +∞, η = `relax_start`, π = `relax_patience`, no steps
+    docs/spec.md §3 for a batch of iterates like `batch_like` (only its batch
+    size is read): ρ* = +∞, η = `relax_start`, π = `relax_patience`, no steps
     taken. The settings are those of the `fp.fixed_point` it was lowered
     from; runtime overrides (training or evaluation, a different cap or
     tolerance, a fixed step count) apply when the state is created.
@@ -269,8 +270,8 @@ def FP_SolverContinueOp : FP_Op<"solver_continue"> {
     True before the first step; afterwards true while the quantile (1 in
     evaluation) of the per-sample best residuals ρ* is at least the
     tolerance, some step size η is at least 1e-3, and fewer steps than the
-    cap were taken (spec §3.3). The test runs where the state lives: on the
-    CUDA target the device evaluates it, and the host only learns its value
+    cap were taken (docs/spec.md §3.3). The test runs where the state lives: on
+    the CUDA target the device evaluates it, and the host only learns its value
     without waiting for each step (a lowered loop may queue steps ahead;
     steps queued after the device decided to stop change nothing).
 
@@ -312,8 +313,8 @@ def FP_SolverUpdateOp : FP_Op<"solver_update"> {
   let description = [{
     Per sample: ρ* ← min(ρ*, ρ); the patience π resets on improvement and
     counts down otherwise; when it reaches 0, η ← `relax_decay`·η and π
-    resets (spec §3.2). Then the step counter advances, ρ is cleared for the
-    next step, and the continue rule is evaluated for `fp.solver_continue`.
+    resets (docs/spec.md §3.2). Then the step counter advances, ρ is cleared for
+    the next step, and the continue rule is evaluated for `fp.solver_continue`.
 
     ```mlir
     fp.solver_update %s
@@ -326,7 +327,7 @@ def FP_SolverUpdateOp : FP_Op<"solver_update"> {
 def FP_SolverIterationsOp : FP_Op<"solver_iterations"> {
   let summary = "per-sample iteration counts of a finished solve";
   let description = [{
-    The steps taken plus one, for every sample (spec §3.6: the one
+    The steps taken plus one, for every sample (docs/spec.md §3.6: the one
     differentiable application of the body at the fixed point counts); the
     `iterations` result of the `fp.fixed_point` the solve was lowered from.
 
@@ -464,8 +465,8 @@ def FP_SelectiveScanOp : FP_Op<"selective_scan", [
     AllTypesMatch<["B", "C"]>]> {
   let summary = "Mamba-1 selective scan with state expansion";
   let description = [{
-    The discretised state-space recurrence of Mamba-1 (spec §1.4), with state
-    `S_t ∈ R^{d×N}` from `S_{−1} = 0`, for every batch entry:
+    The discretised state-space recurrence of Mamba-1 (docs/spec.md §1.4), with
+    state `S_t ∈ R^{d×N}` from `S_{−1} = 0`, for every batch entry:
 
     ```
     S_t[i, n] = exp(delta_t[i] · A[i, n]) · S_{t−1}[i, n]
@@ -657,7 +658,7 @@ def FP_ReduceSumOp : FP_ReductionOp<"reduce_sum", "sum", [{
 
 def FP_ReduceMaxOp : FP_ReductionOp<"reduce_max", "maximum", [{
     The largest row norm of per-token matrices, for example (the block
-    normalisation of the Monarch mixer, spec §2.4):
+    normalisation of the Monarch mixer, docs/spec.md §2.4):
 
     ```mlir
     %m = fp.reduce_max %norms dims [3] : tensor<?x?x8x4xf32> -> tensor<?x?x8xf32>
@@ -757,7 +758,7 @@ def FP_TriuOp : FP_Op<"triu", [Pure, DeclareOpInterfaceMethods<FP_Differentiable
     Fills an `m × m` upper-triangular matrix, row-major over the upper
     triangle (row `i` ascending, column `j ≥ i` ascending), from the
     `m(m+1)/2` entries of the last dimension; zeros below the diagonal. The
-    Cholesky-structured factors of the Kronecker mixer (spec §2.3).
+    Cholesky-structured factors of the Kronecker mixer (docs/spec.md §2.3).
 
     ```mlir
     %l = fp.triu %theta : tensor<?x?x36xf32> -> tensor<?x?x8x8xf32>

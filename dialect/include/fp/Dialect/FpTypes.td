@@ -20,7 +20,7 @@ class FP_Type<string name, string typeMnemonic, list<Trait> traits = []>
 def FP_SolverType : FP_Type<"Solver", "solver"> {
   let summary = "the state of one fixed-point solve";
   let description = [{
-    A handle to the per-sample state of the solver rule of spec §3: the
+    A handle to the per-sample state of the solver rule of docs/spec.md §3: the
     residual of the current step ρ, the best residual so far ρ*, the step
     size η and the patience π, with the step counter and the continue rule.
     It lives where the data is (host memory for the host target, device

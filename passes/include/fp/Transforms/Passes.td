@@ -1,7 +1,8 @@
 //===- Passes.td - fp transformation passes ----------------*- tablegen -*-===//
 //
-// The passes of the fp pipeline (design.md §2). Each runs alone in fp-opt;
-// `fp-pipeline` (Pipeline.h) composes them in the order fpc uses.
+// The passes of the fp pipeline (README.md, "Life of a model"). Each runs
+// alone in fp-opt; `fp-pipeline` (Pipeline.h) composes them in the order fpc
+// uses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,7 +76,7 @@ def FpDeriveBackward : Pass<"fp-derive-backward", "ModuleOp"> {
     more than once.
 
     The adjoint of a fixed-point loop follows its `backward` mode. With
-    `one_step` (the reference's, spec §4) the fixed point is a constant:
+    `one_step` (the reference's, docs/spec.md §4) the fixed point is a constant:
     the gradient is that of the layer's own application of the map at the
     fixed point, and no cotangent flows into the loop. `truncated(k)`
     recomputes k − 1 further applications of the map from the saved fixed
@@ -340,9 +341,9 @@ def FpLowerFixedPoint : Pass<"fp-lower-fixed-point", "func::FuncOp"> {
   let summary = "lower fp.fixed_point to an scf.while with explicit solver "
                 "steps";
   let description = [{
-    Rewrites every `fp.fixed_point` into the solver of spec §3 as an explicit
-    loop: `fp.solver_init` creates the per-sample state where the data is,
-    an `scf.while` whose condition is `fp.solver_continue` runs the body,
+    Rewrites every `fp.fixed_point` into the solver of docs/spec.md §3 as an
+    explicit loop: `fp.solver_init` creates the per-sample state where the data
+    is, an `scf.while` whose condition is `fp.solver_continue` runs the body,
     and each step ends with `fp.solver_relax` for every iterate (residual
     and relaxation in one pass over the data) and one `fp.solver_update`
     (best residual, patience, step-size decay, and the continue rule for the

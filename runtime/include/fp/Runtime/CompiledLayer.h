@@ -5,7 +5,8 @@
 // manifest's initialisers) and its forward calls the library's entry point
 // through the C ABI of ModelABI.h. CompiledModel assembles the manifest's
 // model stack around such layers the way the reference LanguageModel does
-// (spec §6): embedding, pre-norm residual blocks, final norm, tied head.
+// (docs/spec.md §6): embedding, pre-norm residual blocks, final norm, tied
+// head.
 //
 // Compiled layers train: when autograd must differentiate a forward (grad
 // mode on and the input or a parameter requiring grad), the forward also
@@ -166,7 +167,7 @@ struct CompiledModelOptions {
   torch::Dtype dtype = torch::kFloat32;
 };
 
-/// The language model of a library's manifest (`model`, spec §6): token
+/// The language model of a library's manifest (`model`, docs/spec.md §6): token
 /// embedding [V_pad, D] ~ N(0, 0.02²), one pre-norm residual block per
 /// `model.stack` entry, r ← r + Layer(RMSNorm(r)) with the manifest's
 /// `norm_eps`, the final norm, and a head tied to the embedding (or its own

@@ -58,7 +58,7 @@ struct ParamInfo {
   int64_t numElements() const;
 };
 
-/// How a layer's backward treats the fixed point (design §5).
+/// How a layer's backward treats the fixed point (docs/backward.md).
 enum class BackwardMode {
   OneStep,   ///< Gradient of one extra application at the fixed point.
   Truncated, ///< Backpropagate through `steps` chained applications.
@@ -73,8 +73,8 @@ struct BackwardSpec {
   double tolerance = 0; ///< Implicit only.
 };
 
-/// The solver settings compiled into a layer (spec §3); a call may override
-/// some of them through fp_solver_overrides.
+/// The solver settings compiled into a layer (docs/spec.md §3); a call may
+/// override some of them through fp_solver_overrides.
 struct SolverDefaults {
   double tolerance = 0;      ///< Relative residual to reach, in (0, inf).
   double trainQuantile = 0;  ///< Fraction of the batch that must converge.
@@ -162,7 +162,8 @@ struct LayerInfo {
 /// The final normalisation of a language model.
 enum class FinalNorm { None, RmsNorm, LayerNorm };
 
-/// How the runtime assembles a language model from the layers (spec §6).
+/// How the runtime assembles a language model from the layers
+/// (docs/spec.md §6).
 struct ModelInfo {
   /// The model's name in its source (`model NAME { ... }`); empty when the
   /// manifest gives none.

@@ -53,9 +53,9 @@ typedef enum fp_status {
   FP_ERROR_DEVICE = 4,      /* a CUDA or BLAS call failed */
 } fp_status;
 
-/// Per-call overrides of the solver settings compiled into a layer (spec §3).
-/// A field holding its "keep" value (negative, or NaN for reals) leaves the
-/// compiled default in place.
+/// Per-call overrides of the solver settings compiled into a layer
+/// (docs/spec.md §3). A field holding its "keep" value (negative, or NaN for
+/// reals) leaves the compiled default in place.
 typedef struct fp_solver_overrides {
   int32_t max_iter;    /* iteration cap; < 0: keep (train or eval default) */
   int32_t fixed_iters; /* > 0: run exactly this many steps (benchmarks) */
@@ -66,7 +66,7 @@ typedef struct fp_solver_overrides {
 /// Statistics a call reports. Arrays are caller-owned host memory of length
 /// `batch`, or NULL when not wanted.
 typedef struct fp_solver_stats {
-  int32_t *iterations;    /* per sample: solver steps + 1 (spec §3.6) */
+  int32_t *iterations;    /* per sample: steps + 1 (docs/spec.md §3.6) */
   float *residuals;       /* per sample: best relative residual reached */
   int32_t steps;          /* solver steps taken by the whole batch */
   int32_t backward_steps; /* steps of an iterative backward (implicit mode) */

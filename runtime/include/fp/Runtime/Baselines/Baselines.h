@@ -1,8 +1,8 @@
 //===- Baselines.h - LSTM and Transformer baselines -------------*- C++ -*-===//
 //
-// The models a user compares the fixed-point RNNs against (spec §5.4): an
-// LSTM (embedding, torch::nn::LSTM, linear head with bias) and a small causal
-// pre-norm Transformer with sinusoidal positions, so that it runs at any
+// The models a user compares the fixed-point RNNs against (docs/spec.md §5.4):
+// an LSTM (embedding, torch::nn::LSTM, linear head with bias) and a small
+// causal pre-norm Transformer with sinusoidal positions, so that it runs at any
 // sequence length for length-generalisation evaluation. Both are
 // SequenceModels built from a ModelConfig, run in fp32 or fp64 and have no
 // fixed point (their ForwardStats are empty).
@@ -22,7 +22,8 @@
 namespace fp::rt {
 
 /// Embedding (V_pad × D) → nLayers-layer LSTM with hidden size D
-/// (batch-first, no dropout) → linear head with bias to V_pad (spec §5.4).
+/// (batch-first, no dropout) → linear head with bias to V_pad
+/// (docs/spec.md §5.4).
 ///
 /// Parameter names: `embedding.weight`, `lstm.{weight,bias}_{ih,hh}_l<k>`,
 /// `head.{weight,bias}`.
@@ -44,7 +45,7 @@ private:
 ///
 /// Parameter names: `norm_attn.*`, `qkv.*`, `proj.*`, `norm_mlp.*`,
 /// `fc_in.*`, `fc_out.*` (norms carry "norm" so that the weight-decay rules
-/// of spec §7 recognise them).
+/// of docs/spec.md §7 recognise them).
 class TransformerBlock : public torch::nn::Module {
 public:
   TransformerBlock(int64_t dModel, int64_t nHeads, double normEps);

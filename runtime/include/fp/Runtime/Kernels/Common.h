@@ -214,7 +214,7 @@ template <typename Real> struct GradientSum {
 // Solver settings
 //===----------------------------------------------------------------------===//
 
-/// The solver constants of one fp.fixed_point (spec §3).
+/// The solver constants of one fp.fixed_point (docs/spec.md §3).
 struct SolverSettings {
   double tolerance;
   double trainQuantile;

@@ -1934,7 +1934,7 @@ inline void rmsNorm(In<Real> in, In<Real> weight, int64_t rows, int64_t width,
 }
 
 //===----------------------------------------------------------------------===//
-// The fixed-point solver (spec §3)
+// The fixed-point solver (docs/spec.md §3)
 //===----------------------------------------------------------------------===//
 
 namespace detail {
@@ -2407,9 +2407,9 @@ inline void warnGraphFallback(const std::string &why) {
 
 } // namespace detail
 
-/// The fixed-point solver of spec §3 with Host.h's Solver API and results,
-/// its state on the device: per sample best residual ρ*, step size η and
-/// patience, and the step counter and "running" flag of the continue rule.
+/// The fixed-point solver of docs/spec.md §3 with Host.h's Solver API and
+/// results, its state on the device: per sample best residual ρ*, step size η
+/// and patience, and the step counter and "running" flag of the continue rule.
 ///
 /// A step queues, per iterate, relax(): residual and relaxation (one chunk
 /// of tokens of one sample per block); then update(): one block of
@@ -2587,7 +2587,7 @@ public:
   }
 
   /// Writes the statistics of the finished solve: per sample steps + 1
-  /// (the differentiable step counts, spec §3.6) and ρ*, and adds the
+  /// (the differentiable step counts, docs/spec.md §3.6) and ρ*, and adds the
   /// solve's waits to host_waits. With `device`, one launch writes them
   /// there and nothing waits for the device (of `stats`, only host_waits
   /// is written); without it, the host arrays of `stats` are filled after

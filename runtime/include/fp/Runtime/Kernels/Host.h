@@ -2,8 +2,8 @@
 //
 // The fixed helper code that fpc's host C++ emitter calls: one function per
 // fp op that is not a plain elementwise expression, the fixed-point solver of
-// spec §3, and the workspace layout. Generated files include this header;
-// nothing here is generated.
+// docs/spec.md §3, and the workspace layout. Generated files include this
+// header; nothing here is generated.
 //
 // Every kernel works on dense row-major buffers of one element type `Real`
 // (float, double or bf16) and computes in Compute<Real> (BFloat16.h): it
@@ -761,14 +761,14 @@ FP_KERNEL void rmsNorm(In<Real> in, In<Real> weight, int64_t rows,
 }
 
 //===----------------------------------------------------------------------===//
-// The fixed-point solver (spec §3)
+// The fixed-point solver (docs/spec.md §3)
 //===----------------------------------------------------------------------===//
 
 /// Per-sample state of one solve, on the host: best residual ρ*, step size
-/// η and patience π, with the continue rule of spec §3.3 evaluated where
-/// the data is. Arithmetic is in Compute<Real>: the activation dtype, as
+/// η and patience π, with the continue rule of docs/spec.md §3.3 evaluated
+/// where the data is. Arithmetic is in Compute<Real>: the activation dtype, as
 /// the reference computes it, and float for bf16 iterates (the reference's
-/// bf16 autocast keeps its residuals in float, spec §1.9).
+/// bf16 autocast keeps its residuals in float, docs/spec.md §1.9).
 template <typename Real> class Solver {
   using C = Compute<Real>;
 
@@ -865,8 +865,8 @@ public:
   }
 
   /// Writes the statistics of the finished solve: per sample steps + 1
-  /// (the differentiable step counts, spec §3.6) and ρ*. `device` is the
-  /// CUDA solver's; a host call never has one (the entry refuses it).
+  /// (the differentiable step counts, docs/spec.md §3.6) and ρ*. `device` is
+  /// the CUDA solver's; a host call never has one (the entry refuses it).
   void report(fp_solver_stats *stats,
               const fp_device_stats *device = nullptr) const {
     (void)device;

@@ -1,8 +1,8 @@
 //===- Autocast.h - Eager ops in reduced precision --------------*- C++ -*-===//
 //
 // The reference code runs its toy tasks under `torch.autocast` with bf16
-// (spec §1.9): projections in bf16, the scan's inputs in bf16 with its state
-// in f32, the iterate in f32. AutocastGuard is that context for the eager
+// (docs/spec.md §1.9): projections in bf16, the scan's inputs in bf16 with its
+// state in f32, the iterate in f32. AutocastGuard is that context for the eager
 // reference in C++, for LibTorch 1.13 and 2.x alike.
 //
 //===----------------------------------------------------------------------===//

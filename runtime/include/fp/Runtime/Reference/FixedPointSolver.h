@@ -1,9 +1,10 @@
 //===- FixedPointSolver.h - The reference fixed-point solver ----*- C++ -*-===//
 //
-// The solver of spec §3, exactly: relaxed iteration y ← η f(y) + (1 − η) y
-// with per-sample step sizes decayed after a patience of non-improving
-// steps, and the best-so-far quantile continue rule. SolverState holds the
-// per-sample bookkeeping so each rule can be tested on its own.
+// The solver of docs/spec.md §3, exactly: relaxed iteration
+// y ← η f(y) + (1 − η) y with per-sample step sizes decayed after a patience
+// of non-improving steps, and the best-so-far quantile continue rule.
+// SolverState holds the per-sample bookkeeping so each rule can be tested on
+// its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,8 +17,9 @@
 
 namespace fp::rt::ref {
 
-/// Per-sample relative fixed-point residual (spec §3.2): for y, fy of shape
-/// [B, T, ...], max over t of ‖y_t − fy_t‖∞ / (‖fy_t‖∞ + 1e-8), shape [B].
+/// Per-sample relative fixed-point residual (docs/spec.md §3.2): for y, fy
+/// of shape [B, T, ...], max over t of ‖y_t − fy_t‖∞ / (‖fy_t‖∞ + 1e-8),
+/// shape [B].
 torch::Tensor relativeResidual(const torch::Tensor &y, const torch::Tensor &fy);
 
 /// The per-sample state of one solve.
@@ -27,12 +29,13 @@ public:
               const torch::TensorOptions &options);
 
   /// Records the residuals ρ [B] of one step: best-so-far, patience and
-  /// step-size decay (spec §3.2), and counts the step.
+  /// step-size decay (docs/spec.md §3.2), and counts the step.
   void record(const torch::Tensor &rho);
 
-  /// The continue rule (spec §3.3), checked before each step: true before
-  /// the first step; then Quantile_q(ρ*) ≥ τ, max η ≥ 1e-3 and steps < cap.
-  /// A config with fixedIters > 0 runs exactly that many steps instead.
+  /// The continue rule (docs/spec.md §3.3), checked before each step: true
+  /// before the first step; then Quantile_q(ρ*) ≥ τ, max η ≥ 1e-3 and
+  /// steps < cap. A config with fixedIters > 0 runs exactly that many steps
+  /// instead.
   bool shouldContinue(bool training, int64_t trainCap) const;
 
   /// y ← η y_new + (1 − η) y, with η broadcast per sample.
@@ -47,7 +50,7 @@ public:
 
 struct SolveResult {
   torch::Tensor y;            ///< the relaxed iterate at exit
-  torch::Tensor iterations;   ///< [B] int64: steps + 1 (spec §3.6)
+  torch::Tensor iterations;   ///< [B] int64: steps + 1 (docs/spec.md §3.6)
   torch::Tensor bestResidual; ///< [B]
   int64_t steps = 0;
 };

@@ -1,6 +1,6 @@
 //===- LanguageModel.h - The residual LM wrapper ----------------*- C++ -*-===//
 //
-// The language-model wrapper of spec §6 around a stack of block mixers:
+// The language-model wrapper of docs/spec.md §6 around a stack of block mixers:
 // embedding, pre-norm residual blocks with RMSNorm, a final RMSNorm and a
 // head tied to the embedding, with the reference's initialisation.
 //

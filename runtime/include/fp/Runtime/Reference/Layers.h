@@ -1,9 +1,9 @@
 //===- Layers.h - Reference sequence-mixing layers --------------*- C++ -*-===//
 //
 // The block mixers of the residual stack, written from the spec: FP-Mamba
-// (spec §1, with the solver of §3 and the one-step gradient of §4), Mamba-1
-// (one pass, as mamba_ssm computes it) and the vector-state FP-RNN (§5.2).
-// Each maps [B, T, D] to [B, T, D].
+// (docs/spec.md §1, with the solver of §3 and the one-step gradient of §4),
+// Mamba-1 (one pass, as mamba_ssm computes it) and the vector-state FP-RNN
+// (§5.2). Each maps [B, T, D] to [B, T, D].
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +33,7 @@ protected:
   /// Solves y = f(y) from y0 without gradient (recording lastIterations),
   /// then applies f to the detached fixed point config.nBackwards times with
   /// autograd: the gradient flows through those applications only, never
-  /// into y* (spec §4).
+  /// into y* (docs/spec.md §4).
   torch::Tensor
   solveThenApply(const std::function<torch::Tensor(const torch::Tensor &)> &f,
                  const torch::Tensor &y0, const ModelConfig &config);
@@ -41,26 +41,27 @@ protected:
   int64_t trainCap = -1;
 };
 
-/// The iteration-invariant part of an FP-Mamba layer (spec §1.3).
+/// The iteration-invariant part of an FP-Mamba layer (docs/spec.md §1.3).
 struct FPMambaInvariants {
   /// x, z: [B, T, d]; delta = softplus(W_dt δ + b_dt): [B, T, d];
   /// bx, cx: [B, T, N]; A = −exp(A_log): [d, N].
   torch::Tensor x, z, delta, bx, cx, A;
 };
 
-/// FP-Mamba (Mamba-1 based), spec §1.
+/// FP-Mamba (Mamba-1 based), docs/spec.md §1.
 class FPMambaLayer : public BlockMixer {
 public:
   explicit FPMambaLayer(const ModelConfig &config);
 
   /// precompute → solve without gradient → ŷ = f(y*) (nBackwards times) →
-  /// output head. Gradients flow through ŷ only, never into y* (spec §4).
+  /// output head. Gradients flow through ŷ only, never into y*
+  /// (docs/spec.md §4).
   torch::Tensor forward(const torch::Tensor &u) override;
 
   FPMambaInvariants precompute(const torch::Tensor &u);
-  /// The fixed-point map f(y) of spec §1.4.
+  /// The fixed-point map f(y) of docs/spec.md §1.4.
   torch::Tensor applyMap(const torch::Tensor &y, const FPMambaInvariants &inv);
-  /// The output head of spec §1.5 applied to ŷ.
+  /// The output head of docs/spec.md §1.5 applied to ŷ.
   torch::Tensor head(const torch::Tensor &yhat, const FPMambaInvariants &inv);
 
   ModelConfig config;
@@ -72,7 +73,7 @@ public:
   std::shared_ptr<LayerNorm> outNorm;
 };
 
-/// Mamba-1 (spec §5.4): one pass, short convolution, gate inside.
+/// Mamba-1 (docs/spec.md §5.4): one pass, short convolution, gate inside.
 class MambaLayer : public BlockMixer {
 public:
   explicit MambaLayer(const ModelConfig &config);
@@ -88,7 +89,7 @@ struct FPRNNInvariants {
   torch::Tensor x, z, xMix, bx, lambda;
 };
 
-/// The vector-state FP-RNN (spec §5.2):
+/// The vector-state FP-RNN (docs/spec.md §5.2):
 /// f(h)_t = λ_t ⊙ f(h)_{t−1} + (1 − λ_t) ⊙ (Q(p)(b ⊙ x − h) + h).
 class FPRNNLayer : public BlockMixer {
 public:
@@ -111,7 +112,7 @@ public:
 /// Throws std::invalid_argument for any other kind.
 std::shared_ptr<BlockMixer> makeBlockMixer(const ModelConfig &config);
 
-/// The solver settings of the reference for a model kind (spec §3.4):
+/// The solver settings of the reference for a model kind (docs/spec.md §3.4):
 /// FP-Mamba's for "fp_mamba", FP-RNN's (η₀ = 1, no decay, q = 0.9) for
 /// "fp_rnn".
 SolverConfig referenceSolverConfig(const std::string &kind);

@@ -1,6 +1,6 @@
 //===- Mixers.h - Channel mixers of FP-RNNs ---------------------*- C++ -*-===//
 //
-// The channel mixers Q(p) of spec §2, applied as Q(p)·v per token:
+// The channel mixers Q(p) of docs/spec.md §2, applied as Q(p)·v per token:
 // Householder products, DPLR, Kronecker (row or spectral normalisation),
 // block-diagonal "Monarch", selective dense, the Householder/Kronecker
 // mixture, block Householder and identity. Parameter projections from the
@@ -33,7 +33,7 @@ public:
 /// Elementwise activation applied to the mixer's vector parameters.
 enum class MixerActivation { Silu, Identity };
 
-/// Householder product (spec §2.1) or, with `sum`, DPLR (§2.2), rank r:
+/// Householder product (docs/spec.md §2.1) or, with `sum`, DPLR (§2.2), rank r:
 /// u_i = nrm(act(W_u p)_i), α_i = σ(W_α p + b_α)_i;
 /// product: v ← v − 2 α_i u_i (u_iᵀ v) for i = 0..r−1;
 /// sum:     Q v = v − 2 Σ_i α_i u_i (u_iᵀ v).
@@ -54,11 +54,12 @@ public:
   std::shared_ptr<WNLinear> uProj, alphaProj;
 };
 
-/// How Kronecker factors are normalised (spec §2.3, §10.1).
+/// How Kronecker factors are normalised (docs/spec.md §2.3, §10.1).
 enum class KroneckerNorm { Row, Spectral };
 
-/// Kronecker mixer (spec §2.3): Q = I − 2 (Uᵀ ⊗ V) with U = diag(γ₁) S₁,
-/// V = diag(γ₂) S₂, S_k = L_k L_kᵀ normalised by rows or spectrally.
+/// Kronecker mixer (docs/spec.md §2.3): Q = I − 2 (Uᵀ ⊗ V) with
+/// U = diag(γ₁) S₁, V = diag(γ₂) S₂, S_k = L_k L_kᵀ normalised by rows or
+/// spectrally.
 class KroneckerMixer : public Mixer {
 public:
   KroneckerMixer(int64_t mIn, int64_t d, KroneckerNorm norm,
@@ -80,10 +81,10 @@ public:
 };
 
 /// The reference's power-iteration estimate of the dominant eigenvalue of
-/// each matrix in `matrix` [..., m, m] (16 steps from 𝟙/√d, spec §2.3).
+/// each matrix in `matrix` [..., m, m] (16 steps from 𝟙/√d, docs/spec.md §2.3).
 torch::Tensor powerIterationEigenvalue(const torch::Tensor &matrix, int64_t d);
 
-/// Block-diagonal mixer ("monarch", spec §2.4): blocks of size r,
+/// Block-diagonal mixer ("monarch", docs/spec.md §2.4): blocks of size r,
 /// out_c = v_c − α_c P_c v_c with P_c = L_c L_cᵀ / (max column norm + eps).
 class MonarchMixer : public Mixer {
 public:
@@ -98,10 +99,11 @@ public:
   std::shared_ptr<WNLinear> thetaProj, alphaProj;
 };
 
-/// Selective dense mixer (spec §2.4, FP-RNN only): S = L Lᵀ from d(d+1)/2
-/// projected entries (upper triangle, row-major), Q = S / (λ̂ + eps) with λ̂
-/// from `steps` power-iteration steps w ← S w, λ̂ = ‖w‖, w ← w / (λ̂ + eps)
-/// started at 𝟙/√d (models/lib/selective_dense.fp); output Q v, no I −.
+/// Selective dense mixer (docs/spec.md §2.4, FP-RNN only): S = L Lᵀ from
+/// d(d+1)/2 projected entries (upper triangle, row-major), Q = S / (λ̂ + eps)
+/// with λ̂ from `steps` power-iteration steps w ← S w, λ̂ = ‖w‖,
+/// w ← w / (λ̂ + eps) started at 𝟙/√d (models/lib/selective_dense.fp);
+/// output Q v, no I −.
 class SelectiveDenseMixer : public Mixer {
 public:
   SelectiveDenseMixer(int64_t mIn, int64_t d, MixerActivation activation,
@@ -118,9 +120,9 @@ public:
   std::shared_ptr<WNLinear> thetaProj;
 };
 
-/// Mixture mixer (spec §2.4, FP-RNN only): the product of `factorCount` mixers
-/// alternating between a one-reflection Householder mixer (even index) and
-/// a row-normalised Kronecker mixer (odd index), applied in index order,
+/// Mixture mixer (docs/spec.md §2.4, FP-RNN only): the product of `factorCount`
+/// mixers alternating between a one-reflection Householder mixer (even index)
+/// and a row-normalised Kronecker mixer (odd index), applied in index order,
 /// Q = M_{r−1} ⋯ M_0, all reading the same p. The factors are submodules
 /// "m0", "m1", ... (models/lib/mixture.fp).
 class MixtureMixer : public Mixer {
@@ -138,7 +140,8 @@ public:
 /// r reflections, Q = diag(Q_0, …, Q_{blocks−1}), Q_j = H_{j,r−1} ⋯ H_{j,0},
 /// H_{j,i} = I − 2 α_{j,i} u_{j,i} u_{j,i}ᵀ with
 /// u_{j,i} = nrm(act(W_u p)[i·d + j·k : i·d + (j+1)·k]) and
-/// α_{j,i} = σ(W_α p + b_α)[i·blocks + j]. One block is §2.1's mixer.
+/// α_{j,i} = σ(W_α p + b_α)[i·blocks + j]. One block is the Householder
+/// mixer of docs/spec.md §2.1.
 class BlockHouseholderMixer : public Mixer {
 public:
   BlockHouseholderMixer(int64_t mIn, int64_t d, int64_t rank, int64_t blocks,

@@ -1,7 +1,7 @@
 //===- Primitives.h - Eager building blocks of the reference ----*- C++ -*-===//
 //
 // The tensor operations the reference models are written with, each a direct
-// transcription of the spec's math (spec §0, §1): time shift, L2
+// transcription of the spec's math (docs/spec.md §0, §1): time shift, L2
 // normalisation with a clamp, Mamba's softplus, depthwise causal convolution,
 // the selective scan and the first-order linear recurrence, and the
 // weight-normalised linear layer. Everything is differentiable with autograd
@@ -31,7 +31,7 @@ torch::Tensor mambaSoftplus(const torch::Tensor &x);
 torch::Tensor causalConv(const torch::Tensor &x, const torch::Tensor &weight,
                          const torch::Tensor &bias);
 
-/// Mamba-1's selective scan (spec §1.4) with S_{−1} = 0:
+/// Mamba-1's selective scan (docs/spec.md §1.4) with S_{−1} = 0:
 ///   S_t = exp(Δ_t ⊗ A) ⊙ S_{t−1} + (Δ_t ⊙ u_t) ⊗ B_t
 ///   y_t = S_t C_t + D ⊙ u_t
 /// u, delta: [B, T, d]; A: [d, N]; Bm, Cm: [B, T, N]; D: [d] or undefined.
@@ -72,8 +72,8 @@ torch::Tensor linearRecurrence(const torch::Tensor &a, const torch::Tensor &b);
 /// PyTorch's default Linear initialisation: U(±1/√fanIn).
 void initFanInUniform(torch::Tensor &tensor, int64_t fanIn);
 
-/// A weight-normalised linear map (spec §0): W_i = g_i · V_i / ‖V_i‖₂, with
-/// trainable `weight_g` [out] and `weight_v` [out, in] and an optional
+/// A weight-normalised linear map (docs/spec.md §0): W_i = g_i · V_i / ‖V_i‖₂,
+/// with trainable `weight_g` [out] and `weight_v` [out, in] and an optional
 /// `bias` [out]. Initialised as PyTorch's weight_norm of a default Linear.
 class WNLinear : public torch::nn::Module {
 public:
@@ -97,7 +97,7 @@ public:
 
   torch::Tensor weight, bias;
   /// Keeps its bias when the LM wrapper zeroes Linear biases (Mamba's dt
-  /// bias, spec §1.2).
+  /// bias, docs/spec.md §1.2).
   bool keepBiasInit = false;
 };
 
@@ -128,7 +128,7 @@ std::pair<torch::Tensor, torch::Tensor>
 registerCausalConv(torch::nn::Module &owner, const std::string &name,
                    int64_t channels, int64_t kernel, torch::Dtype dtype);
 
-/// Mamba's dt bias initialisation (spec §1.2): softplus⁻¹ of
+/// Mamba's dt bias initialisation (docs/spec.md §1.2): softplus⁻¹ of
 /// clamp(exp(U(log dtMin, log dtMax)), floor).
 torch::Tensor initDtBias(int64_t channels, double dtMin, double dtMax,
                          double floor, torch::Dtype dtype);

@@ -18,8 +18,8 @@
 
 namespace fp::rt {
 
-/// Settings of the fixed-point solver (spec §3). The defaults are the
-/// reference FP-Mamba's (spec §3.4).
+/// Settings of the fixed-point solver (docs/spec.md §3). The defaults are the
+/// reference FP-Mamba's (docs/spec.md §3.4).
 struct SolverConfig {
   double tolerance = 0.1;
   /// Training quantile q = 1 − outlier_quantile; evaluation uses q = 1.
@@ -36,7 +36,7 @@ struct SolverConfig {
 /// Fixed-point statistics of one forward pass.
 struct ForwardStats {
   /// Per fixed-point layer: the iterations of each sample, steps + 1
-  /// (spec §3.6), shape [B], int64.
+  /// (docs/spec.md §3.6), shape [B], int64.
   std::vector<torch::Tensor> iterations;
 
   /// Mean over layers and samples; 0 when the model has no fixed point.
@@ -56,7 +56,8 @@ public:
   const ForwardStats &lastStats() const { return stats; }
 
   /// Overrides the training-time iteration cap of every fixed-point layer
-  /// (the Gamma-sampled cap of spec §3.5); a no-op for models without one.
+  /// (the Gamma-sampled cap of docs/spec.md §3.5); a no-op for models
+  /// without one.
   virtual void setTrainIterationCap(int64_t cap) { (void)cap; }
 
 protected:
@@ -68,7 +69,7 @@ struct ModelConfig {
   /// fp_mamba | mamba | fp_rnn | lstm | transformer
   std::string kind = "fp_mamba";
   int64_t vocabSize = 0;
-  /// The embedding/head is padded to a multiple of this (spec §6).
+  /// The embedding/head is padded to a multiple of this (docs/spec.md §6).
   int64_t padVocabMultiple = 8;
   int64_t dModel = 64;
   int64_t nLayers = 1;
@@ -90,13 +91,13 @@ struct ModelConfig {
   bool gluInLoop = false;
   bool symmMixer = false;
   bool mixerHDep = true;
-  /// Kronecker factor normalisation: "row" or "spectral" (spec §10.1); empty
-  /// for the reference's choice per kind (row for FP-Mamba, spectral for
+  /// Kronecker factor normalisation: "row" or "spectral" (docs/spec.md §10.1);
+  /// empty for the reference's choice per kind (row for FP-Mamba, spectral for
   /// FP-RNN).
   std::string kroneckerNorm;
   double normEps = 1e-5;
   SolverConfig solver;
-  /// Differentiable applications of the map after the solve (spec §4).
+  /// Differentiable applications of the map after the solve (docs/spec.md §4).
   int64_t nBackwards = 1;
   /// Transformer heads.
   int64_t nHeads = 4;

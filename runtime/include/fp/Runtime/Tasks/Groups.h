@@ -1,10 +1,10 @@
 //===- Groups.h - Permutation groups of the word problems -------*- C++ -*-===//
 //
-// The finite groups behind the A5 / S5 word problems (spec §7.1) as explicit
-// Cayley tables. Elements are permutations of {0, ..., n−1} in one-line
-// notation (element[i] is the image of i), numbered in lexicographic order of
-// that notation, so index 0 is the identity. The alternating group keeps the
-// even permutations in the same relative order.
+// The finite groups behind the A5 / S5 word problems (docs/spec.md §7.1) as
+// explicit Cayley tables. Elements are permutations of {0, ..., n−1} in
+// one-line notation (element[i] is the image of i), numbered in lexicographic
+// order of that notation, so index 0 is the identity. The alternating group
+// keeps the even permutations in the same relative order.
 //
 // Product convention: a · b = a ∘ b, i.e. (a · b)(i) = a(b(i)); b acts
 // first. A word x_1 · x_2 ⋯ x_k therefore maps i to x_1(x_2(⋯ x_k(i))). The

@@ -2,8 +2,9 @@
 //
 // A task generates batches of token sequences on the fly, deterministically
 // from a seed, scores a model's logits on them, and carries the reference's
-// training defaults for itself (spec §7). The encodings, what is supervised
-// and how every length is measured are described per task in docs/tasks.md.
+// training defaults for itself (docs/spec.md §7). The encodings, what is
+// supervised and how every length is measured are described per task in
+// docs/tasks.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,7 +51,7 @@ struct Scores {
   int64_t tokens = 0;
 };
 
-/// Which parameters the optimiser decays (spec §7).
+/// Which parameters the optimiser decays (docs/spec.md §7).
 enum class DecayRule {
   /// Names containing neither "bias" nor "norm", and not A_log / D
   /// (word problems, language modelling).
@@ -79,12 +80,12 @@ struct TaskDefaults {
   int64_t batchSize = 64;
   int64_t steps = 1000;
   DecayRule decay = DecayRule::NoBiasNoNormNoSsm;
-  /// Padding multiple of the vocabulary (spec §6).
+  /// Padding multiple of the vocabulary (docs/spec.md §6).
   int64_t padVocabMultiple = 8;
   double normEps = 1e-5;
 };
 
-/// The vocabulary size padded up to a multiple of `multiple` (spec §6);
+/// The vocabulary size padded up to a multiple of `multiple` (docs/spec.md §6);
 /// `multiple` <= 1 leaves it as is.
 inline int64_t paddedVocabSize(int64_t vocabSize, int64_t multiple) {
   if (multiple <= 1)

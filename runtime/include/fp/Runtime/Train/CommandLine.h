@@ -82,7 +82,7 @@ ProgressMode progressModeFromFlags(const CommandLine &commandLine);
 
 /// A fresh run's configuration: `defaults` (the task's) fill the optimiser,
 /// batch, steps, vocabulary padding and norm eps; the model kind fixes the
-/// solver defaults (spec §3.4); then every flag applies. Validated.
+/// solver defaults (docs/spec.md §3.4); then every flag applies. Validated.
 TrainConfig makeTrainConfig(const CommandLine &commandLine,
                             const TaskDefaults &defaults, int64_t vocabSize);
 

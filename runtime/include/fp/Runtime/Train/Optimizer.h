@@ -1,7 +1,7 @@
 //===- Optimizer.h - AdamW, decay groups, schedules, clipping ---*- C++ -*-===//
 //
-// The optimisation recipe of spec §7 as plain functions: the learning rate
-// of a step, which parameters are weight-decayed, AdamW with one parameter
+// The optimisation recipe of docs/spec.md §7 as plain functions: the learning
+// rate of a step, which parameters are weight-decayed, AdamW with one parameter
 // group for decayed and one for undecayed parameters, and the gradient norm
 // with optional clipping.
 //
@@ -35,7 +35,7 @@ namespace fp::rt {
 double learningRate(const ScheduleConfig &schedule, int64_t step);
 
 /// Whether the parameter called `name` (a named_parameters() key such as
-/// "layers.0.mixer.A_log") is weight-decayed under `rule` (spec §7):
+/// "layers.0.mixer.A_log") is weight-decayed under `rule` (docs/spec.md §7):
 ///   no-bias-no-norm-no-ssm: the name contains neither "bias" nor "norm"
 ///     (case-insensitively) and its leaf is neither "A_log" nor "D";
 ///   all-but-ssm: the leaf is neither "A_log" nor "D";

@@ -21,8 +21,8 @@
 
 namespace fp::rt {
 
-/// The learning-rate schedule of a run (spec §7), a pure function of the
-/// step via learningRate().
+/// The learning-rate schedule of a run (docs/spec.md §7), a pure function of
+/// the step via learningRate().
 struct ScheduleConfig {
   Schedule kind = Schedule::Constant;
   /// Peak learning rate.
@@ -67,8 +67,8 @@ struct TrainConfig {
   int64_t batchSize = 64;
   int64_t steps = 1000;
   uint64_t seed = 0;
-  /// Draw the training iteration cap from Gamma before every batch (spec
-  /// §3.5).
+  /// Draw the training iteration cap from Gamma before every batch
+  /// (docs/spec.md §3.5).
   bool gammaCap = false;
   int64_t logEvery = 10;
   /// Validation every this many steps; 0: none.

@@ -42,8 +42,8 @@ struct LengthScores {
   /// loss and tokenAccuracy are weighted by supervised tokens,
   /// sequenceAccuracy and extra by sequences.
   Scores scores;
-  /// Fixed-point iterations per sample (spec §3.6), mean and max over layers
-  /// and samples; 0 for models without a fixed point.
+  /// Fixed-point iterations per sample (docs/spec.md §3.6), mean and max over
+  /// layers and samples; 0 for models without a fixed point.
   double itersMean = 0;
   int64_t itersMax = 0;
 };
