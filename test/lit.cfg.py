@@ -25,7 +25,8 @@ config.substitutions.append(("%models", os.path.join(config.fp_src_root, "models
 config.substitutions.append(("%fp_src", config.fp_src_root))
 config.substitutions.append(("%nvcc", config.fp_nvcc or "nvcc"))
 
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_system_environment(
+    ["HOME", "INCLUDE", "LIB", "TMP", "TEMP", "FP_TEST_SEED"])
 llvm_config.use_default_substitutions()
 
 # Features: what this machine can build and run.
@@ -33,6 +34,11 @@ if config.fp_cuda_enabled:
     config.available_features.add("nvcc")
 if shutil.which("nvidia-smi") and os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda")
+# The exhaustive checks (every model through nvcc for every architecture,
+# say) run only in the opt-in soak runs (scripts/soak.sh, docs/testing.md);
+# `REQUIRES: soak` marks them.
+if os.environ.get("FP_SOAK") == "1":
+    config.available_features.add("soak")
 
 tool_dirs = [config.fp_tools_dir, config.llvm_tools_dir]
 tools = ["fp-opt", "fp-translate", "fpc", "not", "split-file"]

@@ -10,10 +10,12 @@
 // Fused.h, run on bf16 inputs, must return bit for bit the f32 kernel's
 // result on the same inputs widened to float, rounded to bf16. A sum or a
 // recurrence state kept in bf16, or an intermediate value rounded on the
-// way, breaks the equality. Inputs are fresh random values (seed printed).
+// way, breaks the equality. Inputs are random values (TestSeed.h's
+// seed, printed).
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestSeed.h"
 #include "fp/Runtime/Kernels/HostGradients.h"
 
 #include <gtest/gtest.h>
@@ -31,11 +33,7 @@ namespace {
 
 using fp::bf16;
 
-uint64_t freshSeed() {
-  uint64_t seed = std::random_device{}();
-  std::cout << "[   seed   ] " << seed << std::endl;
-  return seed;
-}
+using fp::test::testSeed;
 
 float fromBits32(uint32_t bits) {
   float value;
@@ -78,7 +76,7 @@ uint16_t nearestBf16(double value) {
 TEST(BFloat16, FloatRoundsToNearestEven) {
   // Every 61st bit pattern, from a random start: 70 million floats of every
   // exponent, sign and rounding case.
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   const uint32_t stride = 61;
   int64_t checked = 0;
   for (uint64_t bits = rng() % stride; bits <= 0xffffffffu; bits += stride) {
@@ -128,7 +126,7 @@ TEST(BFloat16, WidensExactlyAndRoundTrips) {
 }
 
 TEST(BFloat16, DoubleRoundsOnceToNearestEven) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   std::uniform_int_distribution<int> exponent(-140, 127);
   std::uniform_real_distribution<double> mantissa(1.0, 2.0);
   for (int i = 0; i < 2000000; ++i) {
@@ -173,7 +171,7 @@ struct Operand {
 
 class BFloat16Kernels : public ::testing::Test {
 protected:
-  void SetUp() override { rng.seed(freshSeed()); }
+  void SetUp() override { rng.seed(testSeed()); }
 
   /// n values of N(mean, scale²) rounded to bf16; positive ones are
   /// |N(mean, scale²)| + floor.

@@ -32,7 +32,7 @@
 namespace fp::rt::test {
 namespace {
 
-using fp::test::freshSeed;
+using fp::test::testSeed;
 using fp::test::ulpsFrom;
 
 class DeviceMath : public ::testing::Test {
@@ -46,7 +46,7 @@ protected:
 /// Every 257th finite float from a fresh offset below 257.
 std::vector<float> sampledFloats() {
   constexpr uint32_t kStride = 257;
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   std::vector<float> values;
   values.reserve(uint64_t(1) << 24);
   for (uint64_t bits = rng() % kStride; bits <= 0xffffffffu; bits += kStride) {

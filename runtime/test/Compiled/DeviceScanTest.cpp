@@ -39,7 +39,7 @@
 namespace fp::rt::test {
 namespace {
 
-using fp::test::freshSeed;
+using fp::test::testSeed;
 
 class DeviceScan : public ::testing::Test {
 protected:
@@ -144,7 +144,7 @@ double worstError(const std::vector<double> &y,
 template <typename Real>
 void checkKernels(const std::vector<std::string> &kernels,
                   const std::vector<Shape> &shapes, double tolerance) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   for (const Shape &shape : shapes) {
     const ScanOperands<Real> x = as<Real>(drawOperands(shape, rng));
     const std::vector<double> exact = exactScan(x);
@@ -232,7 +232,7 @@ ScanCotangents<double> exactScanGrad(const ScanOperands<Real> &x,
 /// exact ones of the same operands within `tolerance` (of 1 + |exact|).
 template <typename Real>
 void checkCotangents(const std::vector<Shape> &shapes, double tolerance) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   std::normal_distribution<double> normal;
   for (const Shape &shape : shapes) {
     const ScanOperands<Real> x = as<Real>(drawOperands(shape, rng));
@@ -294,7 +294,7 @@ TEST_F(DeviceScan, CotangentsCoverMoreWarpsThanTheGridHas) {
 }
 
 TEST_F(DeviceScan, RejectsUnknownKernels) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   const ScanOperands<double> x = drawOperands({1, 3, 4, 16, false}, rng);
   EXPECT_THROW(deviceSelectiveScan("lanes8", x), std::invalid_argument);
   // f64 has no four-token kernel (its registers would spill).

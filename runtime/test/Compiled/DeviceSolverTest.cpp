@@ -14,7 +14,7 @@
 // per sample, the same best residuals and final iterates. Solver::loop must
 // have run as a graph (unless FP_CUDA_GRAPHS=0), without host waits.
 //
-// The problems are drawn with a fresh seed (printed; FP_TEST_SEED=S
+// The problems are drawn from TestSeed.h's seed (printed; FP_TEST_SEED=S
 // reproduces a run). Both sides compute the map and the relaxation in the
 // same order with one rounding per operation (the device code is compiled
 // with -fmad=false), so they are expected to agree to the last bit; the
@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "SolverCheck.h"
+#include "TestSeed.h"
 
 #include "fp/Runtime/Kernels/Host.h"
 
@@ -41,13 +42,7 @@
 namespace fp::rt::test {
 namespace {
 
-/// FP_TEST_SEED when set, else a fresh one.
-uint64_t testSeed() {
-  if (const char *text = std::getenv("FP_TEST_SEED"))
-    return std::strtoull(text, nullptr, 10);
-  std::random_device device;
-  return (uint64_t(device()) << 32) ^ device();
-}
+using fp::test::testSeed;
 
 /// One problem: its grid, iterates, element type and solver settings.
 struct Case {

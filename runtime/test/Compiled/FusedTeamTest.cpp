@@ -6,7 +6,7 @@
 // that the paths only a team of several threads takes are exercised here:
 // rows given to groups (forEachRow), a matrix product that stages its
 // transposed right operand, and row sums every member receives. Results are
-// compared with the one-thread team's on fresh random inputs (the seed is
+// compared with the one-thread team's on random inputs (TestSeed.h's seed,
 // printed): exactly where each output sums in the same order, to 1e-13 where a
 // team's reduction reorders it.
 //
@@ -28,9 +28,9 @@
 
 namespace {
 
-using fp::test::freshSeed;
 using fp::test::randomValues;
 using fp::test::relativeDifference;
+using fp::test::testSeed;
 
 using fp::fused::onThreadTeam;
 using fp::fused::ThreadTeam;
@@ -86,7 +86,7 @@ TEST(FusedTeam, ForEachRowGivesEachRowToOneTeam) {
 }
 
 TEST(FusedTeam, RowFunctionsOnATeamEqualTheSerialOnes) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   // One long row (the whole team), one short row, rows as many as the
   // groups and more (groups), rows many and short (the Kronecker mixer's).
   const std::pair<int64_t, int64_t> shapes[] = {
@@ -133,7 +133,7 @@ TEST(FusedTeam, RowFunctionsOnATeamEqualTheSerialOnes) {
 /// the chain's equals rowSum's exactly, and both are within rounding of the
 /// serial sum.
 TEST(FusedTeam, RowSumsGiveEveryMemberTheSum) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   for (int64_t width : {1, 13, 100, 1024}) {
     SCOPED_TRACE("width " + std::to_string(width));
     std::vector<double> x = randomValues(rng, width);
@@ -223,7 +223,7 @@ void checkStagedProducts(std::mt19937_64 &rng, int64_t batch, int64_t m,
 }
 
 TEST(FusedTeam, StagedTransposedProductsEqualTheUnstagedOnes) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   // The Kronecker mixer's 32 × 32 products, the Monarch mixer's 64 blocks of
   // 16 × 16, an odd n (staged at stride n) and a batch staged 2 at a time
   // with a short last stage.

@@ -1,8 +1,8 @@
 //===- HostGradientsTest.cpp - Gradient kernels vs differences --*- C++ -*-===//
 //
 // Each kernel of fp/Runtime/Kernels/HostGradients.h against central finite
-// differences of the forward kernel it differentiates, in f64 on fresh
-// random inputs (seed printed): for a random cotangent w and the loss
+// differences of the forward kernel it differentiates, in f64 on random
+// inputs (TestSeed.h's seed, printed): for a random cotangent w and the loss
 // L(x) = ⟨w, f(x)⟩, the kernel's output must match (L(x + h e_i) −
 // L(x − h e_i)) / 2h at sampled coordinates i within 1e-6 relative (1e-8
 // absolute). Layout adjoints are checked exactly through ⟨f(p), m⟩ =
@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fp/Runtime/Kernels/HostGradients.h"
+#include "TestSeed.h"
 
 #include <gtest/gtest.h>
 
@@ -26,13 +27,7 @@ using Vector = std::vector<double>;
 
 class HostGradients : public ::testing::Test {
 protected:
-  HostGradients() : rng(std::random_device{}()) {}
-
-  void SetUp() override {
-    uint64_t seed = std::random_device{}();
-    std::cout << "[   seed   ] " << seed << std::endl;
-    rng.seed(seed);
-  }
+  void SetUp() override { rng.seed(fp::test::testSeed()); }
 
   Vector random(size_t n, double scale = 1.0) {
     std::normal_distribution<double> normal(0.0, scale);

@@ -5,8 +5,8 @@
 // selective scan (and the steps of the CUDA kernels that split a channel's
 // states over lanes, run on the host), the batched small matmul, the linear map
 // of column ranges read in place and the broadcast fast paths. Each is compared
-// with a direct evaluation in double precision on fresh random inputs (the seed
-// is printed).
+// with a direct evaluation in double precision on random inputs (the seed
+// is TestSeed.h's, printed).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,15 +30,15 @@
 
 namespace {
 
-using fp::test::freshSeed;
 using fp::test::randomValues;
 using fp::test::relativeDifference;
+using fp::test::testSeed;
 using fp::test::ulpsFrom;
 
 TEST(HostKernels, ExpIsWithinOneUlpOnAllFloatsSampled) {
   // Every 257th bit pattern: about 16.7 million floats of every exponent.
   const uint32_t stride = 257;
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   const uint32_t start = static_cast<uint32_t>(rng() % stride);
   double worst = 0;
   float worstInput = 0;
@@ -156,7 +156,7 @@ void lanesScan(const Real *u, const Real *delta, const Real *a, const Real *bm,
 
 TEST(HostKernels, LaneTransposeSumLeavesEachLaneItsSum) {
   // Small integers: every order of the additions gives the exact sum.
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   std::uniform_int_distribution<int> value(-1000, 1000);
   auto check = [&](auto lanesTag) {
     constexpr int kLanes = decltype(lanesTag)::value;
@@ -178,7 +178,7 @@ TEST(HostKernels, LaneTransposeSumLeavesEachLaneItsSum) {
 }
 
 TEST(HostKernels, SelectiveScanMatchesTheDirectRecurrence) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   std::normal_distribution<double> normal;
   std::uniform_real_distribution<double> positive(0.01, 1.0);
   // Channel counts below, at and across the kernel's block of 64.
@@ -295,7 +295,7 @@ TEST(HostKernels, SelectiveScanMatchesTheDirectRecurrence) {
 }
 
 TEST(HostKernels, MatmulMatchesTheDirectSum) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   std::normal_distribution<double> normal;
   const int64_t batch = 3, m = 5, n = 7, k = 4;
   std::vector<double> lhs(batch * m * k), rhs(batch * k * n);
@@ -327,7 +327,7 @@ TEST(HostKernels, LinearReadsColumnRangesWhereTheyLie) {
   // in: columns [3, 3 + k) of a rows × 11 matrix; the weight: columns
   // [2, 2 + k) of an n × 9 matrix, or (transposed) columns [1, 1 + n) of a
   // k × 8 matrix, as fp.slice ops read in place give them.
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   std::normal_distribution<double> normal;
   const int64_t rows = 6, k = 5, n = 4;
   const int64_t inStride = 11, inStart = 3;
@@ -359,7 +359,7 @@ TEST(HostKernels, LinearReadsColumnRangesWhereTheyLie) {
 TEST(HostKernels, CausalConvReadsColumnRangesWhereTheyLie) {
   // in: columns [2, 2 + channels) of a tokens × 9 matrix, as an fp.slice
   // read in place gives it; against the direct sum per sample.
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   std::normal_distribution<double> normal;
   const int64_t batch = 3, length = 7, channels = 4, width = 3;
   const int64_t inStride = 9, inStart = 2;
@@ -386,7 +386,7 @@ TEST(HostKernels, CausalConvReadsColumnRangesWhereTheyLie) {
 }
 
 TEST(HostKernels, BroadcastPlacesEveryElement) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   std::normal_distribution<double> normal;
   const fp::host::Shape shape{3, {2, 3, 4}};
   // Leading, trailing and interior placements of the input's dimensions.
@@ -436,7 +436,7 @@ std::vector<Real> transposed(const std::vector<Real> &m, int64_t rows,
 // element in the unfused kernel's order, so the results are identical: a
 // kernel fused by fp-fuse-mix-scan computes what the ops did one by one.
 TEST(HostKernels, FusedRowFunctionsEqualTheUnfusedKernels) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   const int64_t rows = 6, width = 24;
   std::vector<double> x = randomValues(rng, rows * width);
   std::vector<double> w = randomValues(rng, width),
@@ -537,7 +537,7 @@ TEST(HostKernels, FusedRowFunctionsEqualTheUnfusedKernels) {
 // the element type in the unfused kernel's order, so a fused Kronecker or
 // Monarch mixer computes what the unfused one does.
 TEST(HostKernels, FusedMatmulEqualsTheUnfusedKernelInF32) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   const int64_t tokens = 5, pairs = 3, m = 4, n = 16, k = 16;
   std::vector<double> values = randomValues(rng, tokens * pairs * 2 * 16 * 16);
   std::vector<float> lhs(values.begin(),
@@ -563,7 +563,7 @@ TEST(HostKernels, FusedMatmulEqualsTheUnfusedKernelInF32) {
 }
 
 TEST(HostKernels, FusedScanStepsEqualTheUnfusedScans) {
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   const int64_t batch = 3, length = 5, channels = 70, state = 4;
   const int64_t tokens = batch * length;
   std::vector<double> u = randomValues(rng, tokens * channels);
@@ -682,8 +682,8 @@ template <typename Real> void checkScanInRegisters(uint64_t seed) {
 }
 
 TEST(HostKernels, ScanStateInRegistersEqualsTheUnfusedScan) {
-  checkScanInRegisters<double>(freshSeed());
-  checkScanInRegisters<float>(freshSeed());
+  checkScanInRegisters<double>(testSeed());
+  checkScanInRegisters<float>(testSeed());
 }
 
 /// Chunked execution (Fused.h): for every sample, the carries of all its
@@ -721,7 +721,7 @@ TEST(HostKernels, ScansInChunksEqualTheSequentialScans) {
   // fp.scan, and the selective scan with its state in memory and in the
   // registers of every member of a 32-thread team (3 channels per member,
   // the last ones short), match the sequential host scans to rounding (f64).
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   constexpr int64_t channels = 70, stateSize = 4;
   constexpr int threads = 32;
   const int64_t batch = 2, length = 11, tokens = batch * length;
@@ -882,7 +882,7 @@ TEST(HostKernels, TimeChunksFillOneRoundOfTeams) {
 }
 
 /// The residual of `y` against `fy` for sample `b` of [B, T, F] data: the
-/// largest relative inf-norm distance over its tokens (spec §3.2).
+/// largest relative inf-norm distance over its tokens (docs/spec.md §3.2).
 double residualOf(const std::vector<double> &y, const std::vector<double> &fy,
                   int64_t b, int64_t length, int64_t features) {
   double worst = 0;
@@ -902,7 +902,7 @@ TEST(HostKernels, SolverRelaxesEveryIterateWithOneStepSize) {
   // Two iterates of different token sizes, one step: both are relaxed with
   // η = relax_start, and the step's residual (reported as the best so far)
   // is the larger of their residuals, per sample.
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   std::normal_distribution<double> normal;
   const int64_t batch = 3, length = 4, wide = 5, narrow = 2;
   auto randomVector = [&](int64_t n) {
@@ -948,7 +948,7 @@ TEST(HostKernels, SolverClearsTheResidualBetweenSteps) {
   // A second step whose residual is smaller than the first's improves the
   // best residual to exactly it: the first step's residual does not carry
   // over into the second's maximum.
-  std::mt19937_64 rng(freshSeed());
+  std::mt19937_64 rng(testSeed());
   std::normal_distribution<double> normal;
   const int64_t batch = 2, length = 3, features = 4;
   std::vector<double> y(batch * length * features), fy(y.size());

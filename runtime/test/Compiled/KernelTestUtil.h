@@ -1,13 +1,14 @@
 //===- KernelTestUtil.h - Helpers shared by the kernel tests ----*- C++ -*-===//
 //
-// Fresh seeds (printed, so that a failure can be replayed), fresh random
-// inputs, and the relative difference and distance in ulps the kernel tests
-// compare with.
+// Random inputs (from TestSeed.h's seeds), and the relative difference and
+// distance in ulps the kernel tests compare with.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FP_RUNTIME_TEST_COMPILED_KERNELTESTUTIL_H // NOLINT(llvm-header-guard)
 #define FP_RUNTIME_TEST_COMPILED_KERNELTESTUTIL_H
+
+#include "TestSeed.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,13 +19,6 @@
 #include <vector>
 
 namespace fp::test {
-
-/// A fresh seed from the operating system, printed.
-inline uint64_t freshSeed() {
-  uint64_t seed = std::random_device{}();
-  std::cout << "[   seed   ] " << seed << std::endl;
-  return seed;
-}
 
 /// Fresh inputs in [-2, 2).
 inline std::vector<double> randomValues(std::mt19937_64 &rng, int64_t n) {

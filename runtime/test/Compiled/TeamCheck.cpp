@@ -1,15 +1,15 @@
 //===- TeamCheck.cpp - Fused kernels on teams of host threads --*- C++ -*-===//
 //
 // fp-team-check: runs every layer of two host libraries of one model on the
-// same fresh random parameters and inputs and compares their results. The
-// reference is the library fpc builds (its fused kernels on one-thread
-// teams); the other was compiled from fpc's host C++ with FP_HOST_TEAM_SIZE,
-// so that each fused kernel runs its tokens on a team of host threads, as a
-// CUDA block does (Host.h, forEachTeamItem). Built with ThreadSanitizer, a
-// barrier that a kernel lacks between one member's write and another's read
-// of its scratch, state or results is reported as a data race, and the
-// process exits non-zero; an element that a member computes from the wrong
-// part of its inputs shows as a difference. docs/build.md, "The fused
+// same random parameters and inputs (--seed, by default TestSeed.h's) and
+// compares their results. The reference is the library fpc builds (its fused
+// kernels on one-thread teams); the other was compiled from fpc's host C++ with
+// FP_HOST_TEAM_SIZE, so that each fused kernel runs its tokens on a team of
+// host threads, as a CUDA block does (Host.h, forEachTeamItem). Built with
+// ThreadSanitizer, a barrier that a kernel lacks between one member's write and
+// another's read of its scratch, state or results is reported as a data race,
+// and the process exits non-zero; an element that a member computes from the
+// wrong part of its inputs shows as a difference. docs/build.md, "The fused
 // kernels' barrier check".
 //
 // Each layer runs a training forward with a fixed number of solver steps
@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestSeed.h"
 #include "fp/Runtime/ModelLibrary.h"
 
 #include <algorithm>
@@ -38,7 +39,7 @@ using Buffer = std::vector<double>;
 struct Options {
   std::string reference, threaded;
   int64_t batch = 3, seqLen = 7, steps = 3;
-  uint64_t seed = std::random_device()();
+  uint64_t seed = fp::test::testSeed();
   double tolerance = 1e-9;
   std::vector<std::string> chunks = {"1", "3"};
 };

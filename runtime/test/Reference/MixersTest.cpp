@@ -2,7 +2,7 @@
 //
 // Each mixer's Q(p)·v against the dense matrix the spec (or, for the mixers
 // the spec leaves open, the DSL source in models/lib/) defines, built
-// independently, on fresh random inputs; the contraction property of
+// independently, on random inputs; the contraction property of
 // Householder products; the Kronecker factorisation rule; the power
 // iterations against exact eigenvalues.
 //

@@ -1,8 +1,8 @@
 //===- ModelsTest.cpp - Reference models and primitives ---------*- C++ -*-===//
 //
 // The primitives against naive loops and the selective scan's kernels
-// against its loop, the LM wrapper's structure and initialisation (spec §6),
-// causality of every reference model, convergence of the FP-Mamba solve,
+// against its loop, the LM wrapper's structure and initialisation (docs/spec.md
+// §6), causality of every reference model, convergence of the FP-Mamba solve,
 // and the factory's errors.
 //
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,6 @@
 //===- TaskTestUtil.h - Helpers shared by the task tests --------*- C++ -*-===//
 //
-// Fresh seeds (reported through SCOPED_TRACE so a failure can be replayed),
+// The tests' seed (TestSeed.h; reported through SCOPED_TRACE as well),
 // tensor-to-vector conversion, and an independent enumeration of S5 / A5
 // with permutation composition, written without the library's Groups.h.
 //
@@ -9,6 +9,7 @@
 #ifndef FP_RUNTIME_TEST_TASKS_TASKTESTUTIL_H // NOLINT(llvm-header-guard)
 #define FP_RUNTIME_TEST_TASKS_TASKTESTUTIL_H
 
+#include "TestSeed.h"
 #include "fp/Runtime/Tasks/Task.h"
 
 #include <gtest/gtest.h>
@@ -22,11 +23,7 @@
 
 namespace fp::rt::test {
 
-/// A fresh 64-bit seed from the operating system.
-inline uint64_t freshSeed() {
-  std::random_device device;
-  return (static_cast<uint64_t>(device()) << 32) ^ device();
-}
+using fp::test::testSeed;
 
 /// Rows of a [B, T] int64 tensor.
 inline std::vector<std::vector<int64_t>> rowsOf(const torch::Tensor &ids) {

@@ -7,7 +7,7 @@
 // for bit (losses, learning rates, gradient norms, iteration caps, final
 // parameters, evaluation); stale metrics after a crash are cut; checkpoints of
 // another configuration are refused; chunked evaluation equals unchunked; Gamma
-// caps follow spec §3.5 and reach the model before its forward pass.
+// caps follow docs/spec.md §3.5 and reach the model before its forward pass.
 //
 //===----------------------------------------------------------------------===//
 

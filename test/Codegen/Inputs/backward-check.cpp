@@ -2,16 +2,17 @@
 //
 // Links with the host unit of a one-layer library whose layer is `head`
 // (d_model 4) with parameters of FP_PARAM_SIZES elements (a -D list, in the
-// manifest's order), and checks its backward, in f64 on fresh random inputs
-// (seed printed), against five-point finite differences of its forward: for
-// L = ⟨w, forward(x, θ)⟩ the backward with grad_output = w must give ∂L/∂x
-// and ∂L/∂θ (accumulated into zeroed gradients) within 1e-6 relative (1e-8
-// absolute) at every entry. For a layer without a fixed point every
-// backward mode is the exact gradient. Prints "ok" and exits 0, or lists
-// the mismatches and exits 1.
+// manifest's order), and checks its backward, in f64 on random inputs
+// (runtime/test/TestSeed.h's seed, printed), against five-point finite
+// differences of its forward: for L = ⟨w, forward(x, θ)⟩ the backward with
+// grad_output = w must give ∂L/∂x and ∂L/∂θ (accumulated into zeroed gradients)
+// within 1e-6 relative (1e-8 absolute) at every entry. For a layer without a
+// fixed point every backward mode is the exact gradient. Prints "ok" and exits
+// 0, or lists the mismatches and exits 1.
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestSeed.h"
 #include "fp/Runtime/ModelABI.h"
 
 #include <cmath>
@@ -84,9 +85,7 @@ double loss(const Layer &layer, const std::vector<double> &w) {
 } // namespace
 
 int main() {
-  const unsigned seed = std::random_device{}();
-  std::printf("seed %u\n", seed);
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng(fp::test::testSeed());
   std::normal_distribution<double> normal;
   auto random = [&](size_t n) {
     std::vector<double> v(n);

@@ -2,7 +2,7 @@
 //
 // Checks the compiled backward of Inputs/probe.fp's `probe` layer, in one
 // backward mode, against five-point finite differences of the quantity the
-// mode claims to compute, in f64 on fresh random inputs (seed printed):
+// mode claims to compute, in f64 on random inputs (TestSeed.h's seed):
 //
 //   check <probe.so> <unrolled.so> <steps>   one_step, truncated, neumann:
 //       the gradient of ⟨w, E(fᵏ(c))⟩ with c = y* held constant, where
@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestSeed.h"
 #include "fp/Runtime/ModelABI.h"
 
 #include <dlfcn.h>
@@ -177,9 +178,7 @@ int main(int argc, char **argv) {
     fail("usage: check <probe.so> (<unrolled.so> <steps> | implicit)");
   const Library probe(argv[1], "probe", kWidth);
 
-  const unsigned seed = std::random_device{}();
-  std::printf("seed %u\n", seed);
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng(fp::test::testSeed());
   std::normal_distribution<double> normal;
   auto random = [&](size_t n, double scale) {
     std::vector<double> v(n);
