@@ -8,6 +8,7 @@
 
 #include "fp/Runtime/ReferenceImport.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -20,7 +21,8 @@ namespace {
 
 /// The FP-Mamba layer of models/lib/fp_mamba.fp with its defaults: E = 2,
 /// N = 16, no short convolution, B/C normalisation, the gate outside the
-/// loop, concatenated mixer input, eps 1e-5, FP-Mamba solver (spec §3.4).
+/// loop, concatenated mixer input, eps 1e-5, FP-Mamba solver (docs/spec.md
+/// §3.4).
 ModelConfig fpMamba(int64_t dModel, const std::string &mixer,
                     int64_t rank = 1) {
   ModelConfig config;
@@ -205,14 +207,46 @@ ModelConfig fp::rt::referenceConfigFor(const Manifest &manifest,
     config.solver.relaxStart = solver.relaxStart;
     config.solver.relaxDecay = solver.relaxDecay;
     config.solver.relaxPatience = solver.relaxPatience;
+    config.nBackwards =
+        std::max<int64_t>(1, referenceBackwardSteps(solver.backward));
   }
   config.dtype = dtype;
   return config;
 }
 
+int64_t fp::rt::referenceBackwardSteps(const BackwardSpec &backward) {
+  switch (backward.mode) {
+  case BackwardMode::OneStep:
+    return 1;
+  case BackwardMode::Truncated:
+    return backward.steps;
+  case BackwardMode::Neumann:
+  case BackwardMode::Implicit:
+    break;
+  }
+  return 0;
+}
+
+namespace {
+
+/// `one_step`, `truncated(3)`, `neumann(2)`, `implicit(1e-06)`.
+std::string backwardText(const BackwardSpec &backward) {
+  std::ostringstream text;
+  text << toString(backward.mode);
+  if (backward.mode == BackwardMode::Truncated ||
+      backward.mode == BackwardMode::Neumann)
+    text << "(" << backward.steps << ")";
+  else if (backward.mode == BackwardMode::Implicit)
+    text << "(" << backward.tolerance << ")";
+  return text.str();
+}
+
+} // namespace
+
 std::vector<std::string>
 fp::rt::solverDifferences(const SolverDefaults &compiled,
-                          const SolverConfig &reference) {
+                          const ModelConfig &referenceModel) {
+  const SolverConfig &reference = referenceModel.solver;
   std::vector<std::string> differences;
   auto compare = [&](const char *name, double a, double b) {
     if (a == b)
@@ -228,6 +262,22 @@ fp::rt::solverDifferences(const SolverDefaults &compiled,
   compare("relax_start", compiled.relaxStart, reference.relaxStart);
   compare("relax_decay", compiled.relaxDecay, reference.relaxDecay);
   compare("relax_patience", compiled.relaxPatience, reference.relaxPatience);
+  const int64_t steps = referenceBackwardSteps(compiled.backward);
+  if (steps == 0) {
+    differences.push_back("backward: compiled " +
+                          backwardText(compiled.backward) +
+                          ", which the reference does not compute (it has "
+                          "one_step and truncated(k), as n_backwards)");
+  } else if (steps != referenceModel.nBackwards) {
+    differences.push_back(
+        "backward: compiled " + backwardText(compiled.backward) +
+        ", reference n_backwards " + std::to_string(referenceModel.nBackwards) +
+        " (" +
+        (referenceModel.nBackwards == 1
+             ? std::string("one_step")
+             : "truncated(" + std::to_string(referenceModel.nBackwards) + ")") +
+        ")");
+  }
   return differences;
 }
 

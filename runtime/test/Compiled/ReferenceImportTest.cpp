@@ -127,10 +127,10 @@ TEST(ReferenceTable, ConfigurationFollowsTheManifest) {
   EXPECT_EQ(config.solver.maxIterTrain, 7);
   EXPECT_EQ(config.solver.relaxPatience, 4);
   // The solver comes from the manifest.
-  EXPECT_TRUE(
-      solverDifferences(*manifest.layers[0].solver, config.solver).empty());
-  EXPECT_THAT(solverDifferences(*manifest.layers[0].solver,
-                                ref::referenceSolverConfig("fp_mamba")),
+  EXPECT_TRUE(solverDifferences(*manifest.layers[0].solver, config).empty());
+  ModelConfig defaults = config;
+  defaults.solver = ref::referenceSolverConfig("fp_mamba");
+  EXPECT_THAT(solverDifferences(*manifest.layers[0].solver, defaults),
               ::testing::ElementsAre("max_iter_train: compiled 7, reference "
                                      "100",
                                      "relax_patience: compiled 4, reference "
@@ -138,6 +138,37 @@ TEST(ReferenceTable, ConfigurationFollowsTheManifest) {
   // A name given explicitly wins over the manifest's.
   EXPECT_EQ(referenceConfigFor(manifest, "fp_mamba_lm").nLayers, 3);
   EXPECT_TRUE(referenceConfigFor(manifest, "fp_mamba_lm").gluInLoop);
+}
+
+TEST(ReferenceTable, PairsTheBackwardMode) {
+  SolverConfig solver = ref::referenceSolverConfig("fp_mamba");
+  Manifest manifest = manifestFor("fp_mamba_copy", "fp_mamba", 40, 1, solver);
+  SolverDefaults &compiled = *manifest.layers[0].solver;
+  EXPECT_EQ(referenceConfigFor(manifest).nBackwards, 1);
+
+  // truncated(k) is the reference's n_backwards = k.
+  compiled.backward.mode = BackwardMode::Truncated;
+  compiled.backward.steps = 3;
+  ModelConfig config = referenceConfigFor(manifest);
+  EXPECT_EQ(config.nBackwards, 3);
+  EXPECT_TRUE(solverDifferences(compiled, config).empty());
+  config.nBackwards = 1;
+  EXPECT_THAT(solverDifferences(compiled, config),
+              ::testing::ElementsAre("backward: compiled truncated(3), "
+                                     "reference n_backwards 1 (one_step)"));
+
+  // neumann and implicit have no reference: every pairing says so.
+  compiled.backward.mode = BackwardMode::Neumann;
+  compiled.backward.steps = 2;
+  config = referenceConfigFor(manifest);
+  EXPECT_THAT(solverDifferences(compiled, config),
+              ::testing::ElementsAre(
+                  "backward: compiled neumann(2), which the reference does "
+                  "not compute (it has one_step and truncated(k), as "
+                  "n_backwards)"));
+  compiled.backward = {BackwardMode::Implicit, 0, 1e-6};
+  EXPECT_THAT(solverDifferences(compiled, referenceConfigFor(manifest)),
+              ::testing::ElementsAre(HasSubstr("compiled implicit(1e-06)")));
 }
 
 TEST(ReferenceTable, RefusesModelsItCannotMap) {

@@ -925,6 +925,11 @@ int run(const Options &options) {
   ModelConfig config = referenceConfigFor(manifest, options.reference, storage);
   const std::string modelName =
       options.reference.empty() ? manifest.model->name : options.reference;
+  if (layer.solver)
+    for (const std::string &difference :
+         solverDifferences(*layer.solver, config))
+      fmt::print("note: the reference differs from the library in {}\n",
+                 difference);
 
   torch::manual_seed(options.seed);
   std::shared_ptr<ref::BlockMixer> reference = ref::makeBlockMixer(config);

@@ -52,9 +52,16 @@ const std::vector<ReferenceModel> &referenceModels();
 /// The reference configuration computing the same function as the model
 /// `modelName` of `manifest` (the manifest's `model.name` when empty): the
 /// table's entry, with d_model taken from the manifest's layer, nLayers from
-/// its stack, the solver from the layer's manifest solver block when it has
-/// one, and `dtype`. Throws std::invalid_argument when there is no name, the
-/// table lacks it, or the manifest's layer is not of the entry's kind.
+/// its stack, the solver and backward from the layer's manifest solver block
+/// when it has one (nBackwards from referenceBackwardSteps, 1 where the
+/// reference has no such backward: solverDifferences says so), and `dtype`.
+/// Throws std::invalid_argument when there is no name, the table lacks it,
+/// or the manifest's layer is not of the entry's kind.
+///
+/// The reference's n_backwards = k applies the map k times after the solve
+/// in its forward too; a compiled `truncated(k)` layer computes the same
+/// gradient but applies the map once in its forward, so for k > 1 their
+/// outputs agree only at a fixed point.
 ModelConfig referenceConfigFor(const Manifest &manifest,
                                const std::string &modelName = "",
                                torch::Dtype dtype = torch::kFloat32);
@@ -64,11 +71,17 @@ ModelConfig referenceConfigFor(const Manifest &manifest,
 /// std::invalid_argument when neither identifies one.
 const LayerInfo &referenceLayerOf(const Manifest &manifest);
 
-/// The settings in which a compiled solver and a reference solver differ,
-/// one phrase each ("max_iter_train: compiled 10, reference 100"); empty
-/// when they agree.
+/// The reference's n_backwards that computes the gradient of `backward`:
+/// 1 for one_step, k for truncated(k); 0 for neumann and implicit, which the
+/// reference does not compute.
+int64_t referenceBackwardSteps(const BackwardSpec &backward);
+
+/// The settings in which a compiled solver and a reference's solver and
+/// backward differ, one phrase each ("max_iter_train: compiled 10, reference
+/// 100", "backward: compiled truncated(3), reference n_backwards 1
+/// (one_step)"); empty when they agree.
 std::vector<std::string> solverDifferences(const SolverDefaults &compiled,
-                                           const SolverConfig &reference);
+                                           const ModelConfig &reference);
 
 /// The reference value of every parameter of `layer`, in its order, by the
 /// mapping above (views into the reference's parameters). Throws
