@@ -1,8 +1,8 @@
 //===- Passes.td - fp transformation passes ----------------*- tablegen -*-===//
 //
-// The passes of the fp pipeline (README.md, "Life of a model"). Each runs
-// alone in fp-opt; `fp-pipeline` (Pipeline.h) composes them in the order fpc
-// uses.
+// The passes of the fp pipeline (docs/overview.md, "Life of a model"). Each
+// runs alone in fp-opt; `fp-pipeline` (Pipeline.h) composes them in the order
+// fpc uses.
 //
 //===----------------------------------------------------------------------===//
 
