@@ -9,7 +9,7 @@
 
 #include "fp/Codegen/LayerPlan.h"
 
-#include "fp/Transforms/Passes.h"
+#include "fp/Analysis/Matchers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

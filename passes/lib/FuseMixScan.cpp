@@ -27,79 +27,6 @@ using namespace mlir;
 using namespace mlir::fp;
 
 //===----------------------------------------------------------------------===//
-// Which operations are per-token
-//===----------------------------------------------------------------------===//
-
-/// (batch, time, static features...): one row of features per token.
-static bool isPerToken(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || tensor.getRank() < 2 || !tensor.isDynamicDim(0) ||
-      !tensor.isDynamicDim(1))
-    return false;
-  return llvm::all_of(tensor.getShape().drop_front(2), [](int64_t size) {
-    return !ShapedType::isDynamic(size);
-  });
-}
-
-/// A tensor the same for every token: a parameter or a constant.
-static bool isUniform(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor && tensor.hasStaticShape();
-}
-
-static bool excludesTokenDims(ArrayRef<int64_t> dims) {
-  return llvm::none_of(dims, [](int64_t d) { return d < 2; });
-}
-
-bool mlir::fp::isPerTokenOp(Operation *op, bool withScans) {
-  if (op->getNumResults() == 0 || op->getNumRegions() != 0)
-    return false;
-  if (!llvm::all_of(op->getResultTypes(), isPerToken))
-    return false;
-  if (!llvm::all_of(op->getOperandTypes(),
-                    [](Type t) { return isPerToken(t) || isUniform(t); }))
-    return false;
-  auto allPerToken = [&] {
-    return llvm::all_of(op->getOperandTypes(), isPerToken);
-  };
-  return llvm::TypeSwitch<Operation *, bool>(op)
-      .Case<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
-            arith::MaximumFOp, arith::MinimumFOp, arith::NegFOp, math::ExpOp,
-            math::LogOp, math::SqrtOp, math::TanhOp, math::AbsFOp, SiluOp,
-            SigmoidOp, SoftplusOp>([&](Operation *) { return allPerToken(); })
-      .Case<L2NormOp, SliceOp, ConcatOp, ReshapeOp, TriuOp, MatmulOp>(
-          [&](Operation *) { return allPerToken(); })
-      .Case<LayerNormOp, RMSNormOp>([&](Operation *op) {
-        return isPerToken(op->getOperand(0).getType());
-      })
-      .Case([&](BroadcastOp broadcast) {
-        // A per-token input keeps its batch and time dimensions in place.
-        if (isPerToken(broadcast.getInput().getType())) {
-          ArrayRef<int64_t> dims = broadcast.getDims();
-          return dims.size() >= 2 && dims[0] == 0 && dims[1] == 1 &&
-                 excludesTokenDims(dims.drop_front(2));
-        }
-        return excludesTokenDims(broadcast.getDims());
-      })
-      .Case([&](ReduceSumOp reduce) {
-        return isPerToken(reduce.getInput().getType()) &&
-               excludesTokenDims(reduce.getDims());
-      })
-      .Case([&](ReduceMaxOp reduce) {
-        return isPerToken(reduce.getInput().getType()) &&
-               excludesTokenDims(reduce.getDims());
-      })
-      .Case([&](ScanOp scan) { return withScans && !scan.getReverse(); })
-      .Case([&](SelectiveScanOp scan) {
-        return withScans && isPerToken(scan.getU().getType()) &&
-               isPerToken(scan.getDelta().getType()) &&
-               isPerToken(scan.getB().getType()) &&
-               isPerToken(scan.getC().getType());
-      })
-      .Default([](Operation *) { return false; });
-}
-
-//===----------------------------------------------------------------------===//
 // Grouping
 //===----------------------------------------------------------------------===//
 
@@ -222,7 +149,7 @@ private:
     llvm::DenseSet<Value> inputs;
     for (Operation *op : groups[a])
       for (Value operand : op->getOperands())
-        if (!inside(operand) && isPerToken(operand.getType()))
+        if (!inside(operand) && isPerTokenType(operand.getType()))
           inputs.insert(operand);
     for (Operation *op : groups[b])
       for (Value operand : op->getOperands())
@@ -446,7 +373,7 @@ static arith::ConstantOp scalarConstant(Value value) {
 /// constant.
 static bool isBuiltInBody(Value input) {
   if (auto splat = input.getDefiningOp<tensor::SplatOp>())
-    return isPerToken(splat.getType()) && scalarConstant(splat.getInput());
+    return isPerTokenType(splat.getType()) && scalarConstant(splat.getInput());
   auto constant = input.getDefiningOp<arith::ConstantOp>();
   auto dense =
       constant ? dyn_cast<DenseFPElementsAttr>(constant.getValue()) : nullptr;
@@ -467,7 +394,7 @@ static void absorbConstants(KernelOp kernel) {
   for (OpOperand &operand : kernel->getOpOperands()) {
     if (isBuiltInBody(operand.get()))
       absorbed.push_back(operand.getOperandNumber());
-    else if (!like && isPerToken(operand.get().getType()))
+    else if (!like && isPerTokenType(operand.get().getType()))
       like = body->getArgument(operand.getOperandNumber());
   }
   if (absorbed.empty())

@@ -23,22 +23,6 @@ namespace mlir::fp {
 using namespace mlir;
 using namespace mlir::fp;
 
-bool mlir::fp::holdSameData(Value a, Value b) {
-  if (a == b)
-    return true;
-  auto ra = dyn_cast_or_null<OpResult>(a);
-  auto rb = dyn_cast_or_null<OpResult>(b);
-  if (!ra || !rb || ra.getResultNumber() != rb.getResultNumber())
-    return false;
-  Operation *x = ra.getOwner(), *y = rb.getOwner();
-  if (x->getNumRegions() != 0 || !isMemoryEffectFree(x) ||
-      !isMemoryEffectFree(y))
-    return false;
-  return OperationEquivalence::isEquivalentTo(
-      x, y, [](Value l, Value r) { return success(holdSameData(l, r)); },
-      /*markEquivalent=*/nullptr, OperationEquivalence::IgnoreLocations);
-}
-
 namespace {
 
 /// Whether `weight` is the columns [start, end) of `full`.
