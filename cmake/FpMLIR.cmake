@@ -28,4 +28,7 @@ add_definitions(${FP_LLVM_DEFINITIONS})
 
 # Tools used by the lit suite.
 find_program(FP_LIT lit HINTS ${LLVM_TOOLS_BINARY_DIR} REQUIRED)
+# add_lit_testsuite (check-fp-lit) runs LLVM_EXTERNAL_LIT, else
+# <build>/bin/llvm-lit, which an installed LLVM does not provide.
+set(LLVM_EXTERNAL_LIT "${FP_LIT}" CACHE FILEPATH "lit, for check-fp" FORCE)
 find_program(FP_FILECHECK FileCheck HINTS ${LLVM_TOOLS_BINARY_DIR} REQUIRED)

@@ -85,8 +85,8 @@ void runSolve(Solver &solver, const std::vector<Real *> &y, Real *fy,
   }
 }
 
-/// FP-Mamba's solver constants (spec §3.4): η₀ = 0.99, decay 0.9 after 15
-/// steps without improvement, τ = 0.1, training quantile 0.75, caps 100
+/// FP-Mamba's solver constants (docs/spec.md §3.4): η₀ = 0.99, decay 0.9 after
+/// 15 steps without improvement, τ = 0.1, training quantile 0.75, caps 100
 /// (training) and 1000 (evaluation).
 inline fp::host::SolverSettings fpMambaSolverSettings() {
   fp::host::SolverSettings settings;
