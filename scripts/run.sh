@@ -97,4 +97,4 @@ EOF
 "$build/bin/fp-plot" "$out/train-fp_mamba" "$out/train-mamba" \
   --names "FP-Mamba H1 (compiled)" "Mamba (compiled)" \
   --title "Parity, train lengths 3-12" -o "$out/plots"
-echo "stages, runs and plots written to $out/ in $(( $(date +%s) - start )) s"
+echo "stages, runs and plots written to ${out#"$root"/}/ in $(( $(date +%s) - start )) s"
