@@ -269,14 +269,15 @@ fp::rt::solverDifferences(const SolverDefaults &compiled,
                           ", which the reference does not compute (it has "
                           "one_step and truncated(k), as n_backwards)");
   } else if (steps != referenceModel.nBackwards) {
+    // n_backwards k computes the gradient of one_step (k = 1), truncated(k).
+    BackwardSpec asCompiled;
+    asCompiled.mode = referenceModel.nBackwards == 1 ? BackwardMode::OneStep
+                                                     : BackwardMode::Truncated;
+    asCompiled.steps = static_cast<int32_t>(referenceModel.nBackwards);
     differences.push_back(
         "backward: compiled " + backwardText(compiled.backward) +
         ", reference n_backwards " + std::to_string(referenceModel.nBackwards) +
-        " (" +
-        (referenceModel.nBackwards == 1
-             ? std::string("one_step")
-             : "truncated(" + std::to_string(referenceModel.nBackwards) + ")") +
-        ")");
+        " (" + backwardText(asCompiled) + ")");
   }
   return differences;
 }

@@ -638,20 +638,11 @@ TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
     std::vector<torch::Tensor> actual = compiledGradients(compiled, x, w);
 
     // The exact gradient, for the f32 rounding bound: the reference in f64
-    // on the same weights and inputs.
+    // on the same weights, inputs and solver steps.
+    std::shared_ptr<ref::BlockMixer> exactReference;
     std::vector<torch::Tensor> exact;
     if (f32) {
-      std::shared_ptr<ref::BlockMixer> exactReference = ref::makeBlockMixer(
-          referenceConfigFor(manifest, "", torch::kFloat64));
-      exactReference->to(device);
-      {
-        torch::NoGradGuard noGrad;
-        auto to = exactReference->named_parameters();
-        for (const auto &item : reference->named_parameters())
-          to[item.key()].copy_(item.value());
-      }
-      CompiledLayer unused(library, layer.name, seed, torch::kFloat64);
-      setSolveMode(*exactReference, unused, fewSteps);
+      exactReference = copyReference(manifest, *reference, torch::kFloat64);
       exactReference->train(true);
       exact = referenceGradients(*exactReference, layer, x.to(torch::kFloat64),
                                  w.to(torch::kFloat64));
@@ -693,13 +684,9 @@ TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
       // either is from the exact one where the gradient is a sum of terms
       // that cancel: the compiled gradient must then be within the
       // tolerance times that sum's condition of the exact one.
-      if (terms.empty()) {
-        std::shared_ptr<ref::BlockMixer> exactCopy =
-            copyReference(manifest, *reference, torch::kFloat64);
-        exactCopy->train(true);
-        terms = termMagnitudes(*exactCopy, layer, x.to(torch::kFloat64),
+      if (terms.empty())
+        terms = termMagnitudes(*exactReference, layer, x.to(torch::kFloat64),
                                w.to(torch::kFloat64));
-      }
       const double kappa = terms[i] / exact[i].abs().max().item<double>();
       std::cout << "[ gradient ] " << name << " f32 " << names[i]
                 << ": condition of the sum over outputs " << kappa
