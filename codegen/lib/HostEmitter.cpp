@@ -49,9 +49,7 @@ namespace {
 /// Emits the forward, or the derived backward, of one layer.
 class LayerEmitter {
 public:
-  LayerEmitter(CodeWriter &w, const LayerPlan &plan,
-               const KernelOptions &options)
-      : w(w), plan(plan), options(options) {}
+  LayerEmitter(CodeWriter &w, const LayerPlan &plan) : w(w), plan(plan) {}
 
   /// Emits `template <typename Real> <signature> { ... }`.
   LogicalResult emitFunction(StringRef signature);
@@ -65,7 +63,6 @@ public:
 private:
   CodeWriter &w;
   const LayerPlan &plan;
-  const KernelOptions &options;
   /// Expressions for index values (B, T or a number).
   llvm::DenseMap<Value, std::string> indices;
   /// Expressions for scalar float values.
@@ -153,8 +150,8 @@ LogicalResult LayerEmitter::emitFunction(StringRef signature) {
   // The kernels' function objects first, at namespace scope.
   const char *stem = plan.isBackward ? "BackwardKernel" : "Kernel";
   WalkResult walk = plan.layer.walk([&](KernelOp kernel) {
-    FailureOr<KernelLaunch> launch = emitKernelFunctor(
-        w, kernel, stem + std::to_string(kernels.size()), options);
+    FailureOr<KernelLaunch> launch =
+        emitKernelFunctor(w, kernel, stem + std::to_string(kernels.size()));
     if (failed(launch))
       return WalkResult::interrupt();
     kernels[kernel] = std::move(*launch);
@@ -957,12 +954,12 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
           emitSolverSettings(w, *backward);
         w.text("namespace kernels = fp::host;");
         w.blank();
-        LayerEmitter emitter(w, plan, info.kernels);
+        LayerEmitter emitter(w, plan);
         if (failed(emitter.emitFunction(forwardSignature("forward"))))
           return failure();
         w.blank();
         if (backward) {
-          LayerEmitter backwardEmitter(w, *backward, info.kernels);
+          LayerEmitter backwardEmitter(w, *backward);
           if (failed(
                   backwardEmitter.emitFunction(backwardSignature("backward"))))
             return failure();
@@ -1086,7 +1083,7 @@ static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
   emitSolverSettings(w, plan);
   w.text("namespace kernels = fp::cuda;");
   w.blank();
-  LayerEmitter emitter(w, plan, info.kernels);
+  LayerEmitter emitter(w, plan);
   if (failed(emitter.emitFunction(forwardSignature("forward"))))
     return failure();
   w.blank();
@@ -1102,7 +1099,7 @@ static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
   }
   if (const LayerPlan *backward = plan.backward.get()) {
     emitSolverSettings(w, *backward);
-    LayerEmitter backwardEmitter(w, *backward, info.kernels);
+    LayerEmitter backwardEmitter(w, *backward);
     if (failed(backwardEmitter.emitFunction(backwardSignature("backward"))))
       return failure();
     w.blank();

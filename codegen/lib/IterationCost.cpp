@@ -79,8 +79,9 @@ static FailureOr<CostTerms> flopsOf(Operation *op) {
   }
   return llvm::TypeSwitch<Operation *, FailureOr<CostTerms>>(op)
       .Case<ShiftOp, SliceOp, ConcatOp, BroadcastOp, ReshapeOp, TriuOp,
-            TransposeOp, TriuPackOp, YieldOp, SolverUpdateOp, tensor::DimOp,
-            tensor::SplatOp>([](Operation *) { return CostTerms{}; })
+            TransposeOp, TriuPackOp, YieldOp, BarrierOp, SolverUpdateOp,
+            tensor::DimOp, tensor::SplatOp>(
+          [](Operation *) { return CostTerms{}; })
       .Case([](LinearOp linear) -> FailureOr<CostTerms> {
         // A multiply and an add per input feature, the bias, and the weight
         // normalisation of a gain (square, add, scale per weight).

@@ -1,6 +1,6 @@
 //===- KernelEmitter.cpp - Function objects for fp.kernel ops ---*- C++ -*-===//
 //
-// An fp.kernel becomes
+// An fp.kernel, scheduled by fp-schedule-kernels, becomes
 //
 //   template <typename Real> struct Kernel0 {
 //     using Scalar = fp::Compute<Real>;
@@ -21,35 +21,21 @@
 // whose call computes token `row`, the `step`-th of its sample: per-token
 // inputs and results are offset to the token's row, uniform inputs are not,
 // an fp.shift of an input reads the input's row `offset` tokens earlier (or
-// zeros) into a slot of its own, a splat constant is filled into a slot of
-// its own (its extents and scalar emit nothing), intermediate values get slots
-// in `scratch` (reused once a value is dead) and scans their state in
-// `state`. On CUDA, a selective scan whose state fits (kMaxScanRegisters
-// values per thread) keeps it in `registers` instead, across the sample's
-// tokens: its slots come last in `state`, and kRegisterState says how many
-// elements the device launcher leaves out. Inputs and results hold the
-// call's element type `Real`; scratch, state and literals the arithmetic
-// type `Scalar` (float for bf16). Every op is one call of a Fused.h
-// function, preceded by a team synchronisation where it may touch what
-// another thread touched since the last one ("Barriers" below), except
-// views, which take their input's storage: a reshape, and the transpose of
-// an input holding Aᵀ that selective scans read as it lies
-// (fp-transpose-scan-a; Fused.h's `ATransposed`), and chains: consecutive
-// ops of one element count that compute element i from element i of their
-// operands, or from values computed before them, run as one loop over
-// elements (fp::fused::forEachElement) in which each thread computes the
-// elements it owns in every such loop, so that no barrier separates them;
-// their values live in registers unless something after the chain reads
-// them, and the chain's inputs keep their slots until it ends, so that it
-// never overwrites what another thread still reads.
+// zeros) into a slot of its own or from the stage buffer, a splat constant
+// is filled into a slot of its own (its extents and scalar emit nothing),
+// intermediate values live in their `scratch` slots and scans their state in
+// `state`, or on CUDA in `registers`. Inputs and results hold the call's
+// element type `Real`; scratch, state and literals the arithmetic type
+// `Scalar` (float for bf16). Every op is one call of a Fused.h function,
+// except views, which take their input's storage, uniform scalars, one
+// statement of every thread, and chains, one loop over elements
+// (fp::fused::forEachElement); an fp.barrier is the team's synchronisation.
 //
-// A kernel whose scans can run a sample's tokens in chunks (Fused.h,
-// "Chunked execution") is kChunkable: no scan reads another scan's result,
-// every selective scan's A is (a view of) a uniform input, and nothing a
-// scan reads is written to a result. Its `summarize` runs the ops the scans
-// read and the scans' summary steps (no result is written), `saveCarry`
-// stores the scans' carries (kCarry elements per chunk) and `loadCarry`
-// starts them from the carries of the chunks before.
+// Every decision (slots, chains, uniform scalars, staging, state, chunks
+// and barriers) is the schedule's, read from the IR: this file only prints.
+// A chunkable kernel (one with fp.carry_size) also gets `summarize`, which
+// runs the ops marked fp.summary with that pass's slots and chains,
+// `saveCarry` and `loadCarry`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,14 +46,12 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 
 #include <cassert>
 #include <cmath>
-#include <functional>
 #include <optional>
 
 using namespace mlir;
@@ -89,21 +73,6 @@ std::string mlir::fp::codegen::realLiteral(double value) {
   if (text.find_first_of(".en") == std::string::npos)
     text += ".0";
   return "Scalar(" + text + ")";
-}
-
-std::optional<double> mlir::fp::codegen::splatLiteral(arith::ConstantOp op) {
-  std::optional<double> value;
-  if (auto scalar = dyn_cast<FloatAttr>(op.getValue()))
-    value = scalar.getValueAsDouble();
-  else if (auto dense = dyn_cast<DenseFPElementsAttr>(op.getValue());
-           dense && dense.isSplat())
-    value = dense.getSplatValue<APFloat>().convertToDouble();
-  if (!value)
-    return std::nullopt;
-  if (auto literal =
-          op->getAttrOfType<FloatAttr>(FPDialect::getLiteralAttrName()))
-    return literal.getValueAsDouble();
-  return value;
 }
 
 std::string mlir::fp::codegen::locationComment(Location loc) {
@@ -146,120 +115,16 @@ StringRef mlir::fp::codegen::elementwiseFunctor(Operation *op) {
 // Kernel function objects
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// Kernel function objects
+//===----------------------------------------------------------------------===//
+
 namespace {
-
-/// Threads of the block that computes a fused kernel's token on CUDA
-/// (fp::cuda::kTeamSize), and the most selective-scan state values one of
-/// them keeps in registers: 4 channels of 16 states at 1024 channels, 6 at
-/// 1536. A larger state stays in memory.
-constexpr int64_t kDeviceTeamSize = 256;
-constexpr int64_t kMaxScanRegisters = 128;
-
-/// The part of a tensor type one token sees: the dimensions after batch and
-/// time for per-token values, all of them for uniform ones.
-struct TokenShape {
-  SmallVector<int64_t> dims;
-  bool perToken = false;
-
-  explicit TokenShape(Type type) {
-    auto tensor = cast<RankedTensorType>(type);
-    ArrayRef<int64_t> shape = tensor.getShape();
-    perToken = tensor.getRank() >= 2 && tensor.isDynamicDim(0) &&
-               tensor.isDynamicDim(1);
-    dims.assign(perToken ? shape.drop_front(2) : shape);
-  }
-  int64_t rank() const { return dims.size(); }
-  int64_t elements() const {
-    int64_t n = 1;
-    for (int64_t d : dims)
-      n *= d;
-    return n;
-  }
-  int64_t width() const { return dims.empty() ? 1 : dims.back(); }
-  int64_t rows() const { return elements() / std::max<int64_t>(width(), 1); }
-};
-
-/// Whether a selective scan's state lives in registers on CUDA.
-bool scanStateInRegisters(SelectiveScanOp scan) {
-  TokenShape a(scan.getA().getType());
-  int64_t channels = a.dims[0], stateSize = a.dims[1];
-  int64_t perThread = (channels + kDeviceTeamSize - 1) / kDeviceTeamSize;
-  return perThread * stateSize <= kMaxScanRegisters;
-}
-
-/// Whether `scan` reads its state matrix transposed: its A is the
-/// fp.transpose of a kernel input holding Aᵀ (fp-transpose-scan-a), which
-/// the scan reads as it lies.
-bool readsTransposedMatrix(SelectiveScanOp scan) {
-  auto transpose = scan.getA().getDefiningOp<TransposeOp>();
-  return transpose && isa<BlockArgument>(transpose.getInput()) &&
-         llvm::all_of(transpose->getUses(), [](OpOperand &use) {
-           auto reader = dyn_cast<SelectiveScanOp>(use.getOwner());
-           return reader && use.get() == reader.getA();
-         });
-}
 
 /// The template arguments of Fused.h's selective-scan functions for `scan`:
 /// whether its A is given transposed.
 StringRef scanTemplateArguments(SelectiveScanOp scan) {
   return readsTransposedMatrix(scan) ? "<true>" : "";
-}
-
-bool isView(Operation *op);
-
-/// Whether `slice` is a view of its input: a range of columns of a single
-/// row, which lie consecutively in the row's storage, where that row is
-/// computed in the body (scratch, or a result). A slice of a kernel input
-/// is copied, so that a chain (emitChain) reads every input at its own
-/// element.
-bool isSliceView(SliceOp slice) {
-  if (TokenShape(slice.getInput().getType()).rows() != 1)
-    return false;
-  Value source = slice.getInput();
-  while (Operation *def = source.getDefiningOp()) {
-    if (!isView(def))
-      return true;
-    source = def->getOperand(0);
-  }
-  return false;
-}
-
-/// Whether `op` is a view of its input, with its input's storage: a
-/// reshape, a slice of one row (isSliceView), or the transpose of Aᵀ that
-/// selective scans read as it lies.
-bool isView(Operation *op) {
-  if (isa<ReshapeOp>(op))
-    return true;
-  if (auto slice = dyn_cast<SliceOp>(op))
-    return isSliceView(slice);
-  auto transpose = dyn_cast<TransposeOp>(op);
-  return transpose && !transpose->use_empty() &&
-         llvm::all_of(transpose->getUsers(), [](Operation *user) {
-           auto scan = dyn_cast<SelectiveScanOp>(user);
-           return scan && readsTransposedMatrix(scan);
-         });
-}
-
-/// Whether `op` computes no tensor: the extents and scalars a body's splats
-/// are built from (tensor.dim, arith.constant), which get no storage and
-/// emit nothing of their own.
-bool computesNoTensor(Operation *op) {
-  return llvm::none_of(op->getResultTypes(),
-                       [](Type type) { return isa<RankedTensorType>(type); });
-}
-
-/// Whether `op` sums a value of one row (fp.reduce_sum over its last
-/// dimension) into one element: a candidate uniform scalar that every
-/// thread gets from a reduction of the whole team (fp::fused::rowSum).
-bool isRowSumToScalar(Operation *op) {
-  auto reduce = dyn_cast<ReduceSumOp>(op);
-  if (!reduce)
-    return false;
-  TokenShape in(reduce.getInput().getType());
-  ArrayRef<int64_t> dims = reduce.getDims();
-  return in.perToken && in.rank() >= 1 && in.rows() == 1 && dims.size() == 1 &&
-         dims[0] == in.rank() + 1 &&
-         TokenShape(reduce.getType()).elements() == 1;
 }
 
 std::string joinInts(ArrayRef<int64_t> values) {
@@ -268,357 +133,204 @@ std::string joinInts(ArrayRef<int64_t> values) {
       ", ");
 }
 
-/// Members of a CUDA block's group (a warp), and the passes over a row's
-/// elements up to which fp::fused::forEachRow gives the row to one group
-/// (fp::fused::kShortRowPasses): a row op on a longer single row is
-/// computed by the whole team, each member its own elements.
-constexpr int64_t kDeviceGroupSize = 32;
-constexpr int64_t kShortRowPasses = 4;
+/// An integer attribute of the schedule, if `op` has it.
+std::optional<int64_t> scheduled(Operation *op, StringRef name) {
+  if (auto value = op->getAttrOfType<IntegerAttr>(name))
+    return value.getInt();
+  return std::nullopt;
+}
 
-/// An access of the team to `[begin, end)` of one space of memory a body
-/// writes (0: scratch, 1 + j: result j). An owned access touches element
-/// begin + i by the member that owns i in every element loop (i = rank,
-/// rank + size, ...); any other may touch any element by any member.
-struct Access {
-  int space;
-  int64_t begin, end;
-  bool write, owned;
-};
-
-/// What one emitted op does to memory: its accesses before the team-wide
-/// reduction it makes, if it makes one (`barrier`: every member arrives
-/// there, so it orders everything before it against everything after),
-/// and those after it.
-struct Effect {
-  SmallVector<Access> before, after;
-  bool barrier = false;
-};
-
-/// The accesses since the team's last barrier. An op needs a barrier
-/// before it where one of its accesses and a pending one touch a common
-/// element, one of them a write, unless both are owned from the same
-/// first element (the same member then makes both, in program order).
-class Hazards {
-public:
-  bool needsBarrier(const Effect &effect) const {
-    return llvm::any_of(effect.before, [&](const Access &access) {
-      return llvm::any_of(pending, [&](const Access &earlier) {
-        return conflict(earlier, access);
-      });
-    });
-  }
-  void barrier() { pending.clear(); }
-  void record(const Effect &effect) {
-    if (effect.barrier)
-      pending.assign(effect.after.begin(), effect.after.end());
-    else
-      pending.append(effect.before.begin(), effect.before.end());
-  }
-  bool empty() const { return pending.empty(); }
-
-private:
-  static bool conflict(const Access &a, const Access &b) {
-    return a.space == b.space && a.begin < b.end && b.begin < a.end &&
-           (a.write || b.write) && !(a.owned && b.owned && a.begin == b.begin);
-  }
-  SmallVector<Access> pending;
-};
+/// The two bodies a kernel's schedule describes: the token's full
+/// computation, and a chunked kernel's summary pass.
+enum class Pass { Call, Summary };
 
 class KernelEmitter {
 public:
-  KernelEmitter(CodeWriter &w, KernelOp kernel, const KernelOptions &options)
-      : w(w), kernel(kernel), options(options) {}
+  KernelEmitter(CodeWriter &w, KernelOp kernel) : w(w), kernel(kernel) {}
 
   FailureOr<KernelLaunch> emit(StringRef name);
 
 private:
   CodeWriter &w;
   KernelOp kernel;
-  KernelOptions options;
   KernelLaunch launch;
-  /// The pointer expression of every body value.
+  /// The body's ops and barriers, in order.
+  SmallVector<Operation *> ops;
+  /// The pass being printed.
+  Pass pass = Pass::Call;
+  /// The pointer expression of every value with storage in the pass being
+  /// printed.
   llvm::DenseMap<Value, std::string> pointers;
-  /// Where each value the body stores lies: its space (Access) and first
-  /// element. Inputs, stage buffers, registers and uniform scalars have
-  /// no place: nothing in the body writes them.
-  struct Place {
-    int space;
-    int64_t offset;
-  };
-  llvm::DenseMap<Value, Place> places;
-  /// The accesses since the last barrier the body emitted.
-  Hazards hazards;
-  /// The value whose storage a value uses (itself unless a reshape).
-  llvm::DenseMap<Value, Value> roots;
-  /// Where each scan's state starts in `state`.
-  llvm::DenseMap<Operation *, int64_t> stateOffsets;
+  /// The declarations of the inputs' pointers at the token's row, where
+  /// they are read from the inputs (not from a stage buffer).
+  SmallVector<std::pair<Value, std::string>> inputLines;
+  /// The inputs read from a stage buffer, and their offsets in it.
+  SmallVector<std::pair<unsigned, int64_t>> staged;
+  /// The staged shifts of inputs, in body order.
+  SmallVector<ShiftOp> stagedShifts;
   /// The member of `registers` of each selective scan whose state lives in
   /// registers on CUDA.
   llvm::DenseMap<Operation *, std::string> registerMembers;
-  /// Where each scan's carry starts in a chunk's carry.
-  llvm::DenseMap<Operation *, int64_t> carryOffsets;
-  /// The declarations of the call's pointers: each input's at the token's
-  /// row, each result's, and each intermediate value's scratch slot.
-  SmallVector<std::pair<Value, std::string>> inputLines;
-  /// The per-token inputs of a kernel run in time order that the call
-  /// reads from a stage buffer in scratch (Fused.h, "Staged inputs"): each
-  /// one's row stride and elements, and its offset in a buffer, in
-  /// elements of Real; and a buffer's size.
-  struct StagedInput {
-    unsigned arg;
-    int64_t stride, elements, offset = 0;
-  };
-  SmallVector<StagedInput> rowInputs, staged;
-  /// The shifts of an input (fp.shift of a block argument) that the call
-  /// reads from the stage buffer too: stage() copies row t − offset of the
-  /// input, or zeros outside the sample, where the body would copy it.
-  struct StagedShift {
-    Operation *op;
-    unsigned arg;
-    int64_t shift, elements, offset;
-  };
-  SmallVector<StagedShift> stagedShifts;
-  /// Whether emitOp emits the shifts in stagedShifts as copies (the
-  /// summary pass, which stages nothing).
-  bool shiftsUnstaged = false;
-  int64_t stageElements = 0;
-  SmallVector<std::string> outputLines;
-  SmallVector<std::string> scratchDeclarations;
-  /// Scratch that an op uses while it runs (a matrix product's staged
-  /// operand): its pointer, and its size in elements.
+  /// Each op's temporary in the pass being printed: its pointer and size.
   llvm::DenseMap<Operation *, std::pair<std::string, int64_t>> temporaries;
-  /// Where each temporary starts in scratch.
-  llvm::DenseMap<Operation *, int64_t> temporaryOffsets;
   /// The values computed into the call's results (pointers `y<j>`, of the
   /// element type Real rather than Scalar).
   llvm::DenseSet<Value> inResults;
-  /// Runs of consecutive ops of one element count, each computing element i
-  /// from element i of its operands or from values computed before the run,
-  /// emitted as one loop over elements without barriers between them
-  /// (emitChain); found for the op list being emitted (findChains).
+  /// The chains of the pass being printed, from its schedule.
   struct Chain {
     SmallVector<Operation *> ops;
     int64_t elements = 0;
-    /// A uniform row sum of a value the chain computes
-    /// (isUniformReduction), accumulated as the chain runs.
     Operation *sum = nullptr;
   };
   SmallVector<Chain> chains;
   llvm::DenseMap<Operation *, unsigned> chainOf;
-  /// Scalars every thread computes for itself (findUniforms): ops of one
-  /// element that only chains and other such ops read, emitted as a
-  /// statement of each thread, in a register, with neither scratch nor a
-  /// barrier; and the register each one's value is in where emitted.
-  llvm::DenseSet<Operation *> uniforms;
+  /// The register of each uniform scalar printed so far.
   llvm::DenseMap<Value, std::string> uniformNames;
   /// Numbers the intermediate values and the shape arrays of the call.
   int64_t nextValue = 0, nextArray = 0;
 
-  int64_t stateOffsetOf(Operation *op) const { return stateOffsets.lookup(op); }
-
-  Value root(Value value) const { return roots.lookup(value); }
+  static Value root(Value value) { return storageRoot(value); }
   const std::string &ptr(Value value) const {
     auto it = pointers.find(value);
     assert(it != pointers.end() && "a kernel value without storage");
     return it->second;
   }
-  /// Gives a view (isView) its input's pointer, offset to a slice's first
-  /// column. (The copy comes first: inserting into `pointers` may move the
-  /// strings that ptr() refers to.)
-  void aliasInput(Operation *view) {
-    // A view of a uniform scalar has its register (uniformNames) instead.
-    if (!pointers.count(view->getOperand(0)))
-      return;
-    std::string input = ptr(view->getOperand(0));
-    int64_t start = 0;
-    if (auto slice = dyn_cast<SliceOp>(view); slice && slice.getStart() != 0) {
-      start = slice.getStart();
-      input = llvm::formatv("({0} + {1})", input, start).str();
-    }
-    pointers[view->getResult(0)] = std::move(input);
-    if (auto it = places.find(view->getOperand(0)); it != places.end()) {
-      Place source = it->second;
-      places[view->getResult(0)] = {source.space, source.offset + start};
-    }
+  int64_t stateOffsetOf(Operation *op) const {
+    return *scheduled(op, FPDialect::getStateOffsetAttrName());
   }
-  int64_t allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
-                          SmallVectorImpl<std::string> &declarations);
+  /// The schedule's field `name` of `op` in the pass being printed: the
+  /// attribute itself in the call, its entry of fp.summary in the summary.
+  Attribute field(Operation *op, StringRef callName,
+                  StringRef summaryName) const;
+  bool inSummary(Operation *op) const {
+    return op->hasAttr(FPDialect::getSummaryAttrName());
+  }
+  void aliasInput(Operation *view);
+  void declareScratch(ArrayRef<Operation *> body,
+                      SmallVectorImpl<std::string> &declarations);
+  void readChains(ArrayRef<Operation *> body);
   LogicalResult emitOp(Operation *op);
-  std::optional<int64_t> chainElements(Operation *op) const;
-  bool readsAcrossElements(Operation *op, const Chain &chain) const;
-  void findChains(ArrayRef<Operation *> ops);
-  bool storedFromChain(Value value) const;
-  void findUniforms(ArrayRef<Operation *> ops);
+  // The printers of the ops emitOp prints as one call of Fused.h.
+  LogicalResult printFill(Operation *op, std::optional<double> value);
+  LogicalResult print(tensor::SplatOp splat);
+  LogicalResult print(arith::ConstantOp constant);
+  LogicalResult print(L2NormOp norm);
+  LogicalResult print(LayerNormOp norm);
+  LogicalResult print(RMSNormOp norm);
+  LogicalResult print(ShiftOp shift);
+  LogicalResult print(SliceOp slice);
+  LogicalResult print(ConcatOp concat);
+  LogicalResult print(BroadcastOp broadcast);
+  LogicalResult printReduction(Operation *reduce, ArrayRef<int64_t> dims,
+                               bool sum);
+  LogicalResult print(ReduceSumOp reduce);
+  LogicalResult print(ReduceMaxOp reduce);
+  LogicalResult print(MatmulOp matmul);
+  LogicalResult print(TriuOp triu);
+  LogicalResult print(SelectiveScanOp scan);
+  LogicalResult print(ScanOp scan);
   std::string scalarOf(Value value) const;
   std::string elementExpression(Operation *op,
                                 llvm::function_ref<std::string(Value)> operand);
   void emitUniform(Operation *op);
   LogicalResult emitChain(const Chain &chain);
-  void access(Value value, bool write, bool owned,
-              SmallVectorImpl<Access> &accesses, bool first = false) const;
-  Effect chainEffect(const Chain &chain) const;
-  Effect uniformEffect(Operation *op) const;
-  Effect opEffect(Operation *op) const;
-  void barrierFor(const Effect &effect);
-  FailureOr<bool> emitIfChained(Operation *op);
   void emitUnusedParameters();
-  LogicalResult emitBody(ArrayRef<Operation *> ops,
-                         llvm::function_ref<LogicalResult(Operation *)> emit);
-  bool summarySlice(ArrayRef<Operation *> ops,
-                    SmallVectorImpl<Operation *> &slice) const;
-  LogicalResult emitChunkMembers(ArrayRef<Operation *> ops);
-  bool stagingAllowed(ArrayRef<Operation *> ops) const;
-  void stageShifts(ArrayRef<Operation *> ops);
-  void chooseStagedInputs(ArrayRef<Operation *> ops);
+  LogicalResult emitBody(llvm::function_ref<LogicalResult(Operation *)> emit);
+  LogicalResult emitChunkMembers();
   void emitStageMembers();
-  bool isStagedShift(Operation *op) const {
-    return !shiftsUnstaged &&
-           llvm::any_of(stagedShifts, [&](const StagedShift &shift) {
-             return shift.op == op;
-           });
-  }
 };
 
 } // namespace
 
-/// Elements of scratch a per-token matrix product may stage its transposed
-/// right operand in (fp::fused::matmul): a 64 × 64 operand's padded copy.
-static constexpr int64_t kMaxStagingElements = 64 * 65;
-
-/// The scratch `op` uses while it runs: for a matrix product with a
-/// transposed right operand, fp::fused::stagingSize's room for a padded
-/// copy of it, k × (n rounded up to odd) per matrix, as many matrices as
-/// fit in kMaxStagingElements.
-static int64_t temporaryElements(Operation *op) {
-  auto matmul = dyn_cast<MatmulOp>(op);
-  if (!matmul || !matmul.getTransposeRhs())
-    return 0;
-  TokenShape lhs(matmul.getLhs().getType()), rhs(matmul.getRhs().getType());
-  if (lhs.rank() < 2 || rhs.rank() < 2)
-    return 0;
-  int64_t n = rhs.dims[rhs.rank() - 2], k = rhs.dims.back();
-  int64_t batch = lhs.elements() / (lhs.dims[lhs.rank() - 2] * lhs.dims.back());
-  int64_t one = k * (n | 1);
-  return std::min(batch, kMaxStagingElements / one) * one;
+Attribute KernelEmitter::field(Operation *op, StringRef callName,
+                               StringRef summaryName) const {
+  if (pass == Pass::Call)
+    return op->getAttr(callName);
+  auto summary =
+      op->getAttrOfType<DictionaryAttr>(FPDialect::getSummaryAttrName());
+  return summary ? summary.get(summaryName) : Attribute();
 }
 
-/// Assigns a scratch slot to every result of `ops` that is neither a reshape
-/// nor has a pointer yet (a directly yielded value), and to every op's
-/// temporary: a linear scan in body order, where a slot is reused by a later
-/// value that fits once its value's last reader has run (a temporary's, once
-/// its op has). With `toTheEnd`, yielded values live to the end. Returns the
-/// scratch size.
-int64_t
-KernelEmitter::allocateScratch(ArrayRef<Operation *> ops, bool toTheEnd,
-                               SmallVectorImpl<std::string> &declarations) {
-  // A chain's ops all sit at its first op's position: the values it reads
-  // live until it ends, and its results, stored by the same loop, never
-  // share their slots.
-  llvm::DenseMap<Operation *, int64_t> index;
-  for (auto [i, op] : llvm::enumerate(ops))
-    index[op] = i;
-  for (const Chain &chain : chains) {
-    for (Operation *op : chain.ops)
-      index[op] = index[chain.ops.front()];
-    if (chain.sum)
-      index[chain.sum] = index[chain.ops.front()];
-  }
-  // A uniform scalar sits at the next op that is followed by a barrier:
-  // the threads may still be computing it while that op runs (no barrier
-  // between them), so what it reads lives until that op ends.
-  int64_t nextPhase = static_cast<int64_t>(ops.size());
-  for (Operation *op : llvm::reverse(ops)) {
-    if (uniforms.contains(op) && !chainOf.count(op))
-      index[op] = nextPhase;
-    else if (!isView(op) && !computesNoTensor(op))
-      nextPhase = index[op];
-  }
-  llvm::DenseMap<Value, int64_t> lastUse;
-  for (Operation *op : ops)
-    for (Value operand : op->getOperands())
-      lastUse[root(operand)] =
-          std::max(lastUse.lookup(root(operand)), index[op]);
-  // A yielded value that is not computed into its result (a reshape of an
-  // intermediate value) is copied there after the last op: its storage
-  // lives to the end.
-  if (toTheEnd)
-    for (Value value : kernel.getYield().getValues())
-      lastUse[root(value)] = static_cast<int64_t>(ops.size());
+/// Gives a view its input's pointer, offset to a slice's first column. (The
+/// copy comes first: inserting into `pointers` may move the strings that
+/// ptr() refers to.)
+void KernelEmitter::aliasInput(Operation *view) {
+  // A view of a uniform scalar has its register (uniformNames) instead.
+  if (!pointers.count(view->getOperand(0)))
+    return;
+  std::string input = ptr(view->getOperand(0));
+  if (auto slice = dyn_cast<SliceOp>(view); slice && slice.getStart() != 0)
+    input = llvm::formatv("({0} + {1})", input, slice.getStart()).str();
+  pointers[view->getResult(0)] = std::move(input);
+}
 
-  struct Slot {
-    int64_t offset, size, freeAfter;
-  };
-  SmallVector<Slot> slots;
-  int64_t next = 0;
-  // The offset of a slot of `need` elements free at op `here`, taken until
-  // after op `freeAfter`.
-  auto take = [&](int64_t need, int64_t here, int64_t freeAfter) {
-    Slot *chosen = nullptr;
-    for (Slot &slot : slots)
-      if (slot.freeAfter < here && slot.size >= need &&
-          (!chosen || slot.size < chosen->size))
-        chosen = &slot;
-    if (!chosen) {
-      slots.push_back({next, need, 0});
-      next += need;
-      chosen = &slots.back();
-    }
-    chosen->freeAfter = std::max(freeAfter, here);
-    return chosen->offset;
-  };
-  for (Operation *op : ops) {
-    int64_t here = index[op];
-    // Before the results: a temporary must not share a slot with them.
-    if (int64_t need = temporaryElements(op)) {
+/// Names the scratch the pass being printed gives `body`'s ops, in body
+/// order (each op's temporary before its result), and declares each.
+void KernelEmitter::declareScratch(ArrayRef<Operation *> body,
+                                   SmallVectorImpl<std::string> &declarations) {
+  for (Operation *op : body) {
+    if (auto range = dyn_cast_or_null<DenseI64ArrayAttr>(
+            field(op, FPDialect::getTempAttrName(), "temp"))) {
       std::string name = "t" + std::to_string(nextValue++);
-      int64_t offset = take(need, here, here);
       declarations.push_back(
-          llvm::formatv("Scalar *const {0} = scratch + {1};", name, offset));
-      temporaries[op] = {name, need};
-      temporaryOffsets[op] = offset;
+          llvm::formatv("Scalar *const {0} = scratch + {1};", name, range[0]));
+      temporaries[op] = {name, range[1]};
     }
-    for (Value result : op->getResults()) {
-      if (root(result) != result || pointers.count(result) ||
-          !isa<RankedTensorType>(result.getType()))
-        continue;
-      // A value only its chain reads lives in a register, as does a
-      // uniform scalar.
-      if ((chainOf.count(op) && !storedFromChain(result)) ||
-          uniforms.contains(op))
-        continue;
-      // A dead result still occupies its slot while its op runs.
-      int64_t offset = take(TokenShape(result.getType()).elements(), here,
-                            lastUse.lookup(result));
+    if (auto slot = dyn_cast_or_null<IntegerAttr>(
+            field(op, FPDialect::getSlotAttrName(), "slot"))) {
       std::string name = "v" + std::to_string(nextValue++);
-      pointers[result] = name;
-      places[result] = {0, offset};
-      declarations.push_back(
-          llvm::formatv("Scalar *const {0} = scratch + {1};", name, offset));
+      declarations.push_back(llvm::formatv("Scalar *const {0} = scratch + {1};",
+                                           name, slot.getInt()));
+      pointers[op->getResult(0)] = std::move(name);
     }
   }
-  return next;
+}
+
+/// Reads the chains of the pass being printed: its ops of one chain in body
+/// order, a uniform row sum among them the chain's sum.
+void KernelEmitter::readChains(ArrayRef<Operation *> body) {
+  chains.clear();
+  chainOf.clear();
+  for (Operation *op : body) {
+    auto index = dyn_cast_or_null<IntegerAttr>(
+        field(op, FPDialect::getChainAttrName(), "chain"));
+    if (!index)
+      continue;
+    unsigned id = index.getInt();
+    if (chains.size() <= id)
+      chains.resize(id + 1);
+    chainOf[op] = id;
+    if (op->hasAttr(FPDialect::getUniformAttrName())) {
+      chains[id].sum = op;
+      continue;
+    }
+    chains[id].ops.push_back(op);
+    chains[id].elements = TokenShape(op->getResult(0).getType()).elements();
+  }
 }
 
 FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
+  if (!kernel->hasAttr(FPDialect::getScratchSizeAttrName()))
+    return kernel.emitOpError("is not scheduled: run fp-schedule-kernels "
+                              "before emitting it");
   launch.name = name.str();
   launch.sequential = kernel.isSequential();
   Block *body = kernel.getBodyBlock();
   YieldOp yield = kernel.getYield();
-  SmallVector<Operation *> ops;
-  for (Operation &op : body->without_terminator())
+  SmallVector<Operation *> computing;
+  for (Operation &op : body->without_terminator()) {
     ops.push_back(&op);
+    if (!isa<BarrierOp>(op))
+      computing.push_back(&op);
+  }
 
   // Storage: inputs and results are the struct's pointers at the token's
-  // row; reshapes alias their input.
-  for (BlockArgument arg : body->getArguments())
-    roots[arg] = arg;
-  for (Operation *op : ops) {
-    for (Value result : op->getResults())
-      roots[result] = result;
-    if (isView(op))
-      roots[op->getResult(0)] = root(op->getOperand(0));
-  }
+  // row; views alias their input.
   launch.shifted = !body->getOps<ShiftOp>().empty();
+  if (auto pairs = kernel->getAttrOfType<DenseI64ArrayAttr>(
+          FPDialect::getStagedInputsAttrName()))
+    for (int64_t i = 0; i + 1 < pairs.size(); i += 2)
+      staged.push_back({static_cast<unsigned>(pairs[i]), pairs[i + 1]});
   for (auto [i, arg] : llvm::enumerate(body->getArguments())) {
     TokenShape shape(arg.getType());
     std::string name = "x" + std::to_string(i);
@@ -635,8 +347,6 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
         slice && slice.isReadInPlace())
       stride =
           cast<RankedTensorType>(slice.getInput().getType()).getShape().back();
-    if (shape.perToken)
-      rowInputs.push_back({static_cast<unsigned>(i), stride, shape.elements()});
     inputLines.emplace_back(
         arg,
         shape.perToken
@@ -645,56 +355,38 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
                   .str()
             : llvm::formatv("const Real *const {0} = in{1};", name, i).str());
   }
-  for (auto [j, value] : llvm::enumerate(yield.getValues())) {
-    std::string name = "y" + std::to_string(j);
+  SmallVector<std::string> outputLines;
+  for (auto [j, value] : llvm::enumerate(yield.getValues()))
     outputLines.push_back(
-        llvm::formatv("Real *const {0} = out{1} + row * {2};", name, j,
+        llvm::formatv("Real *const y{0} = out{0} + row * {1};", j,
                       TokenShape(value.getType()).elements()));
-    // A value the body computes goes straight to the first result that
-    // yields it.
-    if (value.getDefiningOp() && !isView(value.getDefiningOp()) &&
-        !pointers.count(value)) {
-      pointers[value] = name;
-      places[value] = {1 + static_cast<int>(j), 0};
-      inResults.insert(value);
+  for (Operation *op : computing) {
+    if (std::optional<int64_t> j = scheduled(op, FPDialect::getOutAttrName())) {
+      pointers[op->getResult(0)] = "y" + std::to_string(*j);
+      inResults.insert(op->getResult(0));
+    }
+    if (auto shift = dyn_cast<ShiftOp>(op);
+        shift && shift->hasAttr(FPDialect::getStagedAttrName())) {
+      pointers[shift.getResult()] = "s" + std::to_string(stagedShifts.size());
+      stagedShifts.push_back(shift);
     }
   }
-  findUniforms(ops);
-  findChains(ops);
-  const bool staging =
-      launch.sequential && options.stageInputs && stagingAllowed(ops);
-  if (staging)
-    stageShifts(ops);
-  launch.scratch = allocateScratch(ops, /*toTheEnd=*/true, scratchDeclarations);
-  if (staging)
-    chooseStagedInputs(ops);
-  for (Operation *op : ops)
+  readChains(computing);
+  SmallVector<std::string> scratchDeclarations;
+  declareScratch(computing, scratchDeclarations);
+  for (Operation *op : computing)
     if (isView(op))
       aliasInput(op);
 
-  // State slots, those held in registers on CUDA last, and the per-token
-  // cost.
-  SmallVector<SelectiveScanOp> inRegisters;
-  for (Operation *op : ops) {
+  // Scan state held in registers on CUDA, and the per-token cost.
+  SmallVector<std::string> registerFields;
+  for (Operation *op : computing) {
     for (Value result : op->getResults())
       if (isa<RankedTensorType>(result.getType()))
         launch.cost += TokenShape(result.getType()).elements();
-    if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
-      if (scanStateInRegisters(scan)) {
-        inRegisters.push_back(scan);
-        continue;
-      }
-      TokenShape a(scan.getA().getType());
-      stateOffsets[op] = launch.state;
-      launch.state += 2 * a.elements() + a.dims[0];
-    } else if (auto scan = dyn_cast<ScanOp>(op)) {
-      stateOffsets[op] = launch.state;
-      launch.state += 2 * TokenShape(scan.getType()).elements();
-    }
-  }
-  SmallVector<std::string> registerFields;
-  int64_t registerState = 0;
-  for (SelectiveScanOp scan : inRegisters) {
+    auto scan = dyn_cast<SelectiveScanOp>(op);
+    if (!scan || !scan->hasAttr(FPDialect::getRegistersAttrName()))
+      continue;
     TokenShape a(scan.getA().getType());
     std::string member = "scan" + std::to_string(registerFields.size());
     registerFields.push_back(
@@ -702,14 +394,13 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
                       "kernels::kTeamSize> {2};",
                       a.dims[0], a.dims[1], member));
     registerMembers[scan] = member;
-    stateOffsets[scan] = launch.state;
-    launch.state += 2 * a.elements() + a.dims[0];
-    registerState += 2 * a.elements() + a.dims[0];
   }
+  launch.state = *scheduled(kernel, FPDialect::getStateSizeAttrName());
+  launch.scratch = *scheduled(kernel, FPDialect::getScratchSizeAttrName());
 
   std::string where = locationComment(kernel.getLoc());
   w.line("// fp.kernel{0}{1}: {2} ops{3}", where.empty() ? "" : " at ", where,
-         ops.size(), launch.sequential ? ", in time order" : "");
+         computing.size(), launch.sequential ? ", in time order" : "");
   w.text("template <typename Real>");
   auto type = w.blockWithTrailer(";", "struct {0}", name);
   w.text("using Scalar = fp::Compute<Real>;");
@@ -723,7 +414,8 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
       w.text(field);
     w.text("#endif");
   }
-  w.line("static constexpr int64_t kRegisterState = {0};", registerState);
+  w.line("static constexpr int64_t kRegisterState = {0};",
+         *scheduled(kernel, FPDialect::getRegisterStateAttrName()));
   for (auto [i, arg] : llvm::enumerate(body->getArguments()))
     w.line("const Real *in{0};", i);
   for (size_t j = 0; j < yield.getValues().size(); ++j)
@@ -737,42 +429,36 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
         "FP_HOST_DEVICE void operator()(Team &team, int64_t row, int64_t step, "
         "Scalar *scratch, Scalar *state, Registers &registers) const");
     for (const auto &[value, line] : inputLines) {
-      auto arg = cast<BlockArgument>(value);
-      auto *in = llvm::find_if(staged, [&](const StagedInput &input) {
-        return input.arg == arg.getArgNumber();
-      });
+      unsigned arg = cast<BlockArgument>(value).getArgNumber();
+      auto *in = llvm::find_if(
+          staged, [&](const auto &input) { return input.first == arg; });
       if (in == staged.end())
         w.text(line);
       else
         w.line("const Real *const x{0} = stageBuffer(scratch, step) + {1};",
-               in->arg, in->offset);
+               arg, in->second);
     }
-    for (const StagedShift &shift : stagedShifts)
+    for (ShiftOp shift : stagedShifts)
       w.line("const Real *const {0} = stageBuffer(scratch, step) + {1};",
-             ptr(shift.op->getResult(0)), shift.offset);
+             ptr(shift.getResult()),
+             *scheduled(shift, FPDialect::getStagedAttrName()));
     for (const std::string &line : outputLines)
       w.text(line);
     for (const std::string &declaration : scratchDeclarations)
       w.text(declaration);
     emitUnusedParameters();
-    if (failed(emitBody(ops, [&](Operation *op) { return emitOp(op); })))
+    if (failed(emitBody([&](Operation *op) { return emitOp(op); })))
       return failure();
     // Results not computed in place: a reshaped or repeated value.
     for (auto [j, value] : llvm::enumerate(yield.getValues())) {
       std::string target = "y" + std::to_string(j);
       if (ptr(value) == target)
         continue;
-      int64_t elements = TokenShape(value.getType()).elements();
-      Effect copy;
-      access(value, /*write=*/false, /*owned=*/true, copy.before);
-      copy.before.push_back(
-          {1 + static_cast<int>(j), 0, elements, /*write=*/true, true});
-      barrierFor(copy);
-      w.line("fp::fused::copy(team, {0}, {1}, {2});", elements, ptr(value),
-             target);
+      w.line("fp::fused::copy(team, {0}, {1}, {2});",
+             TokenShape(value.getType()).elements(), ptr(value), target);
     }
   }
-  if (failed(emitChunkMembers(ops)))
+  if (failed(emitChunkMembers()))
     return failure();
   emitStageMembers();
   w.blank();
@@ -781,95 +467,19 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
   return launch;
 }
 
-static int64_t roundUp(int64_t value, int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
-}
-
-/// Scratch (in elements of the arithmetic type) up to which a kernel run in
-/// time order stages its inputs' rows, both stage buffers included: 96 KiB
-/// in f32, so that two blocks still fit on an SM of an H100.
-static constexpr int64_t kMaxStagedScratch = 24 * 1024;
-
-/// Scan state a CUDA thread may hold in registers in a kernel that stages
-/// its inputs: staging costs a few registers in the token loop, and at
-/// config LM's 96 values ptxas then spills the loop's kernels (40 to 100
-/// bytes a thread), where without it they fit in 128 registers.
-static constexpr int64_t kMaxStagingScanRegisters = 64;
-
-/// Whether a kernel run in time order may stage its inputs: not where its
-/// scans hold more than kMaxStagingScanRegisters values per thread.
-bool KernelEmitter::stagingAllowed(ArrayRef<Operation *> ops) const {
-  int64_t scanRegisters = 0;
-  for (Operation *op : ops)
-    if (auto scan = dyn_cast<SelectiveScanOp>(op);
-        scan && scanStateInRegisters(scan)) {
-      TokenShape a(scan.getA().getType());
-      scanRegisters +=
-          (a.dims[0] + kDeviceTeamSize - 1) / kDeviceTeamSize * a.dims[1];
-    }
-  return scanRegisters <= kMaxStagingScanRegisters;
-}
-
-/// Stages every shift of an input first (before the body's scratch is laid
-/// out, which then has no slot for them): the shifted row is the one read
-/// that no other stage covers, copied otherwise by the whole team between
-/// two barriers at every token. Each is read where it lies: `s<k>`, a
-/// pointer into the stage buffer.
-void KernelEmitter::stageShifts(ArrayRef<Operation *> ops) {
-  for (Operation *op : ops) {
-    auto shift = dyn_cast<ShiftOp>(op);
-    if (!shift || !isa<BlockArgument>(shift.getInput()))
-      continue;
-    const int64_t elements = TokenShape(shift.getType()).elements();
-    pointers[shift.getResult()] = "s" + std::to_string(stagedShifts.size());
-    stagedShifts.push_back(
-        {op, cast<BlockArgument>(shift.getInput()).getArgNumber(),
-         static_cast<int64_t>(shift.getOffset()), elements, stageElements});
-    stageElements += roundUp(elements, 8);
-  }
-}
-
-/// Chooses the per-token inputs whose rows the call reads from a stage
-/// buffer, in body order while both buffers fit in kMaxStagedScratch with
-/// the body's scratch and the staged shifts, each at an offset aligned to 8
-/// elements. Where the shifts alone do not fit, they go back to the body:
-/// each gets a slot after the body's scratch and is copied there.
-void KernelEmitter::chooseStagedInputs(ArrayRef<Operation *> ops) {
-  (void)ops;
-  if (roundUp(launch.scratch, 4) + 2 * stageElements > kMaxStagedScratch) {
-    for (const StagedShift &shift : stagedShifts) {
-      std::string name = "v" + std::to_string(nextValue++);
-      scratchDeclarations.push_back(llvm::formatv(
-          "Scalar *const {0} = scratch + {1};", name, launch.scratch));
-      launch.scratch += shift.elements;
-      pointers[shift.op->getResult(0)] = std::move(name);
-    }
-    stagedShifts.clear();
-    stageElements = 0;
-  }
-  const int64_t base = roundUp(launch.scratch, 4);
-  for (StagedInput input : rowInputs) {
-    const int64_t size = roundUp(input.elements, 8);
-    if (base + 2 * (stageElements + size) > kMaxStagedScratch)
-      continue;
-    input.offset = stageElements;
-    stageElements += size;
-    staged.push_back(input);
-  }
-}
-
 /// kStage, and for a kernel with staged inputs its stage buffers (two,
-/// after the scratch of the call and of the summary pass, which grows the
-/// launch's scratch) and its stage(), which copies a token's rows into one.
+/// after the scratch of the call and of the summary pass) and its stage(),
+/// which copies a token's rows into one.
 void KernelEmitter::emitStageMembers() {
   w.blank();
   w.text("// Staged inputs (Fused.h): elements of Real per stage buffer.");
-  w.line("static constexpr int64_t kStage = {0};", stageElements);
-  if (staged.empty() && stagedShifts.empty())
+  w.line("static constexpr int64_t kStage = {0};",
+         *scheduled(kernel, FPDialect::getStageSizeAttrName()));
+  std::optional<int64_t> offset =
+      scheduled(kernel, FPDialect::getStageOffsetAttrName());
+  if (!offset)
     return;
-  const int64_t offset = roundUp(launch.scratch, 4);
-  launch.scratch = offset + 2 * stageElements;
-  w.line("static constexpr int64_t kStageOffset = {0};", offset);
+  w.line("static constexpr int64_t kStageOffset = {0};", *offset);
   {
     auto buffer = w.block("FP_HOST_DEVICE static Real *stageBuffer(Scalar "
                           "*scratch, int64_t step)");
@@ -882,327 +492,246 @@ void KernelEmitter::emitStageMembers() {
                        "int64_t step, Real *to) const");
   if (stagedShifts.empty())
     w.text("(void)step;");
-  for (const StagedShift &shift : stagedShifts)
+  for (ShiftOp shift : stagedShifts)
     w.line("fp::fused::stageShifted(team, in{0}, row, step, length, {1}, {2}, "
            "to + {3});",
-           shift.arg, shift.shift, shift.elements, shift.offset);
-  for (const StagedInput &input : staged)
-    w.line("fp::fused::stageRow(team, in{0} + row * {1}, {2}, to + {3});",
-           input.arg, input.stride, input.elements, input.offset);
+           cast<BlockArgument>(shift.getInput()).getArgNumber(),
+           static_cast<int64_t>(shift.getOffset()),
+           TokenShape(shift.getType()).elements(),
+           *scheduled(shift, FPDialect::getStagedAttrName()));
+  Block *body = kernel.getBodyBlock();
+  for (auto [arg, at] : staged) {
+    // A slice read in place (fp.slice) keeps its input's row stride.
+    TokenShape shape(body->getArgument(arg).getType());
+    int64_t stride = shape.elements();
+    if (auto slice = kernel.getInputs()[arg].getDefiningOp<SliceOp>();
+        slice && slice.isReadInPlace())
+      stride =
+          cast<RankedTensorType>(slice.getInput().getType()).getShape().back();
+    w.line("fp::fused::stageRow(team, in{0} + row * {1}, {2}, to + {3});", arg,
+           stride, shape.elements(), at);
+  }
 }
 
+/// Prints `op` as one call of Fused.h: elementwise arithmetic as a unary
+/// or binary element loop, any other op by the printer of its kind.
 LogicalResult KernelEmitter::emitOp(Operation *op) {
-  auto shape = [](Value v) { return TokenShape(v.getType()); };
-  auto eps = [](APFloat value) { return realLiteral(value.convertToDouble()); };
-
   if (StringRef functor = elementwiseFunctor(op); !functor.empty()) {
     SmallVector<std::string> operands;
     for (Value operand : op->getOperands())
       operands.push_back(ptr(operand));
     w.line("fp::fused::{0}(team, kernels::{1}(), {2}, {3}, {4});",
            operands.size() == 1 ? "unary" : "binary", functor,
-           shape(op->getResult(0)).elements(), llvm::join(operands, ", "),
-           ptr(op->getResult(0)));
+           TokenShape(op->getResult(0).getType()).elements(),
+           llvm::join(operands, ", "), ptr(op->getResult(0)));
     return success();
   }
-
-  // A constant built per token (fp-fuse-mix-scan builds the splats a
-  // kernel reads in its body).
-  auto fill = [&](Operation *op, std::optional<double> value) -> LogicalResult {
-    if (!value)
-      return op->emitOpError("cannot emit in a kernel: only splats of a "
-                             "constant are built per token");
-    w.line("fp::fused::fill(team, {0}, {1}, {2});",
-           shape(op->getResult(0)).elements(), realLiteral(*value),
-           ptr(op->getResult(0)));
-    return success();
-  };
-
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](tensor::SplatOp splat) {
-        auto constant = splat.getInput().getDefiningOp<arith::ConstantOp>();
-        return fill(splat, constant ? splatLiteral(constant) : std::nullopt);
-      })
-      .Case([&](arith::ConstantOp constant) {
-        return fill(constant, splatLiteral(constant));
-      })
-      .Case([&](L2NormOp norm) {
-        TokenShape s = shape(norm);
-        w.line("fp::fused::l2norm(team, {0}, {1}, {2}, {3}, {4});",
-               ptr(norm.getInput()), s.rows(), s.width(), eps(norm.getEps()),
-               ptr(norm));
-        return success();
-      })
-      .Case([&](LayerNormOp norm) {
-        TokenShape s = shape(norm);
-        w.line("fp::fused::layerNorm(team, {0}, {1}, {2}, {3}, {4}, {5}, {6});",
-               ptr(norm.getInput()), ptr(norm.getWeight()), ptr(norm.getBias()),
-               s.rows(), s.width(), eps(norm.getEps()), ptr(norm));
-        return success();
-      })
-      .Case([&](RMSNormOp norm) {
-        TokenShape s = shape(norm);
-        w.line("fp::fused::rmsNorm(team, {0}, {1}, {2}, {3}, {4}, {5});",
-               ptr(norm.getInput()), ptr(norm.getWeight()), s.rows(), s.width(),
-               eps(norm.getEps()), ptr(norm));
-        return success();
-      })
-      .Case([&](ShiftOp shift) {
-        auto input = cast<BlockArgument>(shift.getInput());
-        w.line("fp::fused::shifted(team, in{0}, row, step, length, {1}, {2}, "
-               "{3});",
-               input.getArgNumber(), static_cast<int64_t>(shift.getOffset()),
-               shape(shift).elements(), ptr(shift));
-        return success();
-      })
-      .Case([&](SliceOp slice) {
-        TokenShape in = shape(slice.getInput());
-        w.line("fp::fused::slice(team, {0}, {1}, {2}, {3}, {4}, {5});",
-               ptr(slice.getInput()), in.rows(), in.width(), slice.getStart(),
-               slice.getEnd() - slice.getStart(), ptr(slice));
-        return success();
-      })
-      .Case([&](ConcatOp concat) {
-        int64_t offset = 0, width = shape(concat).width();
-        for (Value input : concat.getInputs()) {
-          TokenShape in = shape(input);
-          w.line("fp::fused::insert(team, {0}, {1}, {2}, {3}, {4}, {5});",
-                 ptr(input), in.rows(), in.width(), offset, width, ptr(concat));
-          offset += in.width();
-        }
-        return success();
-      })
-      .Case([&](BroadcastOp broadcast) {
-        TokenShape in = shape(broadcast.getInput()), out = shape(broadcast);
-        if (in.rank() == 0) {
-          w.line("fp::fused::fill(team, {0}, {1}[0], {2});", out.elements(),
-                 ptr(broadcast.getInput()), ptr(broadcast));
-          return success();
-        }
-        ArrayRef<int64_t> dims = broadcast.getDims();
-        if (in.perToken)
-          dims = dims.drop_front(2);
-        SmallVector<int64_t> tokenDims;
-        for (int64_t d : dims)
-          tokenDims.push_back(d - 2);
-        int64_t id = nextArray++;
-        w.line("const int64_t extents{0}[] = {{{1}};", id, joinInts(out.dims));
-        w.line("const int dims{0}[] = {{{1}};", id, joinInts(tokenDims));
-        w.line("fp::fused::broadcast(team, {0}, {1}, extents{2}, dims{2}, {3}, "
-               "{4});",
-               ptr(broadcast.getInput()), out.rank(), id, in.rank(),
-               ptr(broadcast));
-        return success();
-      })
-      .Case<ReduceSumOp, ReduceMaxOp>([&](Operation *reduce) {
-        Value input = reduce->getOperand(0);
-        ArrayRef<int64_t> dims = isa<ReduceSumOp>(reduce)
-                                     ? cast<ReduceSumOp>(reduce).getDims()
-                                     : cast<ReduceMaxOp>(reduce).getDims();
-        TokenShape in = shape(input);
-        if (isa<ReduceSumOp>(reduce) && dims.size() == 1 &&
-            dims[0] == in.rank() + 1) {
-          w.line("fp::fused::sumRows(team, {0}, {1}, {2}, {3});", ptr(input),
-                 in.rows(), in.width(), ptr(reduce->getResult(0)));
-          return success();
-        }
-        SmallVector<std::string> flags;
-        for (int64_t d = 0; d < in.rank(); ++d)
-          flags.push_back(llvm::is_contained(dims, d + 2) ? "true" : "false");
-        int64_t id = nextArray++;
-        w.line("const int64_t extents{0}[] = {{{1}};", id, joinInts(in.dims));
-        w.line("const bool reduced{0}[] = {{{1}};", id,
-               llvm::join(flags, ", "));
-        w.line("fp::fused::reduce(team, {0}, {1}, extents{2}, reduced{2}, {3}, "
-               "{4});",
-               ptr(input), in.rank(), id,
-               isa<ReduceSumOp>(reduce) ? "true" : "false",
-               ptr(reduce->getResult(0)));
-        return success();
-      })
-      .Case([&](MatmulOp matmul) -> LogicalResult {
-        TokenShape lhs = shape(matmul.getLhs()), rhs = shape(matmul.getRhs());
-        if (lhs.rank() < 2)
-          return matmul.emitOpError("cannot emit in a kernel: a per-token "
-                                    "matrix product needs matrices");
-        int64_t l0 = lhs.dims[lhs.rank() - 2], l1 = lhs.dims.back();
-        int64_t r0 = rhs.dims[rhs.rank() - 2], r1 = rhs.dims.back();
-        bool tl = matmul.getTransposeLhs(), tr = matmul.getTransposeRhs();
-        int64_t m = tl ? l1 : l0, k = tl ? l0 : l1, n = tr ? r0 : r1;
-        int64_t batch = lhs.elements() / (l0 * l1);
-        std::string staging;
-        if (auto it = temporaries.find(matmul); it != temporaries.end())
-          staging =
-              llvm::formatv(", {0}, {1}", it->second.first, it->second.second);
-        w.line("fp::fused::matmul(team, {0}, {1}, {2}, {3}, {4}, {5}, {6}, "
-               "{7}, {8}{9});",
-               ptr(matmul.getLhs()), ptr(matmul.getRhs()), batch, m, n, k,
-               tl ? "true" : "false", tr ? "true" : "false", ptr(matmul),
-               staging);
-        return success();
-      })
-      .Case([&](TriuOp triu) {
-        TokenShape in = shape(triu.getInput());
-        w.line("fp::fused::triu(team, {0}, {1}, {2}, {3});",
-               ptr(triu.getInput()), in.rows(), shape(triu).width(), ptr(triu));
-        return success();
-      })
-      .Case([&](SelectiveScanOp scan) {
-        TokenShape a = shape(scan.getA());
-        StringRef transposed = scanTemplateArguments(scan);
-        std::string operands = llvm::formatv(
-            "{0}, {1}, {2}, {3}, {4}, {5}", ptr(scan.getU()),
-            ptr(scan.getDelta()), ptr(scan.getA()), ptr(scan.getB()),
-            ptr(scan.getC()), scan.getD() ? ptr(scan.getD()) : "nullptr");
-        auto it = registerMembers.find(scan);
-        if (it != registerMembers.end()) {
-          w.text("#ifdef __CUDA_ARCH__");
-          w.line("fp::fused::selectiveScanStep{0}(team, step == 0, "
-                 "registers.{1}, {2}, {3});",
-                 transposed, it->second, operands, ptr(scan));
-          w.text("#else");
-        }
-        w.line("fp::fused::selectiveScanStep{0}(team, step == 0, state + {1}, "
-               "{2}, {3}, {4}, {5});",
-               transposed, stateOffsetOf(scan), operands, a.dims[0], a.dims[1],
-               ptr(scan));
-        if (it != registerMembers.end())
-          w.text("#endif");
-        return success();
-      })
-      .Case([&](ScanOp scan) -> LogicalResult {
-        if (scan.getReverse())
-          return scan.emitOpError("cannot emit a reverse scan in a kernel");
-        w.line("fp::fused::scanStep(team, state + {0}, {1}, {2}, {3}, {4});",
-               stateOffsetOf(scan), ptr(scan.getCoeff()), ptr(scan.getInput()),
-               shape(scan).elements(), ptr(scan));
-        return success();
-      })
+      .Case<tensor::SplatOp, arith::ConstantOp, L2NormOp, LayerNormOp,
+            RMSNormOp, ShiftOp, SliceOp, ConcatOp, BroadcastOp, ReduceSumOp,
+            ReduceMaxOp, MatmulOp, TriuOp, SelectiveScanOp, ScanOp>(
+          [&](auto kind) { return print(kind); })
       .Default([&](Operation *other) {
         return other->emitOpError("cannot emit this operation in a kernel");
       });
 }
 
-/// The element count of `op` if it can be part of a chain: it computes
-/// element i of its result from element i of its operands (an elementwise
-/// op; a splat constant, from none), or from the one element of a scalar
-/// computed before (a broadcast: see readsAcrossElements). A broadcast
-/// reads scratch only, never a kernel input, so that every read of an
-/// input in a chain is at its element i. (A slice of one row is a view,
-/// isSliceView: a chain reads it at its offset.)
-std::optional<int64_t> KernelEmitter::chainElements(Operation *op) const {
-  if (op->getNumResults() != 1 ||
-      !isa<RankedTensorType>(op->getResult(0).getType()))
-    return std::nullopt;
-  int64_t elements = TokenShape(op->getResult(0).getType()).elements();
-  auto fromScratch = [&](Value input) {
-    return !isa<BlockArgument>(root(input));
-  };
-  bool member =
-      llvm::TypeSwitch<Operation *, bool>(op)
-          .Case([](tensor::SplatOp splat) {
-            auto constant = splat.getInput().getDefiningOp<arith::ConstantOp>();
-            return constant && splatLiteral(constant).has_value();
-          })
-          .Case([](arith::ConstantOp constant) {
-            return splatLiteral(constant).has_value();
-          })
-          .Case([&](BroadcastOp broadcast) {
-            return TokenShape(broadcast.getInput().getType()).rank() == 0 &&
-                   fromScratch(broadcast.getInput());
-          })
-          .Default([](Operation *other) {
-            return !elementwiseFunctor(other).empty();
-          });
-  if (!member)
-    return std::nullopt;
-  return elements;
+/// A constant built per token (fp-fuse-mix-scan builds the splats a kernel
+/// reads in its body): filled into its slot.
+LogicalResult KernelEmitter::printFill(Operation *op,
+                                       std::optional<double> value) {
+  if (!value)
+    return op->emitOpError("cannot emit in a kernel: only splats of a "
+                           "constant are built per token");
+  w.line("fp::fused::fill(team, {0}, {1}, {2});",
+         TokenShape(op->getResult(0).getType()).elements(), realLiteral(*value),
+         ptr(op->getResult(0)));
+  return success();
 }
 
-/// Whether `op` reads a value of `chain` at another element than its own
-/// (a broadcast scalar): it cannot join that chain.
-bool KernelEmitter::readsAcrossElements(Operation *op,
-                                        const Chain &chain) const {
-  if (!isa<BroadcastOp>(op))
-    return false;
-  Operation *def = root(op->getOperand(0)).getDefiningOp();
-  return def && llvm::is_contained(chain.ops, def);
+LogicalResult KernelEmitter::print(tensor::SplatOp splat) {
+  auto constant = splat.getInput().getDefiningOp<arith::ConstantOp>();
+  return printFill(splat, constant ? splatLiteral(constant) : std::nullopt);
 }
 
-/// Finds the chains of two or more ops among `ops`: a chain grows while
-/// the next op (views and scalar ops in between emit nothing) can join it.
-void KernelEmitter::findChains(ArrayRef<Operation *> ops) {
-  chains.clear();
-  chainOf.clear();
-  Chain current;
-  auto readsUniform = [&](Operation *op) {
-    return llvm::any_of(op->getOperands(), [&](Value operand) {
-      Operation *def = root(operand).getDefiningOp();
-      return def && uniforms.contains(def);
-    });
-  };
-  // A single op is a chain too where it reads a uniform scalar, which
-  // lives in a register only, or where a row sum is accumulated from it.
-  auto close = [&] {
-    if (current.ops.size() >= 2 || current.sum ||
-        llvm::any_of(current.ops, readsUniform)) {
-      for (Operation *op : current.ops)
-        chainOf[op] = chains.size();
-      if (current.sum)
-        chainOf[current.sum] = chains.size();
-      chains.push_back(std::move(current));
-    }
-    current = Chain();
-  };
-  for (Operation *op : ops) {
-    if (isView(op) || computesNoTensor(op))
-      continue;
-    // A uniform row sum of the whole of a value the current chain computes
-    // ends the chain, which accumulates it.
-    if (uniforms.contains(op) && isa<ReduceSumOp>(op) && !current.ops.empty()) {
-      Value summed = op->getOperand(0);
-      Operation *def = root(summed).getDefiningOp();
-      if (llvm::is_contained(current.ops, def) &&
-          TokenShape(summed.getType()).elements() == current.elements)
-        current.sum = op;
-    }
-    std::optional<int64_t> elements = chainElements(op);
-    if (!elements || uniforms.contains(op)) {
-      close();
-      continue;
-    }
-    if (!current.ops.empty() &&
-        (*elements != current.elements || readsAcrossElements(op, current)))
-      close();
-    current.ops.push_back(op);
-    current.elements = *elements;
+LogicalResult KernelEmitter::print(arith::ConstantOp constant) {
+  return printFill(constant, splatLiteral(constant));
+}
+
+static std::string epsLiteral(APFloat value) {
+  return realLiteral(value.convertToDouble());
+}
+
+LogicalResult KernelEmitter::print(L2NormOp norm) {
+  TokenShape s(norm.getType());
+  w.line("fp::fused::l2norm(team, {0}, {1}, {2}, {3}, {4});",
+         ptr(norm.getInput()), s.rows(), s.width(), epsLiteral(norm.getEps()),
+         ptr(norm));
+  return success();
+}
+
+LogicalResult KernelEmitter::print(LayerNormOp norm) {
+  TokenShape s(norm.getType());
+  w.line("fp::fused::layerNorm(team, {0}, {1}, {2}, {3}, {4}, {5}, {6});",
+         ptr(norm.getInput()), ptr(norm.getWeight()), ptr(norm.getBias()),
+         s.rows(), s.width(), epsLiteral(norm.getEps()), ptr(norm));
+  return success();
+}
+
+LogicalResult KernelEmitter::print(RMSNormOp norm) {
+  TokenShape s(norm.getType());
+  w.line("fp::fused::rmsNorm(team, {0}, {1}, {2}, {3}, {4}, {5});",
+         ptr(norm.getInput()), ptr(norm.getWeight()), s.rows(), s.width(),
+         epsLiteral(norm.getEps()), ptr(norm));
+  return success();
+}
+
+/// A shift of an input the schedule did not stage: its row `offset` tokens
+/// earlier copied into its slot.
+LogicalResult KernelEmitter::print(ShiftOp shift) {
+  auto input = cast<BlockArgument>(shift.getInput());
+  w.line("fp::fused::shifted(team, in{0}, row, step, length, {1}, {2}, {3});",
+         input.getArgNumber(), static_cast<int64_t>(shift.getOffset()),
+         TokenShape(shift.getType()).elements(), ptr(shift));
+  return success();
+}
+
+/// A slice that is not a view: a copy of its columns.
+LogicalResult KernelEmitter::print(SliceOp slice) {
+  TokenShape in(slice.getInput().getType());
+  w.line("fp::fused::slice(team, {0}, {1}, {2}, {3}, {4}, {5});",
+         ptr(slice.getInput()), in.rows(), in.width(), slice.getStart(),
+         slice.getEnd() - slice.getStart(), ptr(slice));
+  return success();
+}
+
+LogicalResult KernelEmitter::print(ConcatOp concat) {
+  int64_t offset = 0, width = TokenShape(concat.getType()).width();
+  for (Value input : concat.getInputs()) {
+    TokenShape in(input.getType());
+    w.line("fp::fused::insert(team, {0}, {1}, {2}, {3}, {4}, {5});", ptr(input),
+           in.rows(), in.width(), offset, width, ptr(concat));
+    offset += in.width();
   }
-  close();
+  return success();
 }
 
-/// Whether a chain's result needs storage: something outside its chain
-/// reads it (a view, a later op, the yield).
-bool KernelEmitter::storedFromChain(Value value) const {
-  unsigned chain = chainOf.lookup(value.getDefiningOp());
-  return llvm::any_of(value.getUsers(), [&](Operation *user) {
-    auto it = chainOf.find(user);
-    return it == chainOf.end() || it->second != chain;
-  });
-}
-
-/// Whether `op` belongs to a chain; at the chain's first op, emits the
-/// chain and the barrier after it.
-FailureOr<bool> KernelEmitter::emitIfChained(Operation *op) {
-  auto it = chainOf.find(op);
-  if (it == chainOf.end())
-    return false;
-  const Chain &chain = chains[it->second];
-  if (op == chain.ops.front()) {
-    barrierFor(chainEffect(chain));
-    if (failed(emitChain(chain)))
-      return failure();
+LogicalResult KernelEmitter::print(BroadcastOp broadcast) {
+  TokenShape in(broadcast.getInput().getType()), out(broadcast.getType());
+  if (in.rank() == 0) {
+    w.line("fp::fused::fill(team, {0}, {1}[0], {2});", out.elements(),
+           ptr(broadcast.getInput()), ptr(broadcast));
+    return success();
   }
-  return true;
+  ArrayRef<int64_t> dims = broadcast.getDims();
+  if (in.perToken)
+    dims = dims.drop_front(2);
+  SmallVector<int64_t> tokenDims;
+  for (int64_t d : dims)
+    tokenDims.push_back(d - 2);
+  int64_t id = nextArray++;
+  w.line("const int64_t extents{0}[] = {{{1}};", id, joinInts(out.dims));
+  w.line("const int dims{0}[] = {{{1}};", id, joinInts(tokenDims));
+  w.line("fp::fused::broadcast(team, {0}, {1}, extents{2}, dims{2}, {3}, "
+         "{4});",
+         ptr(broadcast.getInput()), out.rank(), id, in.rank(), ptr(broadcast));
+  return success();
+}
+
+/// A sum or maximum over some of a token's dimensions: a row sum where it
+/// sums the last one alone, a general reduction otherwise.
+LogicalResult KernelEmitter::printReduction(Operation *reduce,
+                                            ArrayRef<int64_t> dims, bool sum) {
+  Value input = reduce->getOperand(0);
+  TokenShape in(input.getType());
+  if (sum && dims.size() == 1 && dims[0] == in.rank() + 1) {
+    w.line("fp::fused::sumRows(team, {0}, {1}, {2}, {3});", ptr(input),
+           in.rows(), in.width(), ptr(reduce->getResult(0)));
+    return success();
+  }
+  SmallVector<std::string> flags;
+  for (int64_t d = 0; d < in.rank(); ++d)
+    flags.push_back(llvm::is_contained(dims, d + 2) ? "true" : "false");
+  int64_t id = nextArray++;
+  w.line("const int64_t extents{0}[] = {{{1}};", id, joinInts(in.dims));
+  w.line("const bool reduced{0}[] = {{{1}};", id, llvm::join(flags, ", "));
+  w.line("fp::fused::reduce(team, {0}, {1}, extents{2}, reduced{2}, {3}, "
+         "{4});",
+         ptr(input), in.rank(), id, sum ? "true" : "false",
+         ptr(reduce->getResult(0)));
+  return success();
+}
+
+LogicalResult KernelEmitter::print(ReduceSumOp reduce) {
+  return printReduction(reduce, reduce.getDims(), /*sum=*/true);
+}
+
+LogicalResult KernelEmitter::print(ReduceMaxOp reduce) {
+  return printReduction(reduce, reduce.getDims(), /*sum=*/false);
+}
+
+/// A batch of matrix products per token, with the temporary the schedule
+/// gave it for staging a transposed right operand.
+LogicalResult KernelEmitter::print(MatmulOp matmul) {
+  TokenShape lhs(matmul.getLhs().getType()), rhs(matmul.getRhs().getType());
+  if (lhs.rank() < 2)
+    return matmul.emitOpError("cannot emit in a kernel: a per-token "
+                              "matrix product needs matrices");
+  int64_t l0 = lhs.dims[lhs.rank() - 2], l1 = lhs.dims.back();
+  int64_t r0 = rhs.dims[rhs.rank() - 2], r1 = rhs.dims.back();
+  bool tl = matmul.getTransposeLhs(), tr = matmul.getTransposeRhs();
+  int64_t m = tl ? l1 : l0, k = tl ? l0 : l1, n = tr ? r0 : r1;
+  int64_t batch = lhs.elements() / (l0 * l1);
+  std::string staging;
+  if (auto it = temporaries.find(matmul); it != temporaries.end())
+    staging = llvm::formatv(", {0}, {1}", it->second.first, it->second.second);
+  w.line("fp::fused::matmul(team, {0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, "
+         "{8}{9});",
+         ptr(matmul.getLhs()), ptr(matmul.getRhs()), batch, m, n, k,
+         tl ? "true" : "false", tr ? "true" : "false", ptr(matmul), staging);
+  return success();
+}
+
+LogicalResult KernelEmitter::print(TriuOp triu) {
+  TokenShape in(triu.getInput().getType());
+  w.line("fp::fused::triu(team, {0}, {1}, {2}, {3});", ptr(triu.getInput()),
+         in.rows(), TokenShape(triu.getType()).width(), ptr(triu));
+  return success();
+}
+
+/// A selective scan's step: on CUDA from its registers where the schedule
+/// keeps its state there, from `state` otherwise.
+LogicalResult KernelEmitter::print(SelectiveScanOp scan) {
+  TokenShape a(scan.getA().getType());
+  StringRef transposed = scanTemplateArguments(scan);
+  std::string operands = llvm::formatv(
+      "{0}, {1}, {2}, {3}, {4}, {5}", ptr(scan.getU()), ptr(scan.getDelta()),
+      ptr(scan.getA()), ptr(scan.getB()), ptr(scan.getC()),
+      scan.getD() ? ptr(scan.getD()) : "nullptr");
+  auto it = registerMembers.find(scan);
+  if (it != registerMembers.end()) {
+    w.text("#ifdef __CUDA_ARCH__");
+    w.line("fp::fused::selectiveScanStep{0}(team, step == 0, registers.{1}, "
+           "{2}, {3});",
+           transposed, it->second, operands, ptr(scan));
+    w.text("#else");
+  }
+  w.line("fp::fused::selectiveScanStep{0}(team, step == 0, state + {1}, {2}, "
+         "{3}, {4}, {5});",
+         transposed, stateOffsetOf(scan), operands, a.dims[0], a.dims[1],
+         ptr(scan));
+  if (it != registerMembers.end())
+    w.text("#endif");
+  return success();
+}
+
+LogicalResult KernelEmitter::print(ScanOp scan) {
+  if (scan.getReverse())
+    return scan.emitOpError("cannot emit a reverse scan in a kernel");
+  w.line("fp::fused::scanStep(team, state + {0}, {1}, {2}, {3}, {4});",
+         stateOffsetOf(scan), ptr(scan.getCoeff()), ptr(scan.getInput()),
+         TokenShape(scan.getType()).elements(), ptr(scan));
+  return success();
 }
 
 /// Emits `chain` as one loop over its elements: each op's element i in a
@@ -1233,8 +762,8 @@ LogicalResult KernelEmitter::emitChain(const Chain &chain) {
     // A kernel input no launch writes while it runs (a staged row is in
     // the scratch instead): fp::fused::input's read-only load.
     if (auto arg = dyn_cast<BlockArgument>(root(value));
-        arg && llvm::none_of(staged, [&](const StagedInput &input) {
-          return input.arg == arg.getArgNumber();
+        arg && llvm::none_of(staged, [&](const auto &input) {
+          return input.first == arg.getArgNumber();
         }))
       return llvm::formatv("Scalar(fp::fused::input({0}, i))", ptr(value))
           .str();
@@ -1254,7 +783,7 @@ LogicalResult KernelEmitter::emitChain(const Chain &chain) {
     std::string expression = elementExpression(op, element);
     Value result = op->getResult(0);
     std::string name = "e" + std::to_string(nextValue++);
-    if (!storedFromChain(result)) {
+    if (!pointers.count(result)) {
       w.line("const Scalar {0} = {1};", name, expression);
     } else if (inResults.contains(result)) {
       w.line("const Scalar {0} = Scalar(Real({1}));", name, expression);
@@ -1303,84 +832,47 @@ std::string KernelEmitter::scalarOf(Value value) const {
   return llvm::formatv("Scalar({0}[0])", ptr(value)).str();
 }
 
-/// Finds the ops among `ops` that every thread computes for itself: ops
-/// of one element that could be a chain's (chainElements), that the kernel
-/// does not yield, and that only chains and other such ops read. Such a
-/// scalar (a Householder reflection's coefficient 2·σ(β)·⟨v, y⟩, say)
-/// would otherwise take a scratch slot, a phase of one busy thread and a
-/// barrier; every thread computing it from values stored before (or from
-/// other uniform scalars) needs none of these, and reads only what is
-/// final: its operands are stored by earlier phases, each followed by a
-/// barrier, and no kernel result shares memory with an input.
-void KernelEmitter::findUniforms(ArrayRef<Operation *> ops) {
-  uniforms.clear();
-  for (Operation *op : ops)
-    if (!isView(op) && !computesNoTensor(op) &&
-        (chainElements(op) == 1 || isRowSumToScalar(op)))
-      uniforms.insert(op);
-  // Whether only chains, uniform scalars and views read only by them read
-  // `value` (or only its extents).
-  std::function<bool(Value)> readByChainsOnly = [&](Value value) {
-    return llvm::all_of(value.getUsers(), [&](Operation *user) {
-      if (uniforms.contains(user) || isa<tensor::DimOp>(user))
-        return true;
-      if (isView(user))
-        return readByChainsOnly(user->getResult(0));
-      return chainElements(user).has_value();
-    });
-  };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (Operation *op :
-         SmallVector<Operation *>(uniforms.begin(), uniforms.end())) {
-      // A row sum reads a row in memory or in a chain's registers.
-      Operation *summed = isa<ReduceSumOp>(op)
-                              ? root(op->getOperand(0)).getDefiningOp()
-                              : nullptr;
-      if (!readByChainsOnly(op->getResult(0)) ||
-          (summed && uniforms.contains(summed))) {
-        uniforms.erase(op);
-        changed = true;
-      }
-    }
-  }
-}
-
 /// The kernel's parameters a body may leave unread.
 void KernelEmitter::emitUnusedParameters() {
   for (StringRef name : {"row", "step", "scratch", "state", "registers"})
     w.line("(void){0};", name);
 }
 
-/// Emits `ops` in order as a token's work: views and ops that compute no
-/// tensor emit nothing, a uniform scalar is computed into a register and a
-/// chain as one loop; any other op is emitted by `emit`, after a comment
-/// that names it. Each is preceded by the team's barrier where it needs one
-/// (barrierFor); the body starts after one.
+/// Prints the pass's ops in order as a token's work: views and ops that
+/// compute no tensor print nothing, a staged shift a comment, a uniform
+/// scalar a statement and a chain (at its first op) one loop; any other op
+/// is printed by `emit`, after a comment that names it. A barrier of the
+/// pass is the team's synchronisation.
 LogicalResult
-KernelEmitter::emitBody(ArrayRef<Operation *> ops,
-                        llvm::function_ref<LogicalResult(Operation *)> emit) {
-  hazards.barrier();
+KernelEmitter::emitBody(llvm::function_ref<LogicalResult(Operation *)> emit) {
   for (Operation *op : ops) {
+    if (auto barrier = dyn_cast<BarrierOp>(op)) {
+      if (pass == Pass::Call ? barrier.getCall() : barrier.getSummary())
+        w.text("team.sync();");
+      continue;
+    }
+    if (pass == Pass::Summary && !inSummary(op))
+      continue;
     if (isView(op) || computesNoTensor(op))
       continue;
-    if (isStagedShift(op)) {
+    if (pass == Pass::Call && op->hasAttr(FPDialect::getStagedAttrName())) {
       std::string at = locationComment(op->getLoc());
       w.line("// {0}{1}{2}: staged ({3})", op->getName().getStringRef(),
              at.empty() ? "" : " at ", at, ptr(op->getResult(0)));
       continue;
     }
-    if (uniforms.contains(op) && !chainOf.count(op)) {
-      barrierFor(uniformEffect(op));
+    auto chain = chainOf.find(op);
+    if (op->hasAttr(FPDialect::getUniformAttrName()) &&
+        chain == chainOf.end()) {
       emitUniform(op);
       continue;
     }
-    FailureOr<bool> chained = emitIfChained(op);
-    if (failed(chained))
-      return failure();
-    if (*chained)
+    if (chain != chainOf.end()) {
+      if (op == chains[chain->second].ops.front() &&
+          failed(emitChain(chains[chain->second])))
+        return failure();
       continue;
-    barrierFor(opEffect(op));
+    }
     std::string at = locationComment(op->getLoc());
     w.line("// {0}{1}{2}", op->getName().getStringRef(),
            at.empty() ? "" : " at ", at);
@@ -1388,167 +880,6 @@ KernelEmitter::emitBody(ArrayRef<Operation *> ops,
       return failure();
   }
   return success();
-}
-
-//===----------------------------------------------------------------------===//
-// Barriers
-//===----------------------------------------------------------------------===//
-//
-// The team synchronises before an op only where the op may touch an element
-// that another member touched since the last barrier, one of the two a write
-// (Hazards). Element loops (chains, and the copies of results) and row ops
-// that the whole team computes on a single row own their elements as every
-// element loop does, so a chain that reads what the chain before it wrote,
-// element by element, needs no barrier between them; any other op is taken
-// to touch any element of its operands and results. A team-wide reduction
-// inside an op (a chain's row sum, a norm's) is a barrier of its own. The
-// launchers synchronise the team between tokens (Fused.h's runTokens, and
-// Host.h's and Device.cuh's token loops), so a body starts with nothing
-// pending and needs no barrier at its end; a summary step ends with one, as
-// the chunk-carry loops run it token after token without.
-
-/// Appends the team's access to `value`'s storage, all of it or its first
-/// element, where the body stores the value (`places`).
-void KernelEmitter::access(Value value, bool write, bool owned,
-                           SmallVectorImpl<Access> &accesses,
-                           bool first) const {
-  auto it = places.find(value);
-  if (it == places.end())
-    return;
-  int64_t elements = first ? 1 : TokenShape(value.getType()).elements();
-  accesses.push_back({it->second.space, it->second.offset,
-                      it->second.offset + elements, write, owned});
-}
-
-/// A chain's accesses, as emitChain reads and stores: element i of each
-/// operand it does not hold in a register, element 0 of a broadcast one,
-/// element i of each result read after it; a row sum at its end reduces
-/// over the team.
-Effect KernelEmitter::chainEffect(const Chain &chain) const {
-  Effect effect;
-  llvm::SmallPtrSet<Operation *, 8> members(chain.ops.begin(), chain.ops.end());
-  auto read = [&](Value value) {
-    Operation *def = root(value).getDefiningOp();
-    auto slice = value.getDefiningOp<SliceOp>();
-    if (def && members.contains(def) && (!slice || slice.getStart() == 0))
-      return;
-    if (uniformNames.count(root(value)))
-      return;
-    access(value, /*write=*/false, /*owned=*/true, effect.before);
-  };
-  for (Operation *op : chain.ops) {
-    if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
-      if (!uniformNames.count(root(broadcast.getInput())))
-        access(broadcast.getInput(), /*write=*/false, /*owned=*/false,
-               effect.before, /*first=*/true);
-    } else if (!elementwiseFunctor(op).empty()) {
-      for (Value operand : op->getOperands())
-        read(operand);
-    }
-    for (Value result : op->getResults())
-      if (storedFromChain(result))
-        access(result, /*write=*/true, /*owned=*/true, effect.before);
-  }
-  if (chain.sum) {
-    read(chain.sum->getOperand(0));
-    effect.barrier = true;
-  }
-  return effect;
-}
-
-/// A uniform scalar's accesses: element 0 of each stored operand, or, for a
-/// row sum, the row, element by element, before the team's reduction.
-Effect KernelEmitter::uniformEffect(Operation *op) const {
-  Effect effect;
-  if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
-    access(reduce.getInput(), /*write=*/false, /*owned=*/true, effect.before);
-    effect.barrier = true;
-    return effect;
-  }
-  for (Value operand : op->getOperands())
-    if (!uniformNames.count(root(operand)))
-      access(operand, /*write=*/false, /*owned=*/false, effect.before,
-             /*first=*/true);
-  return effect;
-}
-
-/// The accesses of an op emitted as a call of Fused.h: an elementwise op or
-/// a constant's fill is an element loop, and a scan step touches the
-/// channels a member owns; a norm of a single row long enough for the
-/// whole team (fp::fused::forEachRow) reads its input element by element
-/// before its first reduction and after it, and writes its result so; any
-/// other op may touch any element of its operands, results and temporary.
-Effect KernelEmitter::opEffect(Operation *op) const {
-  Effect effect;
-  // A scan's step (or summary step): a member steps the channels it owns,
-  // as an element loop does (on CUDA, the channels of its registers, rank +
-  // k · kTeamSize), reading element c of the per-channel operands and every
-  // element of B and C.
-  if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
-    for (Value owned : {scan.getU(), scan.getDelta()})
-      access(owned, /*write=*/false, /*owned=*/true, effect.before);
-    for (Value any : {scan.getB(), scan.getC()})
-      access(any, /*write=*/false, /*owned=*/false, effect.before);
-    if (Value skip = scan.getD())
-      access(skip, /*write=*/false, /*owned=*/false, effect.before);
-    access(scan.getResult(), /*write=*/true, /*owned=*/true, effect.before);
-    return effect;
-  }
-  if (auto scan = dyn_cast<ScanOp>(op)) {
-    for (Value owned : {scan.getCoeff(), scan.getInput()})
-      access(owned, /*write=*/false, /*owned=*/true, effect.before);
-    access(scan.getResult(), /*write=*/true, /*owned=*/true, effect.before);
-    return effect;
-  }
-  // fp::fused::unary, binary and fill: element loops.
-  if (!elementwiseFunctor(op).empty() ||
-      isa<tensor::SplatOp, arith::ConstantOp>(op)) {
-    for (Value operand : op->getOperands())
-      access(operand, /*write=*/false, /*owned=*/true, effect.before);
-    access(op->getResult(0), /*write=*/true, /*owned=*/true, effect.before);
-    return effect;
-  }
-  Value input = llvm::TypeSwitch<Operation *, Value>(op)
-                    .Case([](L2NormOp norm) { return norm.getInput(); })
-                    .Case([](LayerNormOp norm) { return norm.getInput(); })
-                    .Case([](RMSNormOp norm) { return norm.getInput(); })
-                    .Default([](Operation *) { return Value(); });
-  if (input) {
-    TokenShape shape(op->getResult(0).getType());
-    if (shape.rows() == 1 &&
-        shape.width() > kShortRowPasses * kDeviceGroupSize) {
-      for (Value operand : op->getOperands())
-        if (operand != input) {
-          access(operand, /*write=*/false, /*owned=*/false, effect.before);
-          access(operand, /*write=*/false, /*owned=*/false, effect.after);
-        }
-      access(input, /*write=*/false, /*owned=*/true, effect.before);
-      effect.barrier = true;
-      access(input, /*write=*/false, /*owned=*/true, effect.after);
-      access(op->getResult(0), /*write=*/true, /*owned=*/true, effect.after);
-      return effect;
-    }
-  }
-  for (Value operand : op->getOperands())
-    access(operand, /*write=*/false, /*owned=*/false, effect.before);
-  for (Value result : op->getResults())
-    if (isa<RankedTensorType>(result.getType()))
-      access(result, /*write=*/true, /*owned=*/false, effect.before);
-  if (auto it = temporaries.find(op); it != temporaries.end()) {
-    int64_t offset = temporaryOffsets.lookup(op);
-    effect.before.push_back(
-        {0, offset, offset + it->second.second, true, false});
-  }
-  return effect;
-}
-
-/// Emits the team's barrier where `effect` needs one, and records it.
-void KernelEmitter::barrierFor(const Effect &effect) {
-  if (hazards.needsBarrier(effect)) {
-    w.text("team.sync();");
-    hazards.barrier();
-  }
-  hazards.record(effect);
 }
 
 /// Emits the uniform scalar `op` as a statement every thread runs.
@@ -1569,79 +900,34 @@ void KernelEmitter::emitUniform(Operation *op) {
   uniformNames[op->getResult(0)] = name;
 }
 
-/// The ops a chunk's summary pass runs, in body order: every scan and what
-/// its operands are computed from. False when the kernel cannot run in
-/// chunks (see the file comment).
-bool KernelEmitter::summarySlice(ArrayRef<Operation *> ops,
-                                 SmallVectorImpl<Operation *> &slice) const {
-  Operation *kernelOp = const_cast<KernelOp &>(kernel).getOperation();
-  llvm::SmallPtrSet<Operation *, 16> needed;
-  SmallVector<Value> worklist;
-  bool anyScan = false;
-  for (Operation *op : ops) {
-    if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
-      auto a = dyn_cast<BlockArgument>(root(scan.getA()));
-      if (!a || TokenShape(a.getType()).perToken)
-        return false;
-      // The summary step reads neither C nor D.
-      worklist.append({scan.getU(), scan.getDelta(), scan.getB()});
-    } else if (isa<ScanOp>(op)) {
-      llvm::append_range(worklist, op->getOperands());
-    } else {
-      continue;
-    }
-    anyScan = true;
-    needed.insert(op);
-  }
-  if (!anyScan)
-    return false;
-  while (!worklist.empty()) {
-    Operation *def = worklist.pop_back_val().getDefiningOp();
-    if (!def || def->getParentOp() != kernelOp)
-      continue;
-    if (isa<SelectiveScanOp, ScanOp>(def))
-      return false; // a scan reads another scan's result
-    if (!needed.insert(def).second)
-      continue;
-    llvm::append_range(worklist, def->getOperands());
-  }
-  for (Operation *op : ops)
-    if (needed.contains(op))
-      slice.push_back(op);
-  return true;
-}
-
 /// kChunkable and kCarry, and for a chunkable kernel its summarize,
 /// saveCarry and loadCarry.
-LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
-  SmallVector<Operation *> slice;
-  if (!launch.sequential || !summarySlice(ops, slice)) {
+LogicalResult KernelEmitter::emitChunkMembers() {
+  std::optional<int64_t> carry =
+      scheduled(kernel, FPDialect::getCarrySizeAttrName());
+  if (!carry) {
     w.text("static constexpr bool kChunkable = false;");
     w.text("static constexpr int64_t kCarry = 0;");
     return success();
   }
-  SmallVector<Operation *> scans;
-  int64_t carry = 0;
-  for (Operation *op : slice) {
-    if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
-      TokenShape a(scan.getA().getType());
-      carryOffsets[op] = carry;
-      carry += a.elements() + a.dims[0];
-      scans.push_back(op);
-    } else if (auto scan = dyn_cast<ScanOp>(op)) {
-      carryOffsets[op] = carry;
-      carry += 2 * TokenShape(scan.getType()).elements();
-      scans.push_back(op);
+  SmallVector<Operation *> slice, scans;
+  for (Operation *op : ops)
+    if (inSummary(op)) {
+      slice.push_back(op);
+      if (isa<SelectiveScanOp, ScanOp>(op))
+        scans.push_back(op);
     }
-  }
   w.blank();
   w.text("// Chunked execution (Fused.h): the scans' carry per chunk.");
   w.text("static constexpr bool kChunkable = true;");
-  w.line("static constexpr int64_t kCarry = {0};", carry);
+  w.line("static constexpr int64_t kCarry = {0};", *carry);
 
   // The pointer expression of a selective scan's A: a uniform input.
   auto inputOf = [&](Value value) {
     return "in" + std::to_string(cast<BlockArgument>(value).getArgNumber());
+  };
+  auto carryOffsetOf = [](Operation *op) {
+    return *scheduled(op, FPDialect::getCarryOffsetAttrName());
   };
   // Emits `device` for a scan whose state is in registers on CUDA, and
   // `host` (its state in memory) for the host, or alone otherwise.
@@ -1658,29 +944,24 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     w.text("#endif");
   };
 
-  // summarize: the slice, each scan as its summary step, with scratch slots
-  // of its own: the summary pass writes no result, so values the full call
-  // computes into its results live in scratch here. (The scans' results
-  // keep their pointers and get no slot.)
+  // summarize: the slice, each scan as its summary step, with the summary
+  // pass's scratch slots: values the call computes into its results live in
+  // scratch here. (The scans' results keep their pointers.)
+  pass = Pass::Summary;
   auto fullPointers = pointers;
-  auto fullPlaces = places;
   SmallVector<Operation *> computed;
   for (Operation *op : slice) {
     if (isa<SelectiveScanOp, ScanOp>(op))
       continue;
     computed.push_back(op);
     for (Value result : op->getResults())
-      if (root(result) == result) {
+      if (root(result) == result)
         pointers.erase(result);
-        places.erase(result);
-      }
   }
   SmallVector<std::string> summaryDeclarations;
   uniformNames.clear();
-  findChains(slice);
-  launch.scratch =
-      std::max(launch.scratch,
-               allocateScratch(slice, /*toTheEnd=*/false, summaryDeclarations));
+  readChains(slice);
+  declareScratch(slice, summaryDeclarations);
   for (Operation *op : computed)
     if (isView(op))
       aliasInput(op);
@@ -1707,14 +988,15 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     auto block = w.block("FP_HOST_DEVICE void summarize(Team &team, int64_t "
                          "row, int64_t step, bool first, Scalar *scratch, "
                          "Scalar *state, Registers &registers) const");
+    // The summary pass reads no stage buffer.
     for (const auto &[value, line] : inputLines)
       if (used.contains(value))
         w.text(line);
     for (const std::string &declaration : summaryDeclarations)
       w.text(declaration);
     emitUnusedParameters();
-    // The scans take their summary steps; the other ops are emitted as in
-    // the body.
+    // The scans take their summary steps; the other ops are printed as in
+    // the call.
     auto emitSummaryOp = [&](Operation *op) -> LogicalResult {
       if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
         TokenShape a(scan.getA().getType());
@@ -1741,16 +1023,13 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
       }
       return success();
     };
-    shiftsUnstaged = true; // the summary pass reads no stage buffer
-    LogicalResult emitted = emitBody(slice, emitSummaryOp);
-    shiftsUnstaged = false;
-    if (failed(emitted))
+    if (failed(emitBody(emitSummaryOp)))
       return failure();
     // The next token's step, or saveCarry, follows without a barrier.
     w.text("team.sync();");
   }
   pointers = std::move(fullPointers);
-  places = std::move(fullPlaces);
+  pass = Pass::Call;
 
   w.blank();
   w.text("// Stores the scans' carry at the end of a chunk.");
@@ -1762,7 +1041,7 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     w.text("(void)state;");
     w.text("(void)registers;");
     for (Operation *op : scans) {
-      int64_t offset = carryOffsets.lookup(op);
+      int64_t offset = carryOffsetOf(op);
       if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
         TokenShape a(scan.getA().getType());
         perTarget(op,
@@ -1793,7 +1072,7 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
     w.text("(void)state;");
     w.text("(void)registers;");
     for (Operation *op : scans) {
-      int64_t offset = carryOffsets.lookup(op);
+      int64_t offset = carryOffsetOf(op);
       if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
         TokenShape a(scan.getA().getType());
         StringRef transposed = scanTemplateArguments(scan);
@@ -1820,9 +1099,8 @@ LogicalResult KernelEmitter::emitChunkMembers(ArrayRef<Operation *> ops) {
   return success();
 }
 
-FailureOr<KernelLaunch>
-mlir::fp::codegen::emitKernelFunctor(CodeWriter &w, KernelOp kernel,
-                                     StringRef name,
-                                     const KernelOptions &options) {
-  return KernelEmitter(w, kernel, options).emit(name);
+FailureOr<KernelLaunch> mlir::fp::codegen::emitKernelFunctor(CodeWriter &w,
+                                                             KernelOp kernel,
+                                                             StringRef name) {
+  return KernelEmitter(w, kernel).emit(name);
 }

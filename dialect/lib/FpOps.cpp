@@ -293,6 +293,182 @@ LogicalResult KernelOp::verify() {
       return shift.emitOpError("in a kernel must shift one of the kernel's "
                                "inputs");
   }
+  if ((*this)->hasAttr(FPDialect::getScratchSizeAttrName()))
+    return verifySchedule();
+  return success();
+}
+
+/// Elements of `type` one token sees: those after batch and time for a
+/// per-token tensor, all of them for a uniform one.
+static int64_t tokenElements(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  ArrayRef<int64_t> shape = tensor.getShape();
+  if (tensor.getRank() >= 2 && tensor.isDynamicDim(0) && tensor.isDynamicDim(1))
+    shape = shape.drop_front(2);
+  int64_t elements = 1;
+  for (int64_t extent : shape)
+    elements *= extent;
+  return elements;
+}
+
+/// The schedule fp-schedule-kernels recorded (see the dialect description):
+/// every attribute of the right kind, and every slot, temporary, staged row,
+/// scan state and carry within its space.
+LogicalResult KernelOp::verifySchedule() {
+  Operation *kernel = getOperation();
+  auto size = [&](StringRef name, bool required) -> FailureOr<int64_t> {
+    Attribute attr = kernel->getAttr(name);
+    if (!attr && !required)
+      return 0;
+    auto value = dyn_cast_or_null<IntegerAttr>(attr);
+    if (!value || value.getInt() < 0)
+      return emitOpError("expects '") << name
+                                      << "' to be a non-negative "
+                                         "integer";
+    return value.getInt();
+  };
+  FailureOr<int64_t> scratch = size(FPDialect::getScratchSizeAttrName(), true);
+  FailureOr<int64_t> state = size(FPDialect::getStateSizeAttrName(), true);
+  FailureOr<int64_t> registerState =
+      size(FPDialect::getRegisterStateAttrName(), true);
+  FailureOr<int64_t> stage = size(FPDialect::getStageSizeAttrName(), true);
+  FailureOr<int64_t> carry = size(FPDialect::getCarrySizeAttrName(), false);
+  if (failed(scratch) || failed(state) || failed(registerState) ||
+      failed(stage) || failed(carry))
+    return failure();
+  if (*registerState > *state)
+    return emitOpError("keeps more scan state in registers (")
+           << *registerState << ") than it has (" << *state << ")";
+
+  Block *block = getBodyBlock();
+  if (auto staged = kernel->getAttrOfType<DenseI64ArrayAttr>(
+          FPDialect::getStagedInputsAttrName())) {
+    ArrayRef<int64_t> pairs = staged.asArrayRef();
+    if (pairs.size() % 2 != 0)
+      return emitOpError("expects 'fp.staged_inputs' to hold [argument, "
+                         "offset] pairs");
+    for (size_t i = 0; i < pairs.size(); i += 2) {
+      int64_t arg = pairs[i], offset = pairs[i + 1];
+      if (arg < 0 || arg >= static_cast<int64_t>(block->getNumArguments()))
+        return emitOpError("stages input #") << arg << ", which it lacks";
+      int64_t elements = tokenElements(block->getArgument(arg).getType());
+      if (offset < 0 || offset + elements > *stage)
+        return emitOpError("stages input #")
+               << arg << " at [" << offset << ", " << offset + elements
+               << "), outside its stage buffer of " << *stage << " elements";
+    }
+  } else if (kernel->hasAttr(FPDialect::getStagedInputsAttrName())) {
+    return emitOpError("expects 'fp.staged_inputs' to be an array of i64");
+  }
+
+  // `[offset, offset + elements)` must lie in a space of `limit` elements.
+  auto within = [](Operation *op, StringRef what, int64_t offset,
+                   int64_t elements, int64_t limit) -> LogicalResult {
+    if (offset < 0 || offset + elements > limit)
+      return op->emitOpError("has its ")
+             << what << " at [" << offset << ", " << offset + elements
+             << "), outside the kernel's " << limit << " elements";
+    return success();
+  };
+  auto integer = [](Operation *op, Attribute attr,
+                    StringRef name) -> FailureOr<int64_t> {
+    auto value = dyn_cast<IntegerAttr>(attr);
+    if (!value)
+      return op->emitOpError("expects '") << name << "' to be an integer";
+    return value.getInt();
+  };
+  // A result's slot (`fp.slot`, or `slot` of `fp.summary`) and a
+  // temporary's range (`fp.temp`, or `temp`).
+  auto checkSlots = [&](Operation *op, Attribute slot, Attribute temp,
+                        StringRef pass) -> LogicalResult {
+    if (slot) {
+      FailureOr<int64_t> offset = integer(op, slot, "slot");
+      if (failed(offset))
+        return failure();
+      if (op->getNumResults() != 1 ||
+          !isa<RankedTensorType>(op->getResult(0).getType()))
+        return op->emitOpError("has a scratch slot but no tensor result");
+      if (failed(within(op, (pass + "slot").str(), *offset,
+                        tokenElements(op->getResult(0).getType()), *scratch)))
+        return failure();
+    }
+    if (temp) {
+      auto range = dyn_cast<DenseI64ArrayAttr>(temp);
+      if (!range || range.size() != 2)
+        return op->emitOpError("expects its temporary to be [offset, size]");
+      if (failed(within(op, (pass + "temporary").str(), range[0], range[1],
+                        *scratch)))
+        return failure();
+    }
+    return success();
+  };
+
+  for (Operation &op : block->without_terminator()) {
+    if (failed(checkSlots(&op, op.getAttr(FPDialect::getSlotAttrName()),
+                          op.getAttr(FPDialect::getTempAttrName()), "")))
+      return failure();
+    if (Attribute summary = op.getAttr(FPDialect::getSummaryAttrName())) {
+      auto fields = dyn_cast<DictionaryAttr>(summary);
+      if (!fields)
+        return op.emitOpError("expects 'fp.summary' to be a dictionary");
+      if (!*carry)
+        return op.emitOpError("runs in the summary pass of a kernel that "
+                              "does not run in chunks");
+      if (failed(checkSlots(&op, fields.get("slot"), fields.get("temp"),
+                            "summary ")))
+        return failure();
+    }
+    if (Attribute out = op.getAttr(FPDialect::getOutAttrName())) {
+      FailureOr<int64_t> index = integer(&op, out, "fp.out");
+      if (failed(index))
+        return failure();
+      if (*index < 0 || *index >= static_cast<int64_t>(getNumResults()))
+        return op.emitOpError("is computed into result #")
+               << *index << ", which the kernel lacks";
+    }
+    if (Attribute staged = op.getAttr(FPDialect::getStagedAttrName())) {
+      auto shift = dyn_cast<ShiftOp>(op);
+      if (!shift)
+        return op.emitOpError("is staged, but only a shift of an input is");
+      FailureOr<int64_t> offset = integer(&op, staged, "fp.staged");
+      if (failed(offset) ||
+          failed(within(&op, "staged row", *offset,
+                        tokenElements(shift.getType()), *stage)))
+        return failure();
+    }
+    if (Attribute offset = op.getAttr(FPDialect::getStateOffsetAttrName())) {
+      int64_t elements = 0;
+      if (auto scan = dyn_cast<SelectiveScanOp>(op)) {
+        auto a = cast<RankedTensorType>(scan.getA().getType()).getShape();
+        elements = 2 * a[0] * a[1] + a[0];
+      } else if (auto scan = dyn_cast<ScanOp>(op)) {
+        elements = 2 * tokenElements(scan.getType());
+      } else {
+        return op.emitOpError("has scan state, but is no scan");
+      }
+      FailureOr<int64_t> start = integer(&op, offset, "fp.state_offset");
+      if (failed(start) ||
+          failed(within(&op, "state", *start, elements, *state)))
+        return failure();
+    } else if (isa<ScanOp, SelectiveScanOp>(op)) {
+      return op.emitOpError("expects its state's offset ('fp.state_offset')");
+    }
+    if (op.hasAttr(FPDialect::getRegistersAttrName()) &&
+        !isa<SelectiveScanOp>(op))
+      return op.emitOpError("keeps its state in registers, but only a "
+                            "selective scan does");
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BarrierOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BarrierOp::verify() {
+  if (!getCall() && !getSummary())
+    return emitOpError("expects to synchronise the call, the summary pass, "
+                       "or both");
   return success();
 }
 

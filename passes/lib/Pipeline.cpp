@@ -68,6 +68,12 @@ void mlir::fp::addBufferPlanning(OpPassManager &pm) {
   pm.nest<func::FuncOp>().addPass(createFpPlanBuffers());
 }
 
+void mlir::fp::addKernelScheduling(OpPassManager &pm, bool stageInputs) {
+  FpScheduleKernelsOptions schedule;
+  schedule.stageInputs = stageInputs;
+  pm.nest<func::FuncOp>().addPass(createFpScheduleKernels(schedule));
+}
+
 void mlir::fp::buildFpPipeline(OpPassManager &pm,
                                const FpPipelineOptions &options) {
   addFrontendCleanup(pm);
@@ -84,6 +90,7 @@ void mlir::fp::buildFpPipeline(OpPassManager &pm,
     addFusion(pm, options.fuseScans, options.transposeScanA);
   addLoopLowering(pm);
   addBufferPlanning(pm);
+  addKernelScheduling(pm, options.stageInputs);
 }
 
 void mlir::fp::registerFpPipeline() {

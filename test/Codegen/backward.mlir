@@ -1,5 +1,5 @@
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: fp-opt %s -fp-derive-backward -fp-lower-fixed-point -fp-plan-buffers | fp-translate --fp-to-host > %t/layer.cpp
+// RUN: fp-opt %s -fp-derive-backward -fp-lower-fixed-point -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-host > %t/layer.cpp
 // RUN: FileCheck %s < %t/layer.cpp
 // RUN: FileCheck %s --check-prefix=GEMM < %t/layer.cpp
 // RUN: c++ -std=c++17 -O1 -I%fp_src/runtime/include -I%fp_src/runtime/test '-DFP_PARAM_SIZES=32, 8, 8, 12, 4, 8, 16, 4, 4, 4, 12' %t/layer.cpp %S/Inputs/backward-check.cpp -lopenblas -o %t/check

@@ -1,5 +1,5 @@
-// RUN: fp-opt %s -fp-lower-fixed-point -fp-plan-buffers | fp-translate --fp-to-host | FileCheck %s
-// RUN: fp-opt %s -fp-lower-fixed-point -fp-plan-buffers | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=CUDA
+// RUN: fp-opt %s -fp-lower-fixed-point -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-host | FileCheck %s
+// RUN: fp-opt %s -fp-lower-fixed-point -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=CUDA
 
 // A small layer: a hoisted projection, a fixed point over a shifted scan,
 // and a head. The emitted code calls the kernels of Host.h op by op.

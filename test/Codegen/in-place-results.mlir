@@ -1,4 +1,4 @@
-// RUN: fp-opt %s -fp-lower-fixed-point -fp-plan-buffers | fp-translate --fp-to-host | FileCheck %s
+// RUN: fp-opt %s -fp-lower-fixed-point -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-host | FileCheck %s
 
 // The results a call provides memory for are computed there: the output in
 // `args.output`, which therefore takes no workspace, and each saved value in

@@ -1,4 +1,4 @@
-// RUN: fp-opt %s -split-input-file -fp-lower-fixed-point -fp-plan-buffers | not fp-translate --fp-to-host -split-input-file 2>&1 | FileCheck %s
+// RUN: fp-opt %s -split-input-file -fp-lower-fixed-point -fp-plan-buffers -fp-schedule-kernels | not fp-translate --fp-to-host -split-input-file 2>&1 | FileCheck %s
 
 // IR the emitters reject after buffer planning, each with a located error.
 

@@ -1,4 +1,4 @@
-// RUN: fp-opt %s -fp-lower-fixed-point -fp-plan-buffers | fp-translate --fp-to-host | FileCheck %s
+// RUN: fp-opt %s -fp-lower-fixed-point -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-host | FileCheck %s
 
 // A loop with two iterates: each initial value is copied into its iterate's
 // buffer, and every step relaxes both in place; the second relaxation also

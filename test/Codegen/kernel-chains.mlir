@@ -1,5 +1,5 @@
-// RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-host | FileCheck %s
-// RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-cuda | FileCheck %s
+// RUN: fp-opt %s -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-host | FileCheck %s
+// RUN: fp-opt %s -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-cuda | FileCheck %s
 
 // Consecutive ops of one element count that compute element i from element
 // i of their operands, or from values computed before them, run as one loop

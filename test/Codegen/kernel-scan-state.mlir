@@ -1,6 +1,6 @@
-// RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-host | FileCheck %s
-// RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=CUDA
-// RUN: fp-opt %s -fp-transpose-scan-a -fp-plan-buffers | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=TRANSPOSED
+// RUN: fp-opt %s -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-host | FileCheck %s
+// RUN: fp-opt %s -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=CUDA
+// RUN: fp-opt %s -fp-transpose-scan-a -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=TRANSPOSED
 
 // Where a fused kernel's scans keep their state. On CUDA a selective scan
 // whose state fits 128 values per thread of a 256-thread team keeps it in

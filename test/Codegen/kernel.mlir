@@ -1,5 +1,5 @@
-// RUN: fp-opt %s -fp-plan-buffers -mlir-print-debuginfo | fp-translate --fp-to-host | FileCheck %s
-// RUN: fp-opt %s -fp-plan-buffers -mlir-print-debuginfo | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=CUDA
+// RUN: fp-opt %s -fp-plan-buffers -fp-schedule-kernels -mlir-print-debuginfo | fp-translate --fp-to-host | FileCheck %s
+// RUN: fp-opt %s -fp-plan-buffers -fp-schedule-kernels -mlir-print-debuginfo | fp-translate --fp-to-cuda | FileCheck %s --check-prefix=CUDA
 
 // fp.kernel ops become function objects over Fused.h, launched per token
 // (no scan) or per sample in time order (a scan inside). Intermediate values

@@ -1,6 +1,6 @@
 // RUN: fp-opt %s -fp-plan-buffers | FileCheck %s --check-prefix=PLAN
-// RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-host | FileCheck %s
-// RUN: fp-opt %s -fp-plan-buffers | fp-translate --fp-to-cuda | FileCheck %s
+// RUN: fp-opt %s -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-host | FileCheck %s
+// RUN: fp-opt %s -fp-plan-buffers -fp-schedule-kernels | fp-translate --fp-to-cuda | FileCheck %s
 
 // An fp.slice whose every reader reads it where it lies in its source takes
 // no buffer and is not copied: a GEMM reads it with the source's row stride

@@ -591,6 +591,7 @@ int main(int argc, char **argv) {
     pipelineOptions.transposeScanA = !noTransposeScanA;
     pipelineOptions.backward = withBackward;
     pipelineOptions.saveProducts = saveProducts;
+    pipelineOptions.stageInputs = !noStageInputs;
     fp::buildFpPipeline(pm, pipelineOptions);
     return pm.run(lowering);
   };
@@ -621,7 +622,6 @@ int main(int argc, char **argv) {
 
   fp::codegen::LibraryInfo info;
   info.source = inputFile;
-  info.kernels.stageInputs = !noStageInputs;
   info.cudaExpf = !noCudaExpf;
   info.schedule = noFuse ? "unfused" : noFuseScans ? "split" : "fused";
   info.splitModule = splitModule ? *splitModule : ModuleOp();

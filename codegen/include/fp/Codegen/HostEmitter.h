@@ -29,8 +29,6 @@ struct LibraryInfo {
   /// Element types every forward and backward is instantiated for ("f32",
   /// "f64", "bf16"), in this order.
   SmallVector<std::string> dtypes = {"f32", "f64", "bf16"};
-  /// Choices of the fused kernels' code (KernelEmitter.h).
-  KernelOptions kernels;
   /// Whether the CUDA unit computes e^x in single precision with CUDA's
   /// expf (Common.h) rather than the host's polynomial (`fpc
   /// --no-cuda-expf`, which defines FP_DEVICE_HOST_EXP in the unit).

@@ -12,6 +12,7 @@
 #ifndef FP_CODEGEN_KERNELEMITTER_H
 #define FP_CODEGEN_KERNELEMITTER_H
 
+#include "fp/Analysis/KernelBody.h"
 #include "fp/Codegen/CodeWriter.h"
 #include "fp/Dialect/FpOps.h"
 
@@ -38,28 +39,15 @@ struct KernelLaunch {
   bool shifted = false;
 };
 
-/// Choices of the kernel emitter that change the code, not the results.
-struct KernelOptions {
-  /// A kernel run in time order copies each token's input rows into scratch
-  /// a token ahead (Fused.h, "Staged inputs"); `fpc --no-stage-inputs`
-  /// turns it off.
-  bool stageInputs = true;
-};
-
 /// Emits `template <typename Real> struct <name> { ... };` for `kernel`;
 /// reports ops it cannot emit with located errors.
+/// The kernel must be scheduled (fp-schedule-kernels).
 FailureOr<KernelLaunch> emitKernelFunctor(CodeWriter &w, KernelOp kernel,
-                                          StringRef name,
-                                          const KernelOptions &options = {});
+                                          StringRef name);
 
 /// A C++ expression of type Scalar (the arithmetic type of the call's element
 /// type) for a floating-point constant, exact for doubles.
 std::string realLiteral(double value);
-
-/// The value of a float constant or of a splat dense float constant: the
-/// literal it was written as (`fp.literal`, exact in f64) where it has one.
-/// None for any other constant.
-std::optional<double> splatLiteral(arith::ConstantOp op);
 
 /// `file:line:col` of the first file location in `loc`, or "".
 std::string locationComment(Location loc);

@@ -52,6 +52,26 @@ def FP_Dialect : Dialect {
       and the input are not in the workspace), and `fp.iterate_slots` on
       the lowered loop (`scf.while`) the buffers of its iterates, which
       `fp.solver_relax` updates in place. The emitters read them.
+    * `fp-schedule-kernels` records each `fp.kernel`'s schedule, the
+      decisions of the code that computes a token, in discardable
+      attributes, and places `fp.barrier` ops in the body. On the kernel
+      (elements; scratch and state of the arithmetic type, stage buffers of
+      the element type): `fp.scratch_size` per token, `fp.state_size` of
+      scan state per sample, of which `fp.register_state` a CUDA thread
+      keeps in registers, `fp.stage_size` per stage buffer and
+      `fp.stage_offset` of the two buffers in scratch, `fp.staged_inputs`
+      (`[argument, offset]` pairs) the inputs read from a stage buffer, and
+      `fp.carry_size` per chunk where the kernel runs in chunks. On a body
+      op: `fp.slot` (its result's offset in scratch), `fp.out` (the kernel
+      result it is computed into), `fp.temp` (`[offset, size]` of scratch it
+      uses while it runs), `fp.chain` (the element loop it is part of),
+      `fp.uniform` (a scalar every thread computes for itself), `fp.staged`
+      (a shift read from the stage buffer at that offset), `fp.state_offset`
+      and `fp.registers` (a scan's state), `fp.carry_offset` (a scan's carry
+      in a chunk's), and `fp.summary` (a dictionary: the op runs in the
+      summary pass, with that pass's `slot`, `chain` and `temp`). A
+      scheduled kernel is verified: every slot, temporary, staged row and
+      state lies within its space.
   }];
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
@@ -72,6 +92,59 @@ def FP_Dialect : Dialect {
     }
     static constexpr ::llvm::StringLiteral getIterateSlotsAttrName() {
       return ::llvm::StringLiteral("fp.iterate_slots");
+    }
+
+    /// The kernel schedule (see the dialect description).
+    static constexpr ::llvm::StringLiteral getScratchSizeAttrName() {
+      return ::llvm::StringLiteral("fp.scratch_size");
+    }
+    static constexpr ::llvm::StringLiteral getStateSizeAttrName() {
+      return ::llvm::StringLiteral("fp.state_size");
+    }
+    static constexpr ::llvm::StringLiteral getRegisterStateAttrName() {
+      return ::llvm::StringLiteral("fp.register_state");
+    }
+    static constexpr ::llvm::StringLiteral getStageSizeAttrName() {
+      return ::llvm::StringLiteral("fp.stage_size");
+    }
+    static constexpr ::llvm::StringLiteral getStageOffsetAttrName() {
+      return ::llvm::StringLiteral("fp.stage_offset");
+    }
+    static constexpr ::llvm::StringLiteral getStagedInputsAttrName() {
+      return ::llvm::StringLiteral("fp.staged_inputs");
+    }
+    static constexpr ::llvm::StringLiteral getCarrySizeAttrName() {
+      return ::llvm::StringLiteral("fp.carry_size");
+    }
+    static constexpr ::llvm::StringLiteral getSlotAttrName() {
+      return ::llvm::StringLiteral("fp.slot");
+    }
+    static constexpr ::llvm::StringLiteral getOutAttrName() {
+      return ::llvm::StringLiteral("fp.out");
+    }
+    static constexpr ::llvm::StringLiteral getTempAttrName() {
+      return ::llvm::StringLiteral("fp.temp");
+    }
+    static constexpr ::llvm::StringLiteral getChainAttrName() {
+      return ::llvm::StringLiteral("fp.chain");
+    }
+    static constexpr ::llvm::StringLiteral getUniformAttrName() {
+      return ::llvm::StringLiteral("fp.uniform");
+    }
+    static constexpr ::llvm::StringLiteral getStagedAttrName() {
+      return ::llvm::StringLiteral("fp.staged");
+    }
+    static constexpr ::llvm::StringLiteral getStateOffsetAttrName() {
+      return ::llvm::StringLiteral("fp.state_offset");
+    }
+    static constexpr ::llvm::StringLiteral getRegistersAttrName() {
+      return ::llvm::StringLiteral("fp.registers");
+    }
+    static constexpr ::llvm::StringLiteral getCarryOffsetAttrName() {
+      return ::llvm::StringLiteral("fp.carry_offset");
+    }
+    static constexpr ::llvm::StringLiteral getSummaryAttrName() {
+      return ::llvm::StringLiteral("fp.summary");
     }
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",

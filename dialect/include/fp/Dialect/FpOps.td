@@ -229,7 +229,35 @@ def FP_KernelOp : FP_Op<"kernel", [
     /// Whether the body runs a recurrence along time (an fp.scan or
     /// fp.selective_scan).
     bool isSequential();
+    /// Verifies the schedule of fp-schedule-kernels, where it has one.
+    ::mlir::LogicalResult verifySchedule();
   }];
+}
+
+def FP_BarrierOp : FP_Op<"barrier", [HasParent<"KernelOp">]> {
+  let summary = "a synchronisation of the team that computes a kernel's token";
+  let description = [{
+    Placed in an `fp.kernel` body by `fp-schedule-kernels`: the threads that
+    compute a token together (a CUDA block, a host thread team) wait for
+    each other here, so that what any of them wrote before is what every one
+    of them reads after. The schedule places one where an op may touch an
+    element that another thread touched since the last barrier, one of the
+    two a write. `call` marks a barrier of the token's full computation,
+    `summary` one of a chunked kernel's summary pass, which runs only the
+    ops the scans read; a barrier may be both. One right before the
+    terminator orders the body against the copies of results not computed
+    in place.
+
+    ```mlir
+    %a = arith.mulf %x, %y {fp.slot = 0 : i64} : tensor<?x?x64xf32>
+    fp.barrier call summary
+    %b = fp.rms_norm %a, %g eps 1.0e-05 {fp.slot = 64 : i64}
+        : tensor<?x?x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins UnitAttr:$call, UnitAttr:$summary);
+  let assemblyFormat = "(`call` $call^)? (`summary` $summary^)? attr-dict";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

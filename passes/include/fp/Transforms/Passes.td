@@ -337,6 +337,59 @@ def FpTransposeScanA : Pass<"fp-transpose-scan-a", "func::FuncOp"> {
   let dependentDialects = ["::mlir::fp::FPDialect"];
 }
 
+def FpScheduleKernels : Pass<"fp-schedule-kernels", "func::FuncOp"> {
+  let summary = "decide how a team of threads computes each fp.kernel token";
+  let description = [{
+    Records each `fp.kernel`'s schedule in the IR (the attributes listed in
+    the dialect description) and places `fp.barrier` ops in its body; the
+    kernel emitter prints the body as scheduled and decides nothing. The
+    decisions, for the team of threads (a CUDA block, a host thread team)
+    that computes one token:
+
+    - *Chains* (`fp.chain`): consecutive ops of one element count that
+      compute element i from element i of their operands, or from values
+      computed before them, run as one loop over elements in which each
+      thread computes the elements it owns, with no barrier between them;
+      a value only its chain reads lives in a register.
+    - *Uniform scalars* (`fp.uniform`): ops of one element that only chains
+      and other such ops read, computed by every thread for itself.
+    - *Scratch* (`fp.slot`, `fp.temp`, `fp.out`): a linear scan over
+      lifetimes in body order; a value the kernel yields is computed into
+      its result.
+    - *Scan state* (`fp.state_offset`, `fp.registers`): on CUDA a selective
+      scan whose state fits keeps it in registers (last in `state`).
+    - *Staged inputs* (`fp.staged_inputs`, `fp.staged`): in a kernel run in
+      time order, input rows and input shifts are copied a token ahead into
+      a stage buffer while both buffers fit in 96 KiB of f32 scratch, and
+      unless the scans keep more than 64 values a thread in registers.
+    - *Chunks* (`fp.summary`, `fp.carry_offset`, `fp.carry_size`): where no
+      scan reads another's result and every selective scan's A is a uniform
+      input, the ops the scans read form a summary pass with slots and
+      chains of its own.
+    - *Barriers* (`fp.barrier`): before an op that may touch an element
+      another thread touched since the last barrier, one of the two a
+      write; element loops own their elements, so chains that read what
+      the chain before wrote, element by element, need none.
+
+    ```mlir
+    %r = fp.kernel (%a = %x, %g = %gain) : ... {fp.scratch_size = 128 : i64,
+        fp.state_size = 0 : i64, fp.register_state = 0 : i64,
+        fp.stage_size = 0 : i64} {
+      %s = fp.silu %a {fp.slot = 0 : i64} : tensor<?x?x64xf32>
+      fp.barrier call
+      %n = fp.rms_norm %s, %g eps 1.0e-05 {fp.out = 0 : i64} : ...
+      fp.yield %n : tensor<?x?x64xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"stageInputs", "stage-inputs", "bool", /*default=*/"true",
+           "kernels run in time order read each token's input rows from "
+           "copies made a token ahead (Fused.h, \"Staged inputs\")">,
+  ];
+  let dependentDialects = ["::mlir::fp::FPDialect"];
+}
+
 def FpLowerFixedPoint : Pass<"fp-lower-fixed-point", "func::FuncOp"> {
   let summary = "lower fp.fixed_point to an scf.while with explicit solver "
                 "steps";

@@ -46,6 +46,11 @@ struct FpPipelineOptions : public PassPipelineOptions<FpPipelineOptions> {
                      "token-wise linear products the backward reads, which "
                      "the backward then does not recompute"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> stageInputs{
+      *this, "stage-inputs",
+      llvm::cl::desc("kernels run in time order read each token's input rows "
+                     "from copies made a token ahead"),
+      llvm::cl::init(true)};
 };
 
 /// Inlines mixers and maps, drops the inlined functions, canonicalises and
@@ -75,6 +80,10 @@ void addLoopLowering(OpPassManager &pm);
 
 /// Plans the workspace of every layer.
 void addBufferPlanning(OpPassManager &pm);
+
+/// Schedules every fused kernel (fp-schedule-kernels): the last step before
+/// emission.
+void addKernelScheduling(OpPassManager &pm, bool stageInputs);
 
 /// The whole pipeline fpc runs before emission.
 void buildFpPipeline(OpPassManager &pm, const FpPipelineOptions &options);
