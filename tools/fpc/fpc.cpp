@@ -402,16 +402,25 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
     for (const std::string &feature : features)
       hash.update(feature);
   }
-  SmallVector<StringRef> headers = {
-      "fp/Runtime/Kernels/BFloat16.h",  "fp/Runtime/Kernels/Common.h",
-      "fp/Runtime/Kernels/Fused.h",     "fp/Runtime/Kernels/Host.h",
-      "fp/Runtime/Kernels/HostEntry.h", "fp/Runtime/Kernels/HostGradients.h",
-      "fp/Runtime/ModelABI.h"};
-  if (nvccProgram) {
-    headers.push_back("fp/Runtime/Kernels/Device.cuh");
-    headers.push_back("fp/Runtime/Kernels/DeviceGradients.cuh");
+  // Every header generated code may include: the whole Kernels library
+  // (its files in path order, each with its path) and the model ABI.
+  SmallVector<std::string> headers = {"fp/Runtime/ModelABI.h"};
+  {
+    SmallString<256> kernels(runtimeIncludeDir());
+    llvm::sys::path::append(kernels, "fp", "Runtime", "Kernels");
+    std::error_code error;
+    for (llvm::sys::fs::recursive_directory_iterator it(kernels, error), end;
+         it != end && !error; it.increment(error))
+      if (llvm::sys::fs::is_regular_file(it->path()))
+        headers.push_back("fp/Runtime/Kernels" +
+                          it->path().substr(kernels.size()));
+    if (error)
+      return fail("cannot list '" + kernels + "': " + error.message() +
+                  "; set FPC_RUNTIME_INCLUDE to the runtime's include "
+                  "directory");
+    llvm::sort(headers);
   }
-  for (StringRef header : headers) {
+  for (const std::string &header : headers) {
     SmallString<256> path(runtimeIncludeDir());
     llvm::sys::path::append(path, header);
     auto text = llvm::MemoryBuffer::getFile(path);
@@ -419,6 +428,7 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
       return fail("cannot read '" + path + "': " + text.getError().message() +
                   "; set FPC_RUNTIME_INCLUDE to the runtime's include "
                   "directory");
+    hash.update(header);
     hash.update((*text)->getBuffer());
   }
   std::string key = llvm::toHex(hash.final(), /*LowerCase=*/true);
