@@ -240,15 +240,13 @@ mlir::fp::frontend::importFpSource(llvm::SourceMgr &sourceMgr,
   SourceLocator locator(sourceMgr, context);
   unsigned mainId = sourceMgr.getMainFileID();
   Type elementType;
-  if (options.elementType == "f32") {
+  switch (options.elementType) {
+  case ElementType::F32:
     elementType = Float32Type::get(context);
-  } else if (options.elementType == "f64") {
+    break;
+  case ElementType::F64:
     elementType = Float64Type::get(context);
-  } else {
-    mlir::emitError(UnknownLoc::get(context))
-        << "unknown element type '" << options.elementType
-        << "'; expected f32 or f64";
-    return nullptr;
+    break;
   }
 
   for (const auto &[key, value] : options.modelOverrides) {
@@ -285,23 +283,25 @@ void mlir::fp::frontend::registerFrontendDialects(DialectRegistry &registry) {
                   math::MathDialect, tensor::TensorDialect>();
 }
 
+llvm::cl::ValuesClass mlir::fp::frontend::getElementTypeOptionValues() {
+  return llvm::cl::values(clEnumValN(ElementType::F32, "f32", "32-bit floats"),
+                          clEnumValN(ElementType::F64, "f64", "64-bit floats"));
+}
+
 void mlir::fp::frontend::registerImportFpTranslation() {
   static llvm::cl::list<std::string> includeDirs(
       "fp-include", llvm::cl::desc("Directory searched by .fp imports"),
       llvm::cl::value_desc("dir"));
-  enum class ElementType { F32, F64 };
   static llvm::cl::opt<ElementType> elementType(
       "fp-element-type", llvm::cl::desc("Element type of .fp tensors"),
-      llvm::cl::init(ElementType::F32),
-      llvm::cl::values(clEnumValN(ElementType::F32, "f32", "32-bit floats"),
-                       clEnumValN(ElementType::F64, "f64", "64-bit floats")));
+      llvm::cl::init(ElementType::F32), getElementTypeOptionValues());
   static TranslateToMLIRRegistration importFp(
       "import-fp", "translate .fp source to the fp dialect",
       [](llvm::SourceMgr &sourceMgr,
          MLIRContext *context) -> OwningOpRef<Operation *> {
         FrontendOptions options;
         options.includeDirs.assign(includeDirs.begin(), includeDirs.end());
-        options.elementType = elementType == ElementType::F64 ? "f64" : "f32";
+        options.elementType = elementType;
         return importFpSource(sourceMgr, context, options);
       },
       registerFrontendDialects);

@@ -97,13 +97,10 @@ cl::list<std::string> includeDirs("I",
                                   cl::desc("Directory searched by imports"),
                                   cl::value_desc("dir"), cl::Prefix,
                                   cl::cat(fpcCategory));
-enum class ElementType { F32, F64 };
-cl::opt<ElementType> elementType(
+cl::opt<fp::frontend::ElementType> elementType(
     "element-type", cl::desc("Element type of every tensor in the IR"),
-    cl::init(ElementType::F32),
-    cl::values(clEnumValN(ElementType::F32, "f32", "32-bit floats"),
-               clEnumValN(ElementType::F64, "f64", "64-bit floats")),
-    cl::cat(fpcCategory));
+    cl::init(fp::frontend::ElementType::F32),
+    fp::frontend::getElementTypeOptionValues(), cl::cat(fpcCategory));
 cl::list<std::string>
     modelOverrides("set",
                    cl::desc("Override an integer model field: d_model, "
@@ -567,7 +564,7 @@ int main(int argc, char **argv) {
 
   fp::frontend::FrontendOptions options;
   options.includeDirs.assign(includeDirs.begin(), includeDirs.end());
-  options.elementType = elementType == ElementType::F64 ? "f64" : "f32";
+  options.elementType = elementType;
   for (StringRef assignment : modelOverrides) {
     auto [key, text] = assignment.split('=');
     int64_t value = 0;

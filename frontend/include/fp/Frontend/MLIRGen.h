@@ -21,6 +21,9 @@
 
 namespace llvm {
 class SourceMgr;
+namespace cl {
+class ValuesClass;
+} // namespace cl
 } // namespace llvm
 
 namespace mlir {
@@ -29,12 +32,15 @@ class DialectRegistry;
 
 namespace mlir::fp::frontend {
 
+/// The element type of every tensor the frontend emits.
+enum class ElementType { F32, F64 };
+
 struct FrontendOptions {
   /// Directories searched for `import "x.fp"` after the importing file's own
   /// directory.
   std::vector<std::string> includeDirs;
-  /// Element type of every tensor: "f32" or "f64".
-  std::string elementType = "f32";
+  /// Element type of every tensor.
+  ElementType elementType = ElementType::F32;
   /// Integer model fields that replace the source's values in every model:
   /// d_model, n_layers, vocab, pad_vocab_multiple (`fpc --set`).
   std::map<std::string, int64_t> modelOverrides;
@@ -52,6 +58,12 @@ void registerFrontendDialects(DialectRegistry &registry);
 
 /// Registers `--import-fp` with mlir-translate style tools.
 void registerImportFpTranslation();
+
+/// The values of a command-line option that picks the element type, "f32"
+/// and "f64", for `cl::opt<ElementType>`. Every tool that offers the choice
+/// (fpc's `--element-type`, fp-translate's `--fp-element-type`) takes them
+/// from here, so that the tools agree on the spellings.
+llvm::cl::ValuesClass getElementTypeOptionValues();
 
 } // namespace mlir::fp::frontend
 
