@@ -2,7 +2,8 @@
 # The opt-in soak runs, never run by CI (docs/testing.md). Builds first, then:
 #
 #   1. the exhaustive checks that scripts/test.sh leaves out: lit tests marked
-#      `REQUIRES: soak` (FP_SOAK=1) and ctest tests labelled `soak`;
+#      `REQUIRES: soak` (FP_SOAK=1) and ctest tests labelled `soak` (their
+#      model libraries built first: target FpSoakModels);
 #   2. ROUNDS times (default 3) every randomised test on fresh seeds
 #      (FP_TEST_SEED=random): the lit suite and ctest, soak tests excluded.
 #
@@ -18,6 +19,10 @@ case $rounds in
 esac
 
 bash "$root/scripts/build.sh" || { echo "soak: build failed" >&2; exit 1; }
+# The libraries only the soak tests read (not part of the default build).
+if ninja -C "$build" -t query FpSoakModels >/dev/null 2>&1; then
+  ninja -C "$build" FpSoakModels || { echo "soak: build failed" >&2; exit 1; }
+fi
 lit=$(grep -m1 '^FP_LIT:' "$build/CMakeCache.txt" | cut -d= -f2)
 logs=$(mktemp -d)
 summary=()
