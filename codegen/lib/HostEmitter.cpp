@@ -2,11 +2,12 @@
 //
 // One C++ translation unit per library: for every layer a forward templated
 // on the element type `Real` that calls the kernels of fp/Runtime/Kernels/
-// Host.h op by op, with the lowered fixed-point loop as a host loop whose
-// solver steps (continue rule, relaxation, bookkeeping) run where the data
-// is; then the C entry points and the manifest. Literals are of the
-// arithmetic type `Scalar` (fp::Compute<Real>: float for bf16). The forward
-// and backward are instantiated for every element type the library lists.
+// (Kernels.h, the contract with generated code) op by op, with the lowered
+// fixed-point loop as a host loop whose solver steps (continue rule,
+// relaxation, bookkeeping) run where the data is; then the C entry points and
+// the manifest. Literals are of the arithmetic type `Scalar`
+// (fp::Compute<Real>: float for bf16). The forward and backward are
+// instantiated for every element type the library lists.
 //
 //===----------------------------------------------------------------------===//
 
@@ -256,11 +257,10 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
   CodeWriter w(buffer);
   emitBanner(w, info,
              {"Host code of a model library: one forward per layer over the",
-              "kernels of fp/Runtime/Kernels/Host.h, the model ABI entry "
-              "points",
+              "host kernels of fp/Runtime/Kernels/Kernels.h, the model ABI "
+              "entry points",
               "(fp/Runtime/ModelABI.h) and the manifest."});
-  w.text("#include \"fp/Runtime/Kernels/HostEntry.h\"");
-  w.text("#include \"fp/Runtime/Kernels/HostGradients.h\"");
+  w.text("#include \"fp/Runtime/Kernels/Kernels.h\"");
   w.blank();
   w.text("#include <cmath>");
   w.text("#include <limits>");
@@ -457,15 +457,15 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
   CodeWriter w(buffer);
   emitBanner(w, info,
              {"CUDA code of a model library: one forward (and backward) per",
-              "layer over the kernels of fp/Runtime/Kernels/Device.cuh and",
-              "DeviceGradients.cuh, called by the entry points of the",
-              "library's host unit for FP_TARGET_CUDA."});
+              "layer over the CUDA kernels of fp/Runtime/Kernels/Kernels.h,",
+              "called by the entry points of the library's host unit for",
+              "FP_TARGET_CUDA."});
   if (!info.cudaExpf) {
     w.text("// fpc --no-cuda-expf: e^x as the host computes it (Common.h).");
     w.text("#define FP_DEVICE_HOST_EXP 1");
     w.blank();
   }
-  w.text("#include \"fp/Runtime/Kernels/DeviceGradients.cuh\"");
+  w.text("#include \"fp/Runtime/Kernels/Kernels.h\"");
   w.blank();
   w.text("#include <cmath>");
   w.text("#include <limits>");

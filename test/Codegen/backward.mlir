@@ -16,7 +16,7 @@
 // The backward is a function of the library: its own workspace, the
 // gradient kernels, the input's cotangent computed in the caller's buffer,
 // parameter gradients accumulated into the caller's.
-// CHECK: #include "fp/Runtime/Kernels/HostGradients.h"
+// CHECK: #include "fp/Runtime/Kernels/Kernels.h"
 // CHECK: const fp::host::BufferSpec kBackwardBuffers[] =
 // CHECK: void backward(const fp_backward_args &args, char *workspace, const size_t *offsets) {
 // CHECK:   const Real *dy = static_cast<const Real *>(args.grad_output);
