@@ -32,10 +32,15 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
+
+#include <atomic>
+#include <csignal>
+#include <unistd.h>
 
 #ifndef FP_RUNTIME_INCLUDE_DIR
 #error "FP_RUNTIME_INCLUDE_DIR must name the runtime's include directory"
@@ -182,17 +187,94 @@ int fail(const llvm::Twine &message) {
   return 1;
 }
 
-/// Writes `text` to `path`, atomically.
-LogicalResult writeFile(StringRef path, StringRef text) {
-  std::string error;
-  auto file = openOutputFile(path, &error);
-  if (!file) {
-    llvm::errs() << "fpc: error: " << error << "\n";
+/// Writes `contents` to `path` atomically: into a temporary file in the same
+/// directory, flushed to disk, then renamed over `path`. A reader of `path`
+/// (a trainer with the library loaded, say) sees the old file or the new
+/// one, never part of one; a write that fails (a full disk) leaves the old
+/// file as it was; the temporary file goes on failure and on SIGINT or
+/// SIGTERM. `mode` gives the permissions of a new file.
+LogicalResult writeFile(StringRef path, StringRef contents,
+                        unsigned mode = 0666) {
+  SmallString<256> model(path);
+  model += ".tmp-%%%%%%";
+  llvm::Expected<llvm::sys::fs::TempFile> temp =
+      llvm::sys::fs::TempFile::create(model, mode);
+  if (!temp) {
+    llvm::errs() << "fpc: error: cannot write '" << path
+                 << "': " << llvm::toString(temp.takeError()) << "\n";
     return failure();
   }
-  file->os() << text;
-  file->keep();
-  return success();
+  std::string problem;
+  {
+    llvm::raw_fd_ostream os(temp->FD, /*shouldClose=*/false);
+    os << contents;
+    os.flush();
+    if (os.has_error()) {
+      problem = os.error().message();
+      os.clear_error();
+    } else if (::fsync(temp->FD) != 0) {
+      problem = std::error_code(errno, std::generic_category()).message();
+    }
+  }
+  if (problem.empty())
+    if (llvm::Error error = temp->keep(path))
+      problem = llvm::toString(std::move(error));
+  if (problem.empty())
+    return success();
+  llvm::consumeError(temp->discard());
+  llvm::errs() << "fpc: error: cannot write '" << path << "': " << problem
+               << "\n";
+  return failure();
+}
+
+/// A temporary file that is removed when it goes out of scope, and on
+/// SIGINT or SIGTERM (LLVM's interrupt signals).
+class Temporary {
+public:
+  std::error_code create(StringRef suffix) {
+    std::error_code ec =
+        llvm::sys::fs::createTemporaryFile("fpc-model", suffix, path);
+    if (!ec)
+      llvm::sys::RemoveFileOnSignal(path);
+    return ec;
+  }
+  ~Temporary() {
+    if (path.empty())
+      return;
+    llvm::sys::fs::remove(path);
+    llvm::sys::DontRemoveFileOnSignal(path);
+  }
+  StringRef get() const { return path; }
+
+private:
+  SmallString<128> path;
+};
+
+/// The compiler fpc is waiting for, if any: a signal that stops fpc stops
+/// it too (onInterrupt).
+std::atomic<llvm::sys::procid_t> runningChild{0};
+
+/// Runs on SIGINT and SIGTERM, after LLVM removed the files registered for
+/// removal (the temporaries): kills the host or CUDA compiler fpc waits
+/// for, which would otherwise run on and write into a removed directory
+/// entry, and exits as an interrupted program does. Async-signal-safe.
+void onInterrupt() {
+  if (llvm::sys::procid_t child = runningChild.load())
+    ::kill(child, SIGKILL);
+  static const char message[] = "fpc: interrupted\n";
+  (void)!::write(STDERR_FILENO, message, sizeof(message) - 1);
+  ::_exit(130);
+}
+
+/// Fails, with a message, where `output` is the model source fpc reads (the
+/// same file, also through links), which writing it would destroy.
+LogicalResult refuseOverwritingInput(StringRef output) {
+  bool same = false;
+  if (llvm::sys::fs::equivalent(inputFile, output, same) || !same)
+    return success();
+  llvm::errs() << "fpc: error: the output '" << output << "' is the input '"
+               << inputFile << "'; pass another -o\n";
+  return failure();
 }
 
 /// The host compiler: $CXX, else c++ on the PATH.
@@ -319,14 +401,19 @@ int run(const Command &command) {
   SmallVector<StringRef> argRefs(command.args.begin(), command.args.end());
   if (verbose)
     llvm::errs() << "fpc: " << llvm::join(argRefs, " ") << "\n";
-  SmallString<128> logPath;
-  llvm::sys::fs::createTemporaryFile("fpc-build", "log", logPath);
-  llvm::FileRemover removeLog(logPath);
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logPath),
-                                          StringRef(logPath)};
+  Temporary logFile;
+  logFile.create("log");
+  StringRef logPath = logFile.get();
+  std::optional<StringRef> redirects[] = {std::nullopt, logPath, logPath};
   std::string error;
-  int status = llvm::sys::ExecuteAndWait(command.program, argRefs, std::nullopt,
-                                         redirects, 0, 0, &error);
+  int status = -1;
+  llvm::sys::ProcessInfo child = llvm::sys::ExecuteNoWait(
+      command.program, argRefs, std::nullopt, redirects, 0, &error);
+  if (child.Pid != llvm::sys::ProcessInfo::InvalidPid) {
+    runningChild = child.Pid;
+    status = llvm::sys::Wait(child, std::nullopt, &error).ReturnCode;
+    runningChild = 0;
+  }
   if (status == 0)
     return 0;
   // The first lines of the compiler's output name the first problem.
@@ -356,10 +443,43 @@ std::optional<std::string> findProgram(StringRef name) {
   return *program;
 }
 
+/// Permissions of a library fpc writes, as a linker gives them (0777,
+/// less the umask).
+constexpr unsigned kLibraryMode = 0777;
+
+/// The SHA-256 of `bytes`, in hex.
+std::string contentHash(StringRef bytes) {
+  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(bytes)),
+                     /*LowerCase=*/true);
+}
+
+/// Why the cache entry `library` cannot be used, or "" when it can: its
+/// content must have the hash recorded beside it when it was written (in
+/// `hashFile`), which a truncated, emptied or overwritten entry has not,
+/// and it must hold `manifest`, the library's configuration as this call
+/// would build it (fp_model_manifest's string), which an entry swapped for
+/// another key's has not.
+std::string checkCachedLibrary(StringRef library, StringRef hashFile,
+                               StringRef manifest) {
+  auto bytes = llvm::MemoryBuffer::getFile(library);
+  if (!bytes)
+    return "cannot read it: " + bytes.getError().message();
+  auto recorded = llvm::MemoryBuffer::getFile(hashFile);
+  if (!recorded)
+    return "no content hash beside it";
+  StringRef content = (*bytes)->getBuffer();
+  if ((*recorded)->getBuffer().trim() != contentHash(content))
+    return "its content does not match the hash recorded when it was written";
+  if (!content.contains(manifest))
+    return "it is not the library of this model and configuration";
+  return "";
+}
+
 /// Compiles the host source (and the CUDA source, when not empty) into
-/// `output`, or copies a cached library.
+/// `output`, or copies a cached library that checkCachedLibrary accepts for
+/// `manifest`. Every file is written atomically (writeFile).
 int buildLibrary(StringRef hostSource, StringRef deviceSource,
-                 StringRef output) {
+                 StringRef manifest, StringRef output) {
   std::string compiler = hostCompiler();
   std::optional<std::string> hostProgram = findProgram(compiler);
   if (!hostProgram)
@@ -430,58 +550,65 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
   }
   std::string key = llvm::toHex(hash.final(), /*LowerCase=*/true);
   std::string cache = noCache ? "" : defaultCacheDir();
-  SmallString<256> cached;
+  SmallString<256> cached, cachedHash;
   if (!cache.empty()) {
     cached = cache;
     llvm::sys::path::append(cached, key + ".so");
+    cachedHash = cached;
+    cachedHash += ".sha256";
     if (llvm::sys::fs::exists(cached)) {
-      if (std::error_code ec = llvm::sys::fs::copy_file(cached, output))
-        return fail("cannot write '" + output + "': " + ec.message());
-      if (verbose)
-        llvm::errs() << "fpc: using the cached library " << cached << "\n";
-      return 0;
+      std::string problem = checkCachedLibrary(cached, cachedHash, manifest);
+      if (problem.empty()) {
+        auto library = llvm::MemoryBuffer::getFile(cached);
+        if (!library)
+          return fail("cannot read '" + cached +
+                      "': " + library.getError().message());
+        if (failed(writeFile(output, (*library)->getBuffer(), kLibraryMode)))
+          return 1;
+        if (verbose)
+          llvm::errs() << "fpc: using the cached library " << cached << "\n";
+        return 0;
+      }
+      llvm::errs() << "fpc: warning: ignoring the cached library " << cached
+                   << " (" << problem << "); rebuilding it\n";
     }
   }
 
-  SmallString<128> hostPath, devicePath, objectPath, libPath;
-  auto temporary = [](StringRef suffix, SmallString<128> &path) {
-    return llvm::sys::fs::createTemporaryFile("fpc-model", suffix, path);
-  };
-  if (std::error_code ec = temporary("cpp", hostPath))
-    return fail("cannot create a temporary file: " + ec.message());
-  llvm::FileRemover removeHost(hostPath);
-  temporary("so", libPath);
-  llvm::FileRemover removeLib(libPath);
-  if (failed(writeFile(hostPath, hostSource)))
+  Temporary host, device, object, library;
+  for (auto [file, suffix] : {std::pair{&host, "cpp"}, {&library, "so"}})
+    if (std::error_code ec = file->create(suffix))
+      return fail("cannot create a temporary file: " + ec.message());
+  if (failed(writeFile(host.get(), hostSource)))
     return 1;
-  llvm::FileRemover removeDevice, removeObject;
   if (nvccProgram) {
-    temporary("cu", devicePath);
-    removeDevice.setFile(devicePath);
-    temporary("o", objectPath);
-    removeObject.setFile(objectPath);
-    if (failed(writeFile(devicePath, deviceSource)))
+    for (auto [file, suffix] : {std::pair{&device, "cu"}, {&object, "o"}})
+      if (std::error_code ec = file->create(suffix))
+        return fail("cannot create a temporary file: " + ec.message());
+    if (failed(writeFile(device.get(), deviceSource)))
       return 1;
     if (verbose)
       llvm::errs() << "fpc: compiling the CUDA unit for sm_"
                    << llvm::join(cudaArchs, ", sm_") << "\n";
     if (int status =
-            run(deviceCompileCommand(*nvccProgram, devicePath, objectPath)))
+            run(deviceCompileCommand(*nvccProgram, device.get(), object.get())))
       return status;
   }
-  if (int status =
-          run(hostCompileCommand(*hostProgram, hostPath, objectPath, libPath)))
+  if (int status = run(hostCompileCommand(*hostProgram, host.get(),
+                                          object.get(), library.get())))
     return status;
-  if (std::error_code ec = llvm::sys::fs::copy_file(libPath, output))
-    return fail("cannot write '" + output + "': " + ec.message());
-  if (!cached.empty()) {
-    // Best effort: a cache that cannot be written only costs time.
-    if (!llvm::sys::fs::create_directories(cache)) {
-      SmallString<256> partial(cached);
-      partial += ".partial";
-      if (!llvm::sys::fs::copy_file(libPath, partial))
-        llvm::sys::fs::rename(partial, cached);
-    }
+  auto built = llvm::MemoryBuffer::getFile(library.get());
+  if (!built)
+    return fail("cannot read the library the host compiler wrote: " +
+                built.getError().message());
+  StringRef bytes = (*built)->getBuffer();
+  if (failed(writeFile(output, bytes, kLibraryMode)))
+    return 1;
+  // Best effort: a cache that cannot be written only costs time. The hash
+  // goes last: an entry without it is rebuilt.
+  if (!cached.empty() && !llvm::sys::fs::create_directories(cache)) {
+    llvm::sys::fs::remove(cachedHash);
+    if (succeeded(writeFile(cached, bytes, kLibraryMode)))
+      (void)writeFile(cachedHash, contentHash(bytes) + "\n");
   }
   return 0;
 }
@@ -497,6 +624,10 @@ int main(int argc, char **argv) {
   // like) but are not listed: --help shows what a user of fpc sets.
   cl::HideUnrelatedOptions(fpcCategory);
   cl::ParseCommandLineOptions(argc, argv, "fpc: the fp compiler\n");
+  llvm::sys::SetInterruptFunction(onInterrupt);
+  if (!outputFile.empty() && outputFile != "-" &&
+      failed(refuseOverwritingInput(outputFile)))
+    return 1;
   if (saveProducts && !withBackward)
     return fail("--save-products needs --backward: only a training forward "
                 "saves values for a backward");
@@ -553,13 +684,11 @@ int main(int argc, char **argv) {
     return text;
   };
   auto emitText = [&](StringRef text) -> int {
-    auto output = openOutputFile(
-        outputFile.empty() ? std::string("-") : outputFile.getValue(), &error);
-    if (!output)
-      return fail(error);
-    output->os() << text;
-    output->keep();
-    return 0;
+    if (!outputFile.empty() && outputFile != "-")
+      return failed(writeFile(outputFile, text)) ? 1 : 0;
+    llvm::outs() << text;
+    llvm::outs().flush();
+    return llvm::outs().has_error() ? fail("cannot write to stdout") : 0;
   };
 
   fp::frontend::FrontendOptions options;
@@ -659,26 +788,25 @@ int main(int argc, char **argv) {
   if (emit == EmitStage::Host)
     return emitText(hostSource);
 
-  if (emit == EmitStage::Manifest) {
-    // The string fp_model_manifest() returns, from the same builder.
-    FailureOr<std::vector<fp::codegen::LayerPlan>> plans =
-        fp::codegen::planLayers(*module);
-    if (failed(plans))
+  // The string fp_model_manifest() returns, from the same builder.
+  FailureOr<std::vector<fp::codegen::LayerPlan>> plans =
+      fp::codegen::planLayers(*module);
+  if (failed(plans))
+    return 1;
+  std::vector<fp::codegen::LayerPlan> splitPlans;
+  if (splitModule) {
+    FailureOr<std::vector<fp::codegen::LayerPlan>> planned =
+        fp::codegen::planLayers(*splitModule);
+    if (failed(planned))
       return 1;
-    std::vector<fp::codegen::LayerPlan> splitPlans;
-    if (splitModule) {
-      FailureOr<std::vector<fp::codegen::LayerPlan>> planned =
-          fp::codegen::planLayers(*splitModule);
-      if (failed(planned))
-        return 1;
-      splitPlans = std::move(*planned);
-    }
-    FailureOr<std::string> manifest =
-        fp::codegen::buildManifest(*module, *plans, info, splitPlans);
-    if (failed(manifest))
-      return 1;
-    return emitText(*manifest + "\n");
+    splitPlans = std::move(*planned);
   }
+  FailureOr<std::string> manifest =
+      fp::codegen::buildManifest(*module, *plans, info, splitPlans);
+  if (failed(manifest))
+    return 1;
+  if (emit == EmitStage::Manifest)
+    return emitText(*manifest + "\n");
 
   std::string output = outputFile;
   if (output.empty())
@@ -686,6 +814,8 @@ int main(int argc, char **argv) {
   if (output == "-")
     return fail("a shared library cannot be written to stdout; pass -o "
                 "<file>.so");
+  if (failed(refuseOverwritingInput(output)))
+    return 1;
   return buildLibrary(hostSource, target == Target::CPU ? "" : deviceSource,
-                      output);
+                      *manifest, output);
 }
