@@ -1,7 +1,8 @@
 //===- ModelLibrary.cpp - Load a compiled model.so --------------*- C++ -*-===//
 //
 // Opens a model library with dlopen() and checks it step by step, each step
-// with its own message: the file exists, it is a loadable shared library, it
+// with its own message: the file exists, it is whole (an ELF file cut short
+// would fault inside dlopen() or later), it is a loadable shared library, it
 // exports fp_model_abi_version, the version matches FP_MODEL_ABI_VERSION, the
 // manifest parses and agrees with the symbol, and every entry point the
 // manifest names resolves. The handle is owned from the moment dlopen()
@@ -13,9 +14,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <utility>
+#include <vector>
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <sys/stat.h>
 
 using namespace fp::rt;
@@ -39,6 +43,45 @@ std::string entryPointContext(const LayerInfo &layer, const char *role) {
   return "(layer '" + layer.name + "', " + role + ")";
 }
 
+/// Why an ELF file of `size` bytes at `path` cannot be mapped whole, or ""
+/// when every part the loader maps lies within it (or it is no 64-bit ELF
+/// file, which dlopen() then reports). The loader maps the file's segments
+/// by their offsets; a segment past the end of a truncated file is mapped
+/// all the same and faults (SIGBUS) when first touched, so a library cut
+/// short (a copy interrupted, a full disk) must be refused before dlopen().
+std::string truncation(const std::string &path, uint64_t size) {
+  std::ifstream file(path, std::ios::binary);
+  Elf64_Ehdr header{};
+  if (!file.read(reinterpret_cast<char *>(&header), sizeof(header)))
+    return std::memcmp(header.e_ident, ELFMAG, SELFMAG) == 0 &&
+                   file.gcount() >= SELFMAG
+               ? "its ELF header is cut short"
+               : "";
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      header.e_ident[EI_CLASS] != ELFCLASS64)
+    return "";
+  auto ends = [&](uint64_t offset, uint64_t count, uint64_t entry) {
+    return offset + count * entry;
+  };
+  if (ends(header.e_phoff, header.e_phnum, header.e_phentsize) > size)
+    return "its program headers lie past its end";
+  if (header.e_shnum != 0 &&
+      ends(header.e_shoff, header.e_shnum, header.e_shentsize) > size)
+    return "its section headers lie past its end";
+  if (header.e_phentsize != sizeof(Elf64_Phdr))
+    return "";
+  std::vector<Elf64_Phdr> segments(header.e_phnum);
+  file.seekg(static_cast<std::streamoff>(header.e_phoff));
+  if (!file.read(
+          reinterpret_cast<char *>(segments.data()),
+          static_cast<std::streamsize>(segments.size() * sizeof(Elf64_Phdr))))
+    return "its program headers cannot be read";
+  for (const Elf64_Phdr &segment : segments)
+    if (segment.p_type == PT_LOAD && segment.p_offset + segment.p_filesz > size)
+      return "a segment lies past its end";
+  return "";
+}
+
 } // namespace
 
 ModelLibrary ModelLibrary::open(const std::string &path) {
@@ -59,6 +102,14 @@ ModelLibrary ModelLibrary::open(const std::string &path) {
   if (S_ISDIR(status.st_mode))
     throw LoadError("cannot load model library " + quoted +
                     ": it is a directory; pass the model .so file itself");
+
+  if (std::string problem =
+          truncation(path, static_cast<uint64_t>(status.st_size));
+      !problem.empty())
+    throw LoadError("cannot load model library " + quoted +
+                    ": it is truncated or damaged (" + problem + ", at " +
+                    std::to_string(status.st_size) +
+                    " bytes); rebuild it with fpc");
 
   const std::string dlPath =
       path.find('/') == std::string::npos ? "./" + path : path;

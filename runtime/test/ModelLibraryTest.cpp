@@ -14,6 +14,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <type_traits>
 #include <vector>
 
@@ -248,6 +251,33 @@ TEST(ModelLibraryTest, RefusesTextFile) {
                     // The loader's reason does not repeat the path.
                     Not(HasSubstr(": " + std::string(FP_FIXTURE_NOT_A_LIBRARY) +
                                   ": "))));
+}
+
+// A library cut short (an interrupted copy, a full disk) would fault with
+// SIGBUS inside dlopen() or at its first call; it is refused with a message
+// at every length that keeps the ELF magic.
+TEST(ModelLibraryTest, RefusesTruncatedLibrary) {
+  std::ifstream good(FP_FIXTURE_GOOD, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(good)),
+                    std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 4096u);
+  char model[] = "/tmp/fp-truncated-XXXXXX";
+  int fd = ::mkstemp(model);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  const std::string path = model;
+  for (size_t length : {bytes.size() - 1, bytes.size() * 3 / 4,
+                        bytes.size() / 2, size_t(4096), size_t(100)}) {
+    SCOPED_TRACE("cut to " + std::to_string(length) + " bytes");
+    {
+      std::ofstream cut(path, std::ios::binary | std::ios::trunc);
+      cut.write(bytes.data(), static_cast<std::streamsize>(length));
+    }
+    EXPECT_THAT(openError(path),
+                AllOf(HasSubstr(quoted(path) + ": it is truncated or damaged"),
+                      HasSubstr("rebuild it with fpc")));
+  }
+  ::unlink(path.c_str());
 }
 
 TEST(ModelLibraryTest, RefusesLibraryWithoutAbiSymbol) {
