@@ -9,7 +9,7 @@
 # given a model library built with `fpc --backward`, also a short run of the
 # compiled model, its resume and the refusal of architecture flags.
 #
-# usage: fp_train_e2e.py FP_TRAIN WORK_DIR [MODEL_LIBRARY]
+# usage: fp_train_e2e.py FP_TRAIN WORK_DIR [MODEL_LIBRARY [FORWARD_ONLY_LIBRARY]]
 #
 #===------------------------------------------------------------------------===#
 
@@ -208,6 +208,20 @@ def main():
               in r.stderr, "architecture flags are refused for a library")
     else:
         print(f"no model library at '{library}': compiled runs not checked")
+
+    # A library without a compiled backward is refused before the run
+    # directory is written.
+    forward_only = sys.argv[4] if len(sys.argv) > 4 else ""
+    if forward_only:
+        refused_dir = os.path.join(work, "forward-only")
+        r = run(binary, ["--task", "parity", "--model", forward_only,
+                         "--steps", "2", "--progress", "none",
+                         "--out", refused_dir])
+        check(r.returncode == 2 and "no compiled backward" in r.stderr
+              and "fpc --backward" in r.stderr,
+              f"a library without a backward is refused: {r.stderr}")
+        check(not os.path.exists(refused_dir),
+              "nothing is written for a library without a backward")
 
     # SIGINT: a checkpoint is written, the exit status is 130, and the run
     # can be resumed.

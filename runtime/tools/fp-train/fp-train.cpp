@@ -32,6 +32,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// Refuses a compiled model that cannot train on `device`: a layer whose
+/// library has no compiled backward for the device's target (built without
+/// `fpc --backward`). Checked before the run directory is written, rather
+/// than at the first step's backward.
+void requireCompiledBackward(const CompiledModel &model,
+                             const std::string &path,
+                             const std::string &device) {
+  const bool cuda = device.rfind("cuda", 0) == 0;
+  const fp_target target = cuda ? FP_TARGET_CUDA : FP_TARGET_CPU;
+  for (const auto &layer : model.layers)
+    if (!layer->info().hasBackward(target))
+      throw std::invalid_argument(
+          "'" + path + "' has no compiled backward for " +
+          (cuda ? "cuda" : "cpu") + " (layer '" + layer->info().name +
+          "'), so it cannot train; compile it with `fpc --backward`");
+}
+
 /// Reads DIR/config.json of a run to resume.
 TrainConfig readStoredConfig(const fs::path &directory) {
   fs::path path = directory / RunFiles::config;
@@ -85,10 +102,15 @@ int run(const std::vector<std::string> &args) {
     config.model.vocabSize = task->vocabSize();
 
     torch::manual_seed(config.seed);
-    std::shared_ptr<SequenceModel> model =
-        config.model.kind == "compiled"
-            ? makeCompiledModel(config.modelSource, config.model, config.seed)
-            : makeReferenceModel(config.model);
+    std::shared_ptr<SequenceModel> model;
+    if (config.model.kind == "compiled") {
+      std::shared_ptr<CompiledModel> compiled =
+          makeCompiledModel(config.modelSource, config.model, config.seed);
+      requireCompiledBackward(*compiled, config.modelSource, config.device);
+      model = std::move(compiled);
+    } else {
+      model = makeReferenceModel(config.model);
+    }
     trainer =
         std::make_unique<Trainer>(config, model, task, directory, options);
     if (resuming)
