@@ -17,12 +17,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace fp::rt {
 
@@ -85,20 +90,47 @@ uint64_t evaluationSeed(uint64_t seed) {
 void writeFileAtomically(const fs::path &path, const std::string &content) {
   fs::path temporary = path;
   temporary += ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.flush();
-    if (!out)
-      throw std::runtime_error(
-          fmt::format("cannot write '{}'", temporary.string()));
+  // POSIX I/O rather than a stream: every failure (a full disk, a file-size
+  // limit) is seen with its reason, and the bytes are on disk before the
+  // rename makes them the file.
+  std::string problem;
+  int fd =
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    problem = std::strerror(errno);
+  } else {
+    const char *data = content.data();
+    size_t left = content.size();
+    while (left > 0) {
+      ssize_t written = ::write(fd, data, left);
+      if (written < 0 && errno == EINTR)
+        continue;
+      if (written < 0) {
+        problem = std::strerror(errno);
+        break;
+      }
+      data += written;
+      left -= static_cast<size_t>(written);
+    }
+    if (problem.empty() && ::fsync(fd) != 0)
+      problem = std::strerror(errno);
+    if (::close(fd) != 0 && problem.empty())
+      problem = std::strerror(errno);
   }
   std::error_code error;
+  if (!problem.empty()) {
+    fs::remove(temporary, error);
+    throw std::runtime_error(
+        fmt::format("cannot write '{}': {}", path.string(), problem));
+  }
   fs::rename(temporary, path, error);
-  if (error)
+  if (error) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
     throw std::runtime_error(fmt::format("cannot rename '{}' to '{}': {}",
                                          temporary.string(), path.string(),
                                          error.message()));
+  }
 }
 
 void truncateMetrics(const fs::path &path, int64_t step) {
@@ -187,6 +219,19 @@ RunOutcome Trainer::start() {
 }
 
 void Trainer::restore() {
+  // A write that did not finish (the process killed, the disk full) leaves
+  // its temporary file; the file it was to replace is whole.
+  for (const char *kind : {RunFiles::checkpoint, RunFiles::config,
+                           RunFiles::metrics, RunFiles::eval}) {
+    fs::path partial = file(kind);
+    partial += ".tmp";
+    std::error_code error;
+    if (fs::exists(partial, error) && fs::remove(partial, error))
+      fmt::print(stderr,
+                 "fp-train: note: removed '{}', left by a write that did not "
+                 "finish; '{}' is the last complete one\n",
+                 partial.string(), file(kind).filename().string());
+  }
   if (fs::exists(file(RunFiles::checkpoint)))
     loadCheckpoint();
   else
@@ -526,16 +571,13 @@ void Trainer::saveCheckpoint() {
     archive.write("rng_cuda", cuda.get_state(), /*is_buffer=*/true);
   }
 
-  fs::path path = file(RunFiles::checkpoint);
-  fs::path temporary = path;
-  temporary += ".tmp";
-  archive.save_to(temporary.string());
-  std::error_code error;
-  fs::rename(temporary, path, error);
-  if (error)
-    throw std::runtime_error(fmt::format("cannot rename '{}' to '{}': {}",
-                                         temporary.string(), path.string(),
-                                         error.message()));
+  // Serialised in memory first: LibTorch's file writer reports a failed
+  // write from its destructor, which aborts the process; the bytes then go
+  // through writeFileAtomically, which reports it and keeps the previous
+  // checkpoint.
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  writeFileAtomically(file(RunFiles::checkpoint), std::move(bytes).str());
   lastCheckpointStep = currentStep;
 }
 

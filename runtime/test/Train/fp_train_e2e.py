@@ -15,6 +15,7 @@
 
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -30,9 +31,9 @@ def check(condition, message):
         print(f"FAIL: {message}", file=sys.stderr)
 
 
-def run(binary, args, timeout=60):
+def run(binary, args, timeout=60, preexec=None):
     result = subprocess.run([binary] + args, capture_output=True, text=True,
-                            timeout=timeout)
+                            timeout=timeout, preexec_fn=preexec)
     print(f"$ fp-train {' '.join(args)}\n-> exit {result.returncode}")
     if result.stderr:
         print(result.stderr.rstrip())
@@ -251,6 +252,40 @@ def main():
     check(r.returncode == 0, "the interrupted run resumes")
     check(steps_of(read_metrics(int_dir), "train")[-1] == done + 2,
           "the resumed run reaches its new end")
+
+    # A checkpoint write that fails (a file-size limit stands in for a full
+    # disk): one line and exit 1, the previous checkpoint intact and no
+    # temporary file left; the run then resumes from it.
+    full_dir = os.path.join(work, "full-disk")
+    shutil.copytree(run_dir, full_dir)
+    checkpoint = os.path.join(full_dir, "checkpoint.pt")
+    with open(checkpoint, "rb") as f:
+        before = f.read()
+
+    def small_files():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16384, 16384))
+
+    r = run(binary, ["--resume", full_dir, "--steps", "12", "--progress",
+                     "none"], preexec=small_files)
+    check(r.returncode == 1 and "cannot write" in r.stderr
+          and "checkpoint.pt" in r.stderr
+          and len(r.stderr.strip().splitlines()) == 1,
+          f"a failed checkpoint write is one line and exit 1: {r.stderr}")
+    with open(checkpoint, "rb") as f:
+        check(f.read() == before, "a failed write keeps the last checkpoint")
+    check(not os.path.exists(checkpoint + ".tmp"),
+          "a failed write leaves no temporary file")
+    # A temporary left by a killed writer is removed, and said so.
+    with open(checkpoint + ".tmp", "wb") as f:
+        f.write(before[:1000])
+    r = run(binary, ["--resume", full_dir, "--steps", "12", "--progress",
+                     "none"])
+    check(r.returncode == 0 and "left by a write that did not finish"
+          in r.stderr, "a leftover temporary is removed with a note")
+    check(not os.path.exists(checkpoint + ".tmp")
+          and steps_of(read_metrics(full_dir), "train")[-1] == 12,
+          "the run resumes past the failed write")
 
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
