@@ -7,7 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FP_CODEGEN_LIB_LAYEREMITTER_H
+// A private header of lib/: llvm-header-guard derives the guard it wants
+// from the absolute path when the path has no include/ directory.
+#ifndef FP_CODEGEN_LIB_LAYEREMITTER_H // NOLINT(llvm-header-guard)
 #define FP_CODEGEN_LIB_LAYEREMITTER_H
 
 #include "fp/Codegen/CodeWriter.h"

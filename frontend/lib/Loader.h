@@ -7,7 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FP_FRONTEND_LIB_LOADER_H
+// A private header of lib/: llvm-header-guard derives the guard it wants
+// from the absolute path when the path has no include/ directory.
+#ifndef FP_FRONTEND_LIB_LOADER_H // NOLINT(llvm-header-guard)
 #define FP_FRONTEND_LIB_LOADER_H
 
 #include "fp/Frontend/AST.h"

@@ -17,7 +17,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FP_FRONTEND_LIB_MLIRGENINTERNALS_H
+// A private header of lib/: llvm-header-guard derives the guard it wants
+// from the absolute path when the path has no include/ directory.
+#ifndef FP_FRONTEND_LIB_MLIRGENINTERNALS_H // NOLINT(llvm-header-guard)
 #define FP_FRONTEND_LIB_MLIRGENINTERNALS_H
 
 #include "Loader.h"
