@@ -238,7 +238,7 @@ LogicalResult Elaborator::bindSignature(
       std::optional<int64_t> size = evalSize(*dim, "a dimension");
       shape.push_back(size.value_or(-1));
     }
-    if (i < actual.size() && llvm::is_contained(shape, -1) == false &&
+    if (i < actual.size() && !llvm::is_contained(shape, -1) &&
         ArrayRef<int64_t>(shape) != actual[i])
       emitError(useLoc) << "argument '" << arg.name << "' of '" << decl.name
                         << "' has shape " << formatShape(shape)

@@ -490,7 +490,7 @@ LogicalResult Elaborator::bindArgs(const Expr &call, ArrayRef<StringRef> names,
         return failure();
       }
     } else {
-      auto it = llvm::find(names, name);
+      const auto *it = llvm::find(names, name);
       if (it == names.end()) {
         auto diag = emitError(call.argNameLocs[i])
                     << "'" << call.name << "' has no argument '" << name

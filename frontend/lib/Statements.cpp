@@ -56,7 +56,7 @@ void Elaborator::execStmt(const Stmt &stmt, Scope &s, bool topLevel,
                           bool isLast) {
   Scope *saved = scope;
   scope = &s;
-  auto restore = llvm::make_scope_exit([&] { scope = saved; });
+  llvm::scope_exit restore([&] { scope = saved; });
   switch (stmt.kind) {
   case StmtKind::Config:
     return;
