@@ -206,6 +206,7 @@ private:
     return op->hasAttr(FPDialect::getSummaryAttrName());
   }
   void aliasInput(Operation *view);
+  int64_t inputRowStride(unsigned input);
   void declareScratch(ArrayRef<Operation *> body,
                       SmallVectorImpl<std::string> &declarations);
   void readChains(ArrayRef<Operation *> body);
@@ -249,6 +250,16 @@ Attribute KernelEmitter::field(Operation *op, StringRef callName,
   auto summary =
       op->getAttrOfType<DictionaryAttr>(FPDialect::getSummaryAttrName());
   return summary ? summary.get(summaryName) : Attribute();
+}
+
+/// The row stride of kernel input `input`: its elements per token, or for a
+/// slice read in place (fp.slice), its source's row.
+int64_t KernelEmitter::inputRowStride(unsigned input) {
+  if (auto slice = kernel.getInputs()[input].getDefiningOp<SliceOp>();
+      slice && slice.isReadInPlace())
+    return cast<RankedTensorType>(slice.getInput().getType()).getShape().back();
+  return TokenShape(kernel.getBodyBlock()->getArgument(input).getType())
+      .elements();
 }
 
 /// Gives a view its input's pointer, offset to a slice's first column. (The
@@ -341,12 +352,7 @@ FailureOr<KernelLaunch> KernelEmitter::emit(StringRef name) {
           return isa<ShiftOp, tensor::DimOp>(user);
         }))
       continue;
-    // A slice read in place (fp.slice) keeps its input's row stride.
-    int64_t stride = shape.elements();
-    if (auto slice = kernel.getInputs()[i].getDefiningOp<SliceOp>();
-        slice && slice.isReadInPlace())
-      stride =
-          cast<RankedTensorType>(slice.getInput().getType()).getShape().back();
+    int64_t stride = inputRowStride(i);
     inputLines.emplace_back(
         arg,
         shape.perToken
@@ -501,13 +507,8 @@ void KernelEmitter::emitStageMembers() {
            *scheduled(shift, FPDialect::getStagedAttrName()));
   Block *body = kernel.getBodyBlock();
   for (auto [arg, at] : staged) {
-    // A slice read in place (fp.slice) keeps its input's row stride.
     TokenShape shape(body->getArgument(arg).getType());
-    int64_t stride = shape.elements();
-    if (auto slice = kernel.getInputs()[arg].getDefiningOp<SliceOp>();
-        slice && slice.isReadInPlace())
-      stride =
-          cast<RankedTensorType>(slice.getInput().getType()).getShape().back();
+    int64_t stride = inputRowStride(arg);
     w.line("fp::fused::stageRow(team, in{0} + row * {1}, {2}, to + {3});", arg,
            stride, shape.elements(), at);
   }
