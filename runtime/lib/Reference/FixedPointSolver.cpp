@@ -8,6 +8,8 @@
 #include "fp/Runtime/Reference/FixedPointSolver.h"
 #include "fp/Runtime/Reference/Layers.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 using namespace fp::rt;
@@ -33,7 +35,11 @@ SolverState::SolverState(int64_t batch, const SolverConfig &config,
 
 void SolverState::record(const torch::Tensor &rho) {
   torch::Tensor improved = rho < bestResidual;
-  bestResidual = torch::minimum(bestResidual, rho);
+  // A non-finite residual (amax passes NaN on) marks the sample diverged:
+  // ρ* NaN from then on, which torch::minimum keeps.
+  bestResidual =
+      torch::where(torch::isfinite(rho), torch::minimum(bestResidual, rho),
+                   torch::full_like(rho, std::nan("")));
   patience = torch::where(
       improved, torch::full_like(patience, config.relaxPatience), patience - 1);
   torch::Tensor exhausted = patience == 0;
@@ -51,8 +57,15 @@ bool SolverState::shouldContinue(bool training, int64_t trainCap) const {
   double q = training ? config.trainQuantile : 1.0;
   int64_t cap = training ? (trainCap >= 0 ? trainCap : config.maxIterTrain)
                          : config.maxIterEval;
+  // A diverged sample cannot converge: the quantile is of the finite ρ*,
+  // and the solve stops once none is left.
+  torch::Tensor finite =
+      bestResidual.masked_select(torch::isfinite(bestResidual));
+  if (finite.numel() == 0)
+    return false;
   bool unconverged =
-      torch::quantile(bestResidual, q).item<double>() >= config.tolerance;
+      torch::quantile(finite, std::min(std::max(q, 0.0), 1.0)).item<double>() >=
+      config.tolerance;
   bool moving = stepSize.max().item<double>() >= 1e-3;
   return unconverged && moving && steps < cap;
 }
@@ -95,6 +108,7 @@ torch::Tensor BlockMixer::solveThenApply(
   SolveResult solved =
       solveFixedPoint(f, y0, config.solver, is_training(), trainCap);
   lastIterations = solved.iterations;
+  lastResiduals = solved.bestResidual;
   torch::Tensor y = solved.y.detach();
   for (int64_t i = 0; i < config.nBackwards; ++i)
     y = f(y);

@@ -944,6 +944,66 @@ TEST(HostKernels, SolverRelaxesEveryIterateWithOneStepSize) {
   }
 }
 
+/// Solves y = 0.5 y + 1 + poison[b] per sample from y = 0 with the host
+/// solver in evaluation mode; returns the statistics.
+struct PoisonedSolve {
+  std::vector<int32_t> iterations;
+  std::vector<float> residuals;
+  int32_t steps = 0;
+  std::vector<double> y;
+};
+PoisonedSolve solvePoisoned(const std::vector<double> &poison) {
+  const int64_t batch = int64_t(poison.size()), length = 3, features = 2;
+  const int64_t perSample = length * features;
+  PoisonedSolve result;
+  result.y.assign(size_t(batch * perSample), 0.0);
+  std::vector<double> fy(result.y.size());
+  const fp::host::SolverSettings settings = {0.1,  0.75, 100, 1000,
+                                             0.99, 0.9,  15};
+  fp::host::Solver<double> solver(batch, settings, /*training=*/false,
+                                  /*overrides=*/nullptr);
+  solver.loop([&] {
+    for (size_t i = 0; i < fy.size(); ++i)
+      fy[i] = 0.5 * result.y[i] + 1.0 + poison[i / size_t(perSample)];
+    solver.relaxAndUpdate(result.y.data(), fy.data(), length, features);
+  });
+  result.iterations.resize(size_t(batch));
+  result.residuals.resize(size_t(batch));
+  fp_solver_stats stats = {result.iterations.data(), result.residuals.data(), 0,
+                           0, 0};
+  solver.report(&stats);
+  result.steps = stats.steps;
+  return result;
+}
+
+TEST(HostKernels, SolverCountsNonFiniteSamplesAsDiverged) {
+  // Samples 1 and 3 meet NaN and infinity: their ρ* is NaN; the evaluation
+  // rule (q = 1) reads the finite samples only, which are solved exactly as
+  // they are without the others, rather than the solve stopping after one
+  // step on a residual that std::max passed over.
+  const double inf = std::numeric_limits<double>::infinity();
+  PoisonedSolve some = solvePoisoned({0.0, std::nan(""), 0.0, inf});
+  PoisonedSolve clean = solvePoisoned({0.0, 0.0});
+  EXPECT_GT(some.steps, 2);
+  EXPECT_EQ(some.steps, clean.steps);
+  for (int64_t b : {0, 2}) {
+    EXPECT_EQ(some.residuals[size_t(b)], clean.residuals[size_t(b / 2)])
+        << "sample " << b;
+    EXPECT_LT(some.residuals[size_t(b)], 0.1) << "sample " << b;
+    for (size_t i = 0; i < 6; ++i)
+      EXPECT_EQ(some.y[size_t(b) * 6 + i], clean.y[size_t(b / 2) * 6 + i])
+          << "sample " << b;
+  }
+  EXPECT_TRUE(std::isnan(some.residuals[1]));
+  EXPECT_TRUE(std::isnan(some.residuals[3]));
+
+  // With every sample diverged the solve stops after its first step.
+  PoisonedSolve all = solvePoisoned({std::nan(""), inf});
+  EXPECT_EQ(all.steps, 1);
+  EXPECT_TRUE(std::isnan(all.residuals[0]));
+  EXPECT_TRUE(std::isnan(all.residuals[1]));
+}
+
 TEST(HostKernels, SolverClearsTheResidualBetweenSteps) {
   // A second step whose residual is smaller than the first's improves the
   // best residual to exactly it: the first step's residual does not carry

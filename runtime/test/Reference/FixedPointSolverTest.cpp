@@ -224,4 +224,54 @@ TEST(FixedPointSolver, FixedIterationsOverrideTheRule) {
   EXPECT_EQ(result.steps, 7);
 }
 
+TEST(FixedPointSolver, NonFiniteSamplesDivergeAndTheOthersGoOn) {
+  // f(y) = 0.5 y + 1 converges to 2; sample 1's map yields NaN from the
+  // first step on. Its ρ* is NaN (diverged); the quantile is of the finite
+  // ρ* only, so sample 0 is solved exactly as it is alone, rather than the
+  // solve stopping after one step on a NaN quantile.
+  SolverConfig config;
+  torch::Tensor poison =
+      torch::tensor({0.0, std::nan("")}, f64()).view({2, 1, 1});
+  SolveResult both = solveFixedPoint(
+      [&](const torch::Tensor &y) { return 0.5 * y + 1.0 + poison; },
+      torch::zeros({2, 1, 1}, f64()), config, /*training=*/false);
+  SolveResult alone = solveFixedPoint(
+      [](const torch::Tensor &y) { return 0.5 * y + 1.0; },
+      torch::zeros({1, 1, 1}, f64()), config, /*training=*/false);
+  EXPECT_GT(both.steps, 2);
+  EXPECT_EQ(both.steps, alone.steps);
+  EXPECT_EQ(both.y[0][0][0].item<double>(), alone.y[0][0][0].item<double>());
+  EXPECT_EQ(both.bestResidual[0].item<double>(),
+            alone.bestResidual[0].item<double>());
+  EXPECT_LT(both.bestResidual[0].item<double>(), config.tolerance);
+  EXPECT_TRUE(std::isnan(both.bestResidual[1].item<double>()));
+}
+
+TEST(FixedPointSolver, StopsOnceEverySampleDiverged) {
+  SolverConfig config;
+  SolveResult result = solveFixedPoint(
+      [](const torch::Tensor &y) {
+        return y * std::numeric_limits<double>::infinity();
+      },
+      torch::ones({3, 2, 2}, f64()), config, /*training=*/false);
+  EXPECT_EQ(result.steps, 1);
+  EXPECT_TRUE(torch::isnan(result.bestResidual).all().item<bool>());
+}
+
+TEST(FixedPointSolver, ALaterNonFiniteStepStaysDiverged) {
+  // Finite for two steps, then infinite: ρ* must not keep the finite best.
+  SolverConfig config;
+  config.tolerance = 0; // never converges
+  config.maxIterEval = 6;
+  int calls = 0;
+  SolveResult result = solveFixedPoint(
+      [&](const torch::Tensor &y) {
+        return ++calls <= 2 ? 0.5 * y + 1.0
+                            : y * std::numeric_limits<double>::infinity();
+      },
+      torch::ones({1, 1, 1}, f64()), config, /*training=*/false);
+  EXPECT_EQ(result.steps, 3);
+  EXPECT_TRUE(std::isnan(result.bestResidual[0].item<double>()));
+}
+
 } // namespace

@@ -98,11 +98,6 @@ public:
   /// Whether the layer has a parameter with manifest name `name`.
   bool hasParameter(const std::string &name) const;
 
-  /// Per-sample best relative residuals of the last forward ([B] float32).
-  /// Like lastIterations, on the input's device: a CUDA call leaves its
-  /// statistics there (fp_device_stats) and returns without waiting for the
-  /// device; reading them waits.
-  torch::Tensor lastResiduals;
   /// Solver steps the whole batch took in the last forward (after a CUDA
   /// call, this waits for the device).
   int64_t lastSteps() const {

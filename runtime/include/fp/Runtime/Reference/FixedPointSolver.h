@@ -51,7 +51,7 @@ public:
 struct SolveResult {
   torch::Tensor y;            ///< the relaxed iterate at exit
   torch::Tensor iterations;   ///< [B] int64: steps + 1 (docs/spec.md §3.6)
-  torch::Tensor bestResidual; ///< [B]
+  torch::Tensor bestResidual; ///< [B], NaN where the sample diverged
   int64_t steps = 0;
 };
 

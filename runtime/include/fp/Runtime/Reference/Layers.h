@@ -25,12 +25,17 @@ public:
   /// layer without a fixed point. On the CPU, except a compiled layer's after
   /// a CUDA call: on its device, written by the call's queued work.
   torch::Tensor lastIterations;
+  /// Per-sample best relative residual ρ* of the last forward ([B]), where
+  /// lastIterations is: NaN for a sample whose solve met a non-finite value
+  /// (it diverged; docs/spec.md §3.3). A compiled layer's are float32.
+  torch::Tensor lastResiduals;
 
   /// Overrides the training iteration cap (< 0: the configured one).
   void setTrainIterationCap(int64_t cap) { trainCap = cap; }
 
 protected:
-  /// Solves y = f(y) from y0 without gradient (recording lastIterations),
+  /// Solves y = f(y) from y0 without gradient (recording lastIterations and
+  /// lastResiduals),
   /// then applies f to the detached fixed point config.nBackwards times with
   /// autograd: the gradient flows through those applications only, never
   /// into y* (docs/spec.md §4).

@@ -72,12 +72,9 @@ public:
     rule.fixedIters = fixedIters;
     rule.relaxPatience = settings.relaxPatience;
     rule.relaxDecay = C(settings.relaxDecay);
-    // The quantile's rank, its neighbours and weight, in C as Host.h.
-    const C rank = C(quantile) * C(batch - 1);
-    const C below = std::floor(rank), above = std::ceil(rank);
-    rule.weight = rank - below;
-    rule.below = clampIndex(below);
-    rule.above = clampIndex(above);
+    // torch.quantile refuses q outside [0, 1]; kept inside, the rank stays
+    // within the sorted residuals.
+    rule.quantile = C(std::min(std::max(quantile, 0.0), 1.0));
     // The first step always runs; then at most the cap.
     limit = fixedIters > 0 ? fixedIters : std::max(cap, 1);
 
@@ -419,12 +416,6 @@ private:
     launched = limit;
     graphRan = true;
     return true;
-  }
-
-  int64_t clampIndex(C position) const {
-    if (!(position >= C(0)))
-      return 0;
-    return position >= C(samples - 1) ? samples - 1 : int64_t(position);
   }
 
   /// Frees the state and returns the progress word, ordered after the

@@ -32,8 +32,7 @@ template <typename Real> struct SolverRule {
   double tolerance;
   int32_t cap, fixedIters, relaxPatience;
   Real relaxDecay;
-  int64_t below, above; // sorted positions around the quantile's rank
-  Real weight;          // its interpolation weight
+  Real quantile; // of the finite ρ*, which only the device counts
 };
 
 /// Device addresses of the state of one solve.
@@ -98,10 +97,11 @@ __global__ void solverInitKernel(SolverState<Real> state, Real eta,
 template <typename Real, typename C>
 __device__ inline void relaxToken(Real *yt, const Real *ft, int64_t tokenSize,
                                   int lane, int group, C e, C keep, C &diff,
-                                  C &scale) {
+                                  C &scale, bool &finite) {
   const MaxOp maxOf;
   const auto relax = [&](Real &y, Real f) {
     const C yv = C(y), fv = C(f);
+    finite &= bool(isfinite(yv - fv));
     diff = maxOf(diff, std::abs(yv - fv));
     scale = maxOf(scale, std::abs(fv));
     y = Real(e * fv + keep * yv);
@@ -136,8 +136,10 @@ __device__ inline void relaxToken(Real *yt, const Real *ft, int64_t tokenSize,
 /// group of `group` lanes (a power of two ≤ 32) takes one token at a time:
 /// it reads y and fy once, relaxes y in place and reduces the token's
 /// max |y − fy| and max |fy| by shuffles. The block's largest token ratio
-/// goes into rho[b] by an exact atomic max. The arithmetic, and the
-/// solver's state, is Compute<Real>.
+/// goes into rho[b] by an exact atomic max; a non-finite element of y or fy
+/// makes it NaN (Host.h's Solver::relax), whose bits exceed every
+/// non-negative number's. The arithmetic, and the solver's state, is
+/// Compute<Real>.
 template <typename Real>
 __device__ void relaxChunks(Real *y, const Real *fy, int64_t length,
                             int64_t tokenSize, int64_t tokensPerChunk,
@@ -155,13 +157,14 @@ __device__ void relaxChunks(Real *y, const Real *fy, int64_t length,
         first + tokensPerChunk < length ? first + tokensPerChunk : length;
     const C e = state.eta[b], keep = C(1) - e;
     C worst = 0;
+    bool finite = true;
     for (int64_t base = first; base < end; base += groups) {
       const int64_t t = base + groupIndex;
       C diff = 0, scale = 0;
       if (t < end)
         relaxToken(y + (b * length + t) * tokenSize,
                    fy + (b * length + t) * tokenSize, tokenSize, lane, group, e,
-                   keep, diff, scale);
+                   keep, diff, scale, finite);
       for (int offset = group / 2; offset > 0; offset /= 2) {
         diff = maxOf(diff, __shfl_xor_sync(0xffffffffu, diff, offset));
         scale = maxOf(scale, __shfl_xor_sync(0xffffffffu, scale, offset));
@@ -170,8 +173,10 @@ __device__ void relaxChunks(Real *y, const Real *fy, int64_t length,
         worst = maxOf(worst, diff / (scale + C(1e-8)));
     }
     worst = blockReduce(worst, maxOf);
+    finite = __syncthreads_and(finite && isfinite(worst));
     if (threadIdx.x == 0)
-      atomicMaxNonNegative(state.rho + b, worst);
+      atomicMaxNonNegative(
+          state.rho + b, finite ? worst : std::numeric_limits<C>::quiet_NaN());
   }
 }
 
@@ -223,8 +228,9 @@ template <typename Real> __device__ void bitonicSort(Real *data, int64_t n) {
 /// The bookkeeping of one step of a running solve, by one block:
 /// best-so-far, patience and step-size decay per sample (Host.h's
 /// Solver::update), the step counter, and the continue rule for the next
-/// step (Host.h's shouldContinue), which it publishes to the host. Reads ρ
-/// from L2 (`__ldcg`): other blocks of the same launch may have written it.
+/// step (Host.h's shouldContinue: the quantile of the finite ρ*, a stop
+/// once none is finite), which it publishes to the host. Reads ρ from L2
+/// (`__ldcg`): other blocks of the same launch may have written it.
 template <typename Real>
 __device__ void decideStep(const SolverRule<Real> &rule,
                            const SolverState<Real> &state) {
@@ -233,11 +239,15 @@ __device__ void decideStep(const SolverRule<Real> &rule,
   Real *sorted = state.sortScratch ? state.sortScratch
                                    : reinterpret_cast<Real *>(sharedBytes());
   bool moving = false;
+  int64_t finiteCount = 0;
   for (int64_t b = threadIdx.x; b < state.batch; b += blockDim.x) {
     const Real rho = __ldcg(state.rho + b), best = state.best[b];
     state.rho[b] = Real(0);
     const bool improved = rho < best;
-    const Real newBest = rho < best ? rho : best; // std::min(best, rho)
+    // std::min(best, rho); NaN once the sample has diverged.
+    const Real newBest = isfinite(rho) && !isnan(best)
+                             ? (rho < best ? rho : best)
+                             : std::numeric_limits<Real>::quiet_NaN();
     int32_t patience = improved ? rule.relaxPatience : state.patience[b] - 1;
     Real eta = state.eta[b];
     if (patience == 0) {
@@ -248,23 +258,30 @@ __device__ void decideStep(const SolverRule<Real> &rule,
     state.best[b] = newBest;
     state.patience[b] = patience;
     moving |= eta >= Real(1e-3);
-    sorted[b] = newBest;
+    // Diverged samples sort last, behind the finite ones.
+    const bool finite = isfinite(newBest);
+    finiteCount += finite ? 1 : 0;
+    sorted[b] = finite ? newBest : Real(HUGE_VAL);
   }
   for (int64_t i = state.batch + threadIdx.x; i < state.sortSize;
        i += blockDim.x)
     sorted[i] = Real(HUGE_VAL);
   moving = __syncthreads_or(moving);
+  finiteCount = blockReduce(finiteCount, SumOp());
   bool running;
   if (rule.fixedIters > 0) {
     running = steps < rule.fixedIters;
-  } else if (!moving || steps >= rule.cap) {
+  } else if (!moving || steps >= rule.cap || finiteCount == 0) {
     running = false;
   } else {
-    // The q-quantile of ρ* with linear interpolation (torch.quantile) and
-    // torch.lerp's two-sided formula.
+    // The q-quantile of the finite ρ* with linear interpolation
+    // (torch.quantile) and torch.lerp's two-sided formula, its rank in Real
+    // as Host.h computes it.
     bitonicSort(sorted, state.sortSize);
-    const Real lo = sorted[rule.below], hi = sorted[rule.above];
-    const Real w = rule.weight;
+    const Real rank = rule.quantile * Real(finiteCount - 1);
+    const Real below = floor(rank), above = ceil(rank);
+    const Real lo = sorted[int64_t(below)], hi = sorted[int64_t(above)];
+    const Real w = rank - below;
     const Real quantile =
         w < Real(0.5) ? lo + w * (hi - lo) : hi - (hi - lo) * (Real(1) - w);
     running = double(quantile) >= rule.tolerance;
