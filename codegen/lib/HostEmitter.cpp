@@ -20,6 +20,7 @@
 #include "fp/Codegen/Manifest.h"
 #include "fp/Dialect/FpDialect.h"
 #include "fp/Dialect/FpOps.h"
+#include "fp/Runtime/ModelABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -392,6 +393,12 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
   {
     auto fn = w.block("FP_MODEL_EXPORT const char *fp_model_manifest(void)");
     w.line("return {0};", cppStringLiteral(library->manifest));
+  }
+  w.blank();
+  {
+    auto fn =
+        w.block("FP_MODEL_EXPORT uint64_t fp_model_manifest_checksum(void)");
+    w.line("return {0}ull;", fp_manifest_checksum(library->manifest.c_str()));
   }
   w.blank();
   {

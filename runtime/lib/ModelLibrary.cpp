@@ -171,6 +171,14 @@ ModelLibrary ModelLibrary::open(const std::string &path) {
   const char *manifestText = manifestFn();
   if (!manifestText)
     throw invalidManifest(std::string(FP_SYMBOL_MANIFEST) + "() returned NULL");
+  // The compiled code holds the sizes of the manifest it was built with; an
+  // edited manifest would have the runtime allocate for other ones.
+  auto checksumFn = reinterpret_cast<fp_manifest_checksum_fn>(
+      requireSymbol(FP_SYMBOL_MANIFEST_CHECKSUM));
+  if (checksumFn() != fp_manifest_checksum(manifestText))
+    throw invalidManifest(
+        "it does not match the checksum compiled with it (the file was "
+        "edited or damaged)");
   try {
     library.libManifest = parseManifest(manifestText);
   } catch (const ManifestError &error) {

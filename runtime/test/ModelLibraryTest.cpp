@@ -291,7 +291,7 @@ TEST(ModelLibraryTest, RefusesWrongAbiVersion) {
   EXPECT_THAT(openError(FP_FIXTURE_WRONG_ABI),
               AllOf(HasSubstr(quoted(FP_FIXTURE_WRONG_ABI) +
                               " was built for model ABI version 99, but this "
-                              "runtime speaks version 3"),
+                              "runtime speaks version 4"),
                     HasSubstr("recompile it with a matching fpc")));
 }
 
@@ -304,15 +304,31 @@ TEST(ModelLibraryTest, RefusesMalformedManifest) {
 TEST(ModelLibraryTest, RefusesManifestDisagreeingWithAbiSymbol) {
   EXPECT_THAT(openError(FP_FIXTURE_MANIFEST_ABI_MISMATCH),
               HasSubstr(quoted(FP_FIXTURE_MANIFEST_ABI_MISMATCH) +
-                        " has an invalid manifest: field 'abi_version' is 4, "
-                        "but fp_model_abi_version() returns 3"));
+                        " has an invalid manifest: field 'abi_version' is 5, "
+                        "but fp_model_abi_version() returns 4"));
+}
+
+TEST(ModelLibraryTest, RefusesLibraryWithoutManifestChecksum) {
+  EXPECT_THAT(openError(FP_FIXTURE_NO_CHECKSUM),
+              HasSubstr(quoted(FP_FIXTURE_NO_CHECKSUM) +
+                        " lacks symbol 'fp_model_manifest_checksum'"));
+}
+
+TEST(ModelLibraryTest, RefusesEditedManifest) {
+  // The manifest does not match the checksum compiled beside it: its shapes
+  // and sizes are not the ones the code was compiled for.
+  EXPECT_THAT(openError(FP_FIXTURE_EDITED_MANIFEST),
+              AllOf(HasSubstr(quoted(FP_FIXTURE_EDITED_MANIFEST) +
+                              " has an invalid manifest: it does not match "
+                              "the checksum compiled with it"),
+                    HasSubstr("recompile it with fpc")));
 }
 
 TEST(ModelLibraryTest, RefusesLibraryWithoutLastError) {
   EXPECT_THAT(openError(FP_FIXTURE_NO_LAST_ERROR),
               HasSubstr(quoted(FP_FIXTURE_NO_LAST_ERROR) +
                         " lacks symbol 'fp_model_last_error' required by "
-                        "model ABI version 3"));
+                        "model ABI version 4"));
 }
 
 TEST(ModelLibraryTest, RefusesMissingEntryPoint) {

@@ -63,7 +63,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK: FP_MODEL_EXPORT fp_status fp_tiny_backward(
 //       CHECK: FP_MODEL_EXPORT uint32_t fp_model_abi_version(void) {
 //       CHECK: FP_MODEL_EXPORT const char *fp_model_manifest(void) {
-//  CHECK-NEXT:   return "{\"abi_version\":3,
+//  CHECK-NEXT:   return "{\"abi_version\":4,
 //  CHECK-SAME:   \"layers\":[{\"backward_targets\":[],
 //  CHECK-SAME:   \"call_cost\":{\"forward\":{\"launches\":[{\"elements\":{\"fixed\":32,\"per_sample\":0,\"per_token\":12},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":64},\"op\":\"fp.linear\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"fp.slice\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":4},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"tensor.splat\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"scf.while\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":20},\"op\":\"fp.silu\"}]}},
 //  CHECK-SAME:   \"d_model\":4,\"entry_points\":{\"backward\":\"fp_tiny_backward\",\"buffer_sizes\":\"fp_tiny_buffer_sizes\",\"forward\":\"fp_tiny_forward\",\"schedule\":\"fp_tiny_schedule\"},
@@ -72,6 +72,8 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //  CHECK-SAME:   \"schedule\":\"fused\",
 //  CHECK-SAME:   \"solver\":{\"backward\":\"one_step\",\"max_iter_eval\":9,\"max_iter_train\":7,\"relax_decay\":0.90000000000000002,\"relax_patience\":3,\"relax_start\":0.98999999999999999,\"tolerance\":0.10000000000000001,\"train_quantile\":0.75}}]
 //  CHECK-SAME:   \"model\":{\"d_model\":4,\"final_norm\":\"rms_norm\",\"name\":\"tiny\",\"norm_eps\":1.0000000000000001e-05,\"pad_vocab_multiple\":8,\"stack\":[\"tiny\",\"tiny\"],\"tied_head\":true,\"vocab\":11}
+//       CHECK: FP_MODEL_EXPORT uint64_t fp_model_manifest_checksum(void) {
+//  CHECK-NEXT:   return {{[0-9]+}}ull;
 //       CHECK: FP_MODEL_EXPORT const char *fp_model_last_error(void) {
 
 // The CUDA unit has the same forward over the CUDA kernels, instantiated for

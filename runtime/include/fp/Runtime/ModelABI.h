@@ -3,8 +3,8 @@
 |* A compiled model library (model.so) exports the functions declared here.   *|
 |* fpc's code generator emits them; the runtime's loader dlopen()s the        *|
 |* library, checks fp_model_abi_version() against FP_MODEL_ABI_VERSION,       *|
-|* parses the JSON manifest and resolves the per-layer entry points whose     *|
-|* names the manifest lists.                                                  *|
+|* checks the manifest against its checksum, parses it and resolves the       *|
+|* per-layer entry points whose names the manifest lists.                     *|
 |*                                                                            *|
 |* The header is plain C (C99/C++17), depends on nothing but <stddef.h> and   *|
 |* <stdint.h>, and is the only file both subtrees include. Any change to a    *|
@@ -23,12 +23,27 @@ extern "C" {
 #endif
 
 /// The ABI version this header describes.
-#define FP_MODEL_ABI_VERSION 3u
+#define FP_MODEL_ABI_VERSION 4u
 
 /// Library-level symbols every model.so exports.
 #define FP_SYMBOL_ABI_VERSION "fp_model_abi_version"
 #define FP_SYMBOL_MANIFEST "fp_model_manifest"
 #define FP_SYMBOL_LAST_ERROR "fp_model_last_error"
+#define FP_SYMBOL_MANIFEST_CHECKSUM "fp_model_manifest_checksum"
+
+/// The manifest's checksum: FNV-1a (64 bits) of its bytes up to the NUL.
+/// fpc compiles it into the library beside the manifest, and the loader
+/// recomputes it, so that a manifest edited in the file (a parameter's
+/// shape, d_model) is refused rather than trusted by code compiled for
+/// another one. It detects accidents, not deliberate forgery.
+static inline uint64_t fp_manifest_checksum(const char *text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (; *text; ++text) {
+    hash ^= (uint64_t)(unsigned char)*text;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
 
 /// Where a call runs.
 typedef enum fp_target {
@@ -147,6 +162,7 @@ typedef struct fp_buffer_sizes {
 /// Library-level entry points.
 typedef uint32_t (*fp_abi_version_fn)(void);
 typedef const char *(*fp_manifest_fn)(void);
+typedef uint64_t (*fp_manifest_checksum_fn)(void);
 typedef const char *(*fp_last_error_fn)(void);
 
 /// Per-layer entry points; their symbol names are listed in the manifest
