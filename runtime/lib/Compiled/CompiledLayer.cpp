@@ -592,11 +592,11 @@ CompiledModel::CompiledModel(std::shared_ptr<const ModelLibrary> library,
 
 torch::Tensor CompiledModel::forward(const torch::Tensor &tokens) {
   torch::Tensor residual = torch::embedding(embedding, tokens);
-  stats.iterations.clear();
+  stats = ForwardStats{};
   for (size_t i = 0; i < layers.size(); ++i) {
     residual = residual + layers[i]->forward(norms[i]->forward(residual));
     if (layers[i]->lastIterations.defined())
-      stats.iterations.push_back(layers[i]->lastIterations);
+      stats.add(layers[i]->lastIterations, layers[i]->lastResiduals);
   }
   torch::Tensor out = applyFinalNorm ? applyFinalNorm(residual) : residual;
   return torch::matmul(out, head.t());

@@ -13,23 +13,50 @@
 
 using namespace fp::rt;
 
+void ForwardStats::add(const torch::Tensor &layerIterations,
+                       const torch::Tensor &layerResiduals) {
+  iterations.push_back(layerIterations);
+  residuals.push_back(layerResiduals);
+}
+
+torch::Tensor ForwardStats::finiteSamples() const {
+  torch::Tensor finite;
+  for (const torch::Tensor &layer : residuals) {
+    if (!layer.defined())
+      continue;
+    torch::Tensor here = torch::isfinite(layer).cpu();
+    finite = finite.defined() ? finite.logical_and(here) : here;
+  }
+  if (!finite.defined() && !iterations.empty())
+    finite = torch::ones({iterations.front().size(0)}, torch::kBool);
+  return finite;
+}
+
+int64_t ForwardStats::nonFiniteSamples() const {
+  torch::Tensor finite = finiteSamples();
+  return finite.defined() ? finite.numel() - finite.sum().item<int64_t>() : 0;
+}
+
 double ForwardStats::meanIterations() const {
-  if (iterations.empty())
-    return 0;
+  torch::Tensor finite = finiteSamples();
   double total = 0;
   int64_t count = 0;
   for (const torch::Tensor &layer : iterations) {
-    total += layer.sum().item<double>();
-    count += layer.numel();
+    torch::Tensor kept = layer.cpu().masked_select(finite);
+    total += kept.sum().item<double>();
+    count += kept.numel();
   }
   return count ? total / count : 0;
 }
 
 int64_t ForwardStats::maxIterations() const {
+  torch::Tensor finite = finiteSamples();
   int64_t result = 0;
-  for (const torch::Tensor &layer : iterations)
-    if (layer.numel())
-      result = std::max(result, layer.max().item<int64_t>());
+  for (const torch::Tensor &layer : iterations) {
+    torch::Tensor kept = layer.cpu().masked_select(finite);
+    if (kept.numel())
+      result = std::max(result, kept.max().item<int64_t>());
+  }
   return result;
 }
 

@@ -68,11 +68,11 @@ LanguageModel::LanguageModel(const ModelConfig &config) : config(config) {
 
 torch::Tensor LanguageModel::forward(const torch::Tensor &tokens) {
   torch::Tensor residual = torch::embedding(embedding, tokens);
-  stats.iterations.clear();
+  stats = ForwardStats{};
   for (size_t i = 0; i < layers.size(); ++i) {
     residual = residual + layers[i]->forward(norms[i]->forward(residual));
     if (layers[i]->lastIterations.defined())
-      stats.iterations.push_back(layers[i]->lastIterations);
+      stats.add(layers[i]->lastIterations, layers[i]->lastResiduals);
   }
   return torch::matmul(finalNorm->forward(residual), embedding.t());
 }

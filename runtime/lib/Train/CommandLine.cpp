@@ -167,6 +167,10 @@ const std::vector<FlagInfo> &trainFlags() {
        "write checkpoint.pt every N steps (and at the end); 0: only at the "
        "end",
        "Run"},
+      {"nonfinite-limit", "K", "3",
+       "a step with a non-finite loss or gradient makes no update; K in a "
+       "row stop the run with exit 1",
+       "Run"},
       {"progress", "MODE", "auto",
        "auto (a bar on a terminal, log lines otherwise), bar, lines or none",
        "Run"},
@@ -333,9 +337,10 @@ std::string trainHelpText() {
       text += (i ? std::string(column, ' ') : "") + lines[i] + "\n";
   }
   text +=
-      "\nExit status: 0 done, 1 error while running, 2 bad command line or\n"
-      "configuration, 130 interrupted (a checkpoint was written; continue\n"
-      "with --resume DIR).\n";
+      "\nExit status: 0 done, 1 error while running (a loss that stayed\n"
+      "non-finite included), 2 bad command line or configuration (a run too\n"
+      "large for the memory here included), 130 interrupted (a checkpoint\n"
+      "was written; continue with --resume DIR).\n";
   return text;
 }
 
@@ -562,6 +567,8 @@ void applyFlag(TrainConfig &config, const std::string &name,
     config.evalEvery = integer();
   } else if (name == "checkpoint-every") {
     config.checkpointEvery = integer();
+  } else if (name == "nonfinite-limit") {
+    config.nonFiniteLimit = integer();
   }
 }
 
@@ -823,6 +830,7 @@ void validateTrainConfig(const TrainConfig &config) {
   atLeast("log-every", config.logEvery, 1);
   atLeast("eval-every", config.evalEvery, 0);
   atLeast("checkpoint-every", config.checkpointEvery, 0);
+  atLeast("nonfinite-limit", config.nonFiniteLimit, 1);
   atLeast("threads", config.threads, 0);
 
   const std::string &device = config.device;

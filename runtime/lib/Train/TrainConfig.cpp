@@ -169,6 +169,7 @@ nlohmann::ordered_json toJson(const TrainConfig &config) {
       {"log_every", config.logEvery},
       {"eval_every", config.evalEvery},
       {"checkpoint_every", config.checkpointEvery},
+      {"nonfinite_limit", config.nonFiniteLimit},
   };
   json["runtime"] = {
       {"device", config.device},
@@ -190,6 +191,12 @@ public:
     if (!root.is_object() || !root.contains(key) || !root.at(key).is_object())
       throw std::runtime_error(fmt::format("missing section '{}'", section));
     json = &root.at(key);
+  }
+
+  /// get(), or `fallback` when the field is absent (one added since runs
+  /// were first written).
+  template <typename T> T get(const std::string &field, T fallback) const {
+    return json->contains(field) ? get<T>(field) : fallback;
   }
 
   template <typename T> T get(const std::string &field) const {
@@ -312,6 +319,8 @@ TrainConfig trainConfigFromJson(const nlohmann::json &json) {
   config.logEvery = training.get<int64_t>("log_every");
   config.evalEvery = training.get<int64_t>("eval_every");
   config.checkpointEvery = training.get<int64_t>("checkpoint_every");
+  config.nonFiniteLimit =
+      training.get<int64_t>("nonfinite_limit", TrainConfig().nonFiniteLimit);
 
   SectionReader runtime(json, "runtime");
   config.device = runtime.get<std::string>("device");

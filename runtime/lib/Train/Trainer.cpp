@@ -11,15 +11,14 @@
 
 #include "fp/Runtime/Train/Trainer.h"
 
+#include "fp/Runtime/Train/Interrupt.h"
 #include "fp/Runtime/Train/Optimizer.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
-#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -35,11 +34,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// The signal that asked the run to stop, 0 when none.
-std::atomic<int> stopSignal{0};
-
-extern "C" void onStopSignal(int signal) { stopSignal.store(signal); }
-
 /// SplitMix64: decorrelates the seeds derived from the run's seed.
 uint64_t splitMix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -54,6 +48,14 @@ constexpr const char *kCheckpointFormat = "fpc-checkpoint-1";
 nlohmann::ordered_json number(double value) {
   return std::isfinite(value) ? nlohmann::ordered_json(value)
                               : nlohmann::ordered_json();
+}
+
+/// What a progress line adds for samples whose solve diverged.
+std::string nonFiniteNote(const LengthScores &scores) {
+  if (scores.nonFinite == 0)
+    return "";
+  return fmt::format("; the fixed point of {} of {} sequences is not finite",
+                     scores.nonFinite, scores.scores.sequences);
 }
 
 /// The configuration JSON without the fields a resume may change.
@@ -92,7 +94,9 @@ void writeFileAtomically(const fs::path &path, const std::string &content) {
   temporary += ".tmp";
   // POSIX I/O rather than a stream: every failure (a full disk, a file-size
   // limit) is seen with its reason, and the bytes are on disk before the
-  // rename makes them the file.
+  // rename makes them the file. A second stop signal during the write
+  // removes the temporary (Interrupt.h).
+  setWriteInFlight(temporary.c_str());
   std::string problem;
   int fd =
       ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
@@ -120,10 +124,12 @@ void writeFileAtomically(const fs::path &path, const std::string &content) {
   std::error_code error;
   if (!problem.empty()) {
     fs::remove(temporary, error);
+    clearWriteInFlight();
     throw std::runtime_error(
         fmt::format("cannot write '{}': {}", path.string(), problem));
   }
   fs::rename(temporary, path, error);
+  clearWriteInFlight();
   if (error) {
     std::error_code ignored;
     fs::remove(temporary, ignored);
@@ -269,35 +275,45 @@ RunOutcome Trainer::train() {
   if (currentStep > 0)
     progress->note(
         fmt::format("resuming at step {}/{}", currentStep, totalSteps));
+  if (options.handleSignals)
+    installStopHandlers("fp-train");
 
-  using SignalHandler = void (*)(int);
-  SignalHandler previousInt = SIG_DFL, previousTerm = SIG_DFL;
-  if (options.handleSignals) {
-    stopSignal.store(0);
-    previousInt = std::signal(SIGINT, onStopSignal);
-    previousTerm = std::signal(SIGTERM, onStopSignal);
-  }
-  auto restoreSignals = [&] {
-    if (options.handleSignals) {
-      std::signal(SIGINT, previousInt);
-      std::signal(SIGTERM, previousTerm);
-    }
+  // A stop request is honoured between steps and between evaluation chunks:
+  // the state after the last whole step is checkpointed (a validation it cut
+  // short runs first on resume).
+  auto interrupted = [&](const char *during) {
+    if (lastCheckpointStep != currentStep || validationPending)
+      saveCheckpoint();
+    progress->finish();
+    progress->note(fmt::format(
+        "interrupted {}at step {}/{}; checkpoint written; continue with "
+        "fp-train --resume {}",
+        during, currentStep, totalSteps, directory.string()));
+    return RunOutcome::Interrupted;
+  };
+  auto validateAndLog = [&] {
+    validationPending = true;
+    LengthScores scores = validate();
+    validationPending = false;
+    logValidation(scores);
+    progress->note(fmt::format(
+        "validation at step {}: loss {:.4f}, token accuracy {:.4f}, "
+        "sequence accuracy {:.4f}{}",
+        currentStep, scores.scores.loss, scores.scores.tokenAccuracy,
+        scores.scores.sequenceAccuracy, nonFiniteNote(scores)));
   };
 
   std::vector<torch::Tensor> parameters = seqModel->parameters();
   seqModel->train();
-  bool warnedNonFinite = false;
+  try {
+    if (validationPending)
+      validateAndLog();
+  } catch (const StopRequested &) {
+    return interrupted("during validation ");
+  }
   while (currentStep < totalSteps) {
-    if (options.handleSignals && stopSignal.load() != 0) {
-      saveCheckpoint();
-      progress->finish();
-      progress->note(fmt::format(
-          "interrupted at step {}/{}; checkpoint written; continue with "
-          "fp-train --resume {}",
-          currentStep, totalSteps, directory.string()));
-      restoreSignals();
-      return RunOutcome::Interrupted;
-    }
+    if (options.handleSignals && stopRequested() != 0)
+      return interrupted("");
     auto stepStart = std::chrono::steady_clock::now();
 
     int64_t cap = 0;
@@ -318,29 +334,40 @@ RunOutcome Trainer::train() {
     torch::Tensor loss = task->loss(logits, batch);
     loss.backward();
     double gradNorm = clipGradients(parameters, trainConfig.optimizer.clipNorm);
-    optimizer->step();
-
     double lossValue = loss.item<double>();
-    if (!std::isfinite(lossValue) && !warnedNonFinite) {
+    // A non-finite loss or gradient makes no update (the parameters and the
+    // AdamW moments stay finite); too many in a row stop the run.
+    const bool finiteStep = std::isfinite(lossValue) && std::isfinite(gradNorm);
+    if (finiteStep) {
+      optimizer->step();
+      nonFiniteRun = 0;
+    } else {
+      ++nonFiniteRun;
+      window.skipped += 1;
       progress->note(fmt::format(
-          "warning: the loss is {} at step {}; consider a lower --lr",
-          lossValue, currentStep + 1));
-      warnedNonFinite = true;
+          "warning: the {} is {} at step {}; the step makes no update ({} of "
+          "--nonfinite-limit {} in a row)",
+          std::isfinite(lossValue) ? "gradient norm" : "loss",
+          std::isfinite(lossValue) ? gradNorm : lossValue, currentStep + 1,
+          nonFiniteRun, trainConfig.nonFiniteLimit));
     }
+
     const ForwardStats &stats = seqModel->lastStats();
     window.steps += 1;
     window.lossSum += lossValue;
     window.gradNormSum += gradNorm;
     window.itersSum += stats.meanIterations();
     window.itersMax = std::max(window.itersMax, stats.maxIterations());
+    window.nonFinite += stats.nonFiniteSamples();
     window.tokens += batch.inputs.numel();
     window.seconds += std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - stepStart)
                           .count();
     ++currentStep;
 
-    bool logStep =
-        currentStep % trainConfig.logEvery == 0 || currentStep == totalSteps;
+    const bool diverged = nonFiniteRun >= trainConfig.nonFiniteLimit;
+    bool logStep = currentStep % trainConfig.logEvery == 0 ||
+                   currentStep == totalSteps || diverged;
     ProgressSnapshot snapshot;
     snapshot.step = currentStep;
     snapshot.totalSteps = totalSteps;
@@ -354,31 +381,50 @@ RunOutcome Trainer::train() {
     progress->update(snapshot, logStep);
     if (logStep)
       logTrainingStep(lr, cap);
+    if (diverged) {
+      progress->finish();
+      std::string kept =
+          lastCheckpointStep >= 0
+              ? fmt::format("'{}' (step {}) is the last checkpoint",
+                            file(RunFiles::checkpoint).string(),
+                            lastCheckpointStep)
+              : std::string("no checkpoint was written");
+      throw DivergedError(fmt::format(
+          "the loss or the gradient was not finite in {} steps in a row "
+          "(steps {} to {}; --nonfinite-limit {}), so the run stopped; {}; "
+          "try a lower --lr",
+          nonFiniteRun, currentStep - nonFiniteRun + 1, currentStep,
+          trainConfig.nonFiniteLimit, kept));
+    }
 
-    if (trainConfig.evalEvery > 0 && currentStep % trainConfig.evalEvery == 0) {
-      LengthScores scores = validate();
-      logValidation(scores);
-      progress->note(fmt::format(
-          "validation at step {}: loss {:.4f}, token accuracy {:.4f}, "
-          "sequence accuracy {:.4f}",
-          currentStep, scores.scores.loss, scores.scores.tokenAccuracy,
-          scores.scores.sequenceAccuracy));
+    try {
+      if (trainConfig.evalEvery > 0 && currentStep % trainConfig.evalEvery == 0)
+        validateAndLog();
+    } catch (const StopRequested &) {
+      return interrupted("during validation ");
     }
     if (trainConfig.checkpointEvery > 0 &&
         currentStep % trainConfig.checkpointEvery == 0)
       saveCheckpoint();
     if (currentStep == options.stopAfterStep) {
       progress->finish();
-      restoreSignals();
       return RunOutcome::Stopped;
     }
   }
-  restoreSignals();
   progress->finish();
 
   if (lastCheckpointStep != currentStep)
     saveCheckpoint();
-  std::vector<LengthScores> results = evaluate();
+  std::vector<LengthScores> results;
+  try {
+    results = evaluate();
+  } catch (const StopRequested &) {
+    progress->note(fmt::format(
+        "interrupted during the final evaluation; the checkpoint of step {} "
+        "is written; fp-train --resume {} evaluates it",
+        currentStep, directory.string()));
+    return RunOutcome::Interrupted;
+  }
   writeEvaluation(results);
   for (const LengthScores &result : results) {
     std::string line = fmt::format(
@@ -388,7 +434,7 @@ RunOutcome Trainer::train() {
     if (result.itersMax > 0)
       line += fmt::format(", fp iterations {:.1f} (max {})", result.itersMean,
                           result.itersMax);
-    progress->note(line);
+    progress->note(line + nonFiniteNote(result));
   }
   progress->note(fmt::format("wrote {}", file(RunFiles::eval).string()));
   return RunOutcome::Finished;
@@ -416,6 +462,8 @@ void Trainer::logTrainingStep(double lr, int64_t cap) {
       {"grad_norm", number(window.gradNormSum / window.steps)},
       {"fp_iters_mean", window.itersSum / window.steps},
       {"fp_iters_max", window.itersMax},
+      {"fp_nonfinite", window.nonFinite},
+      {"skipped_steps", window.skipped},
       {"tokens_per_s",
        window.seconds > 0 ? window.tokens / window.seconds : 0.0},
       {"elapsed_s", elapsedSeconds()},
@@ -434,8 +482,9 @@ void Trainer::logValidation(const LengthScores &scores) {
       {"token_accuracy", number(scores.scores.tokenAccuracy)},
       {"sequence_accuracy", number(scores.scores.sequenceAccuracy)},
       {"extra", number(scores.scores.extra)},
-      {"fp_iters_mean", scores.itersMean},
+      {"fp_iters_mean", number(scores.itersMean)},
       {"fp_iters_max", scores.itersMax},
+      {"fp_nonfinite", scores.nonFinite},
       {"elapsed_s", elapsedSeconds()},
   });
 }
@@ -453,10 +502,13 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
   result.length = length;
   double lossSum = 0, tokenHits = 0, sequenceHits = 0, extraSum = 0;
   double itersSum = 0;
-  int64_t rowsRun = 0;
+  int64_t finiteRows = 0;
+  bool fixedPoint = false;
   const int64_t rows = batch.inputs.size(0);
   const int64_t chunkRows = std::max<int64_t>(trainConfig.evalBatch, 1);
   for (int64_t first = 0; first < rows; first += chunkRows) {
+    if (options.handleSignals)
+      throwIfStopRequested();
     int64_t count = std::min(chunkRows, rows - first);
     Batch chunk{batch.inputs.narrow(0, first, count),
                 batch.targets.narrow(0, first, count)};
@@ -468,10 +520,15 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
     extraSum += scores.extra * scores.sequences;
     result.scores.tokens += scores.tokens;
     result.scores.sequences += scores.sequences;
+    // Iterations are those of the samples whose solve stayed finite; the
+    // others are counted apart.
     const ForwardStats &stats = seqModel->lastStats();
-    itersSum += stats.meanIterations() * count;
+    const int64_t diverged = stats.nonFiniteSamples();
+    fixedPoint |= !stats.iterations.empty();
+    itersSum += stats.meanIterations() * double(count - diverged);
     result.itersMax = std::max(result.itersMax, stats.maxIterations());
-    rowsRun += count;
+    result.nonFinite += diverged;
+    finiteRows += count - diverged;
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   Scores &total = result.scores;
@@ -480,7 +537,9 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
   total.sequenceAccuracy =
       total.sequences ? sequenceHits / total.sequences : nan;
   total.extra = total.sequences ? extraSum / total.sequences : nan;
-  result.itersMean = rowsRun ? itersSum / rowsRun : 0;
+  result.itersMean = finiteRows   ? itersSum / double(finiteRows)
+                     : fixedPoint ? nan
+                                  : 0;
   if (wasTraining)
     seqModel->train();
   return result;
@@ -511,8 +570,9 @@ void Trainer::writeEvaluation(const std::vector<LengthScores> &results) {
         {"token_accuracy", number(result.scores.tokenAccuracy)},
         {"loss", number(result.scores.loss)},
         {"extra", number(result.scores.extra)},
-        {"fp_iters_mean", result.itersMean},
+        {"fp_iters_mean", number(result.itersMean)},
         {"fp_iters_max", result.itersMax},
+        {"fp_nonfinite", result.nonFinite},
         {"sequences", result.scores.sequences},
         {"tokens", result.scores.tokens},
     });
@@ -538,8 +598,18 @@ void Trainer::saveCheckpoint() {
 
   std::ostringstream engine;
   engine << rng;
+  // Parameters that are not finite are never written over a checkpoint.
+  for (const torch::Tensor &parameter : seqModel->parameters())
+    if (!torch::isfinite(parameter).all().item<bool>())
+      throw std::runtime_error(fmt::format(
+          "the parameters after step {} are not finite; '{}' keeps its last "
+          "version",
+          currentStep, file(RunFiles::checkpoint).string()));
+
   nlohmann::json state = {
       {"step", currentStep},
+      {"nonfinite_run", nonFiniteRun},
+      {"validation_pending", validationPending},
       {"elapsed_s", elapsedSeconds()},
       {"rng", engine.str()},
       {"window",
@@ -548,6 +618,8 @@ void Trainer::saveCheckpoint() {
         {"grad_norm_sum", window.gradNormSum},
         {"iters_sum", window.itersSum},
         {"iters_max", window.itersMax},
+        {"nonfinite", window.nonFinite},
+        {"skipped", window.skipped},
         {"tokens", window.tokens},
         {"seconds", window.seconds}}},
   };
@@ -611,6 +683,8 @@ void Trainer::loadCheckpoint() {
 
   nlohmann::json state = nlohmann::json::parse(readString(archive, "trainer"));
   currentStep = state.at("step").get<int64_t>();
+  nonFiniteRun = state.value("nonfinite_run", int64_t(0));
+  validationPending = state.value("validation_pending", false);
   elapsedBefore = state.at("elapsed_s").get<double>();
   sessionStart = std::chrono::steady_clock::now();
   std::istringstream engine(state.at("rng").get<std::string>());
@@ -621,6 +695,8 @@ void Trainer::loadCheckpoint() {
   window.gradNormSum = w.at("grad_norm_sum").get<double>();
   window.itersSum = w.at("iters_sum").get<double>();
   window.itersMax = w.at("iters_max").get<int64_t>();
+  window.nonFinite = w.value("nonfinite", int64_t(0));
+  window.skipped = w.value("skipped", int64_t(0));
   window.tokens = w.at("tokens").get<int64_t>();
   window.seconds = w.at("seconds").get<double>();
 

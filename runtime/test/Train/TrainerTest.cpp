@@ -95,6 +95,32 @@ private:
   torch::nn::Linear mix{nullptr}, head{nullptr};
 };
 
+/// CappedModel whose training forwards from the `poisonFrom`-th on return
+/// NaN logits, and whose statistics mark every sequence starting with token
+/// 0 as diverged (residual NaN, 100 iterations; the others 7).
+class PoisonedModel : public CappedModel {
+public:
+  explicit PoisonedModel(int64_t poisonFrom) : poisonFrom(poisonFrom) {}
+  torch::Tensor forward(const torch::Tensor &tokens) override {
+    torch::Tensor logits = CappedModel::forward(tokens);
+    torch::Tensor diverged = tokens.select(1, 0) == 0;
+    stats = ForwardStats{};
+    stats.add(torch::where(diverged,
+                           torch::full_like(diverged, 100, torch::kLong),
+                           torch::full_like(diverged, 7, torch::kLong)),
+              torch::where(
+                  diverged,
+                  torch::full(diverged.sizes(), std::nan(""), torch::kFloat32),
+                  torch::full(diverged.sizes(), 0.01f)));
+    if (is_training() && ++trainingCalls >= poisonFrom)
+      logits = logits * std::nan("");
+    return logits;
+  }
+
+private:
+  int64_t poisonFrom, trainingCalls = 0;
+};
+
 TrainConfig smallConfig(const std::string &kind) {
   TrainConfig config;
   config.modelSource = "reference:" + kind;
@@ -270,6 +296,122 @@ TEST_P(ResumeTest, ResumedRunReproducesTheUninterruptedRun) {
         << item.key();
   EXPECT_EQ(readJson(straightDir.path / RunFiles::eval)["lengths"],
             readJson(resumedDir.path / RunFiles::eval)["lengths"]);
+}
+
+TEST(TrainerTest, ResumeAfterAKillDuringACheckpointWriteIsExact) {
+  // A run killed while writing its checkpoint at step 6 leaves checkpoint.pt
+  // of step 3 whole, checkpoint.pt.tmp cut short, and metrics through step 6.
+  // The resumed run must remove the temporary, continue from step 3 and
+  // reproduce the uninterrupted run exactly.
+  TrainConfig config = smallConfig("fp_mamba");
+  config.gammaCap = true;
+  config.model.solver.maxIterTrain = 5;
+  config.model.solver.maxIterEval = 20;
+  RunDir straightDir("straight"), killedDir("killed"), aheadDir("ahead");
+
+  Trainer straight(config, buildModel(config, 5), shiftTask(), straightDir.path,
+                   quiet());
+  ASSERT_EQ(straight.start(), RunOutcome::Finished);
+
+  TrainerOptions stopAt = quiet();
+  stopAt.stopAfterStep = 6;
+  {
+    // The bytes the killed writer had begun: step 6's checkpoint.
+    Trainer ahead(config, buildModel(config, 5), shiftTask(), aheadDir.path,
+                  stopAt);
+    ASSERT_EQ(ahead.start(), RunOutcome::Stopped);
+  }
+  stopAt.stopAfterStep = 5;
+  {
+    Trainer killed(config, buildModel(config, 5), shiftTask(), killedDir.path,
+                   stopAt);
+    ASSERT_EQ(killed.start(), RunOutcome::Stopped);
+  }
+  std::string partial;
+  {
+    std::ifstream in(aheadDir.path / RunFiles::checkpoint, std::ios::binary);
+    partial.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_GT(partial.size(), 1000u);
+  partial.resize(partial.size() / 2);
+  fs::path temporary = killedDir.path / "checkpoint.pt.tmp";
+  std::ofstream(temporary, std::ios::binary) << partial;
+  fs::copy_file(aheadDir.path / RunFiles::metrics,
+                killedDir.path / RunFiles::metrics,
+                fs::copy_options::overwrite_existing);
+
+  Trainer resumed(config, buildModel(config, 999), shiftTask(), killedDir.path,
+                  quiet());
+  ASSERT_EQ(resumed.resume(), RunOutcome::Finished);
+  EXPECT_FALSE(fs::exists(temporary));
+  EXPECT_EQ(withoutTimings(readMetrics(killedDir.path)),
+            withoutTimings(readMetrics(straightDir.path)));
+  auto expected = straight.model().named_parameters();
+  for (const auto &item : resumed.model().named_parameters())
+    EXPECT_TRUE(torch::equal(item.value(), expected[item.key()])) << item.key();
+}
+
+TEST(TrainerTest, NonFiniteStepsMakeNoUpdateAndStopTheRun) {
+  // Training forwards 5, 6 and 7 give NaN logits: none of them updates the
+  // parameters, and the third in a row stops the run with DivergedError.
+  // The checkpoint of step 6 holds the parameters of step 4.
+  TrainConfig config = smallConfig("capped");
+  config.steps = 10;
+  config.evalEvery = 0;
+  config.checkpointEvery = 2;
+  config.nonFiniteLimit = 3;
+  RunDir poisonedDir("poisoned"), cleanDir("clean");
+
+  TrainerOptions stopAt = quiet();
+  stopAt.stopAfterStep = 4;
+  torch::manual_seed(5);
+  Trainer clean(config, std::make_shared<PoisonedModel>(1000), shiftTask(),
+                cleanDir.path, stopAt);
+  ASSERT_EQ(clean.start(), RunOutcome::Stopped);
+
+  torch::manual_seed(5);
+  Trainer poisoned(config, std::make_shared<PoisonedModel>(5), shiftTask(),
+                   poisonedDir.path, quiet());
+  try {
+    poisoned.start();
+    FAIL() << "the run did not stop";
+  } catch (const DivergedError &error) {
+    EXPECT_THAT(error.what(), HasSubstr("3 steps in a row (steps 5 to 7"));
+    EXPECT_THAT(error.what(), HasSubstr("(step 6) is the last checkpoint"));
+  }
+  EXPECT_EQ(poisoned.step(), 7);
+  auto expected = clean.model().named_parameters();
+  for (const auto &item : poisoned.model().named_parameters()) {
+    EXPECT_TRUE(torch::isfinite(item.value()).all().item<bool>());
+    EXPECT_TRUE(torch::equal(item.value(), expected[item.key()])) << item.key();
+  }
+  std::vector<nlohmann::json> metrics = readMetrics(poisonedDir.path);
+  ASSERT_EQ(metrics.size(), 7u);
+  EXPECT_EQ(metrics[3]["skipped_steps"], 0);
+  EXPECT_TRUE(metrics[4]["loss"].is_null());
+  EXPECT_EQ(metrics[4]["skipped_steps"], 1);
+  EXPECT_EQ(metrics[6]["step"], 7);
+  EXPECT_FALSE(fs::exists(poisonedDir.path / RunFiles::eval));
+}
+
+TEST(TrainerTest, DivergedSolvesAreCountedNotAveraged) {
+  // Sequences starting with token 0 report a NaN residual: validation counts
+  // them apart, and the iterations it reports are those of the others.
+  TrainConfig config = smallConfig("capped");
+  config.evalCount = 40;
+  config.evalBatch = 7;
+  RunDir dir("validate");
+  Trainer trainer(config, std::make_shared<PoisonedModel>(1000), shiftTask(),
+                  dir.path, quiet());
+  LengthScores scores = trainer.validate();
+  Batch batch =
+      ShiftTask().trainBatch(config.evalCount, validationSeed(config.seed), 0);
+  const int64_t diverged =
+      (batch.inputs.select(1, 0) == 0).sum().item<int64_t>();
+  ASSERT_GT(diverged, 0);
+  EXPECT_EQ(scores.nonFinite, diverged);
+  EXPECT_EQ(scores.itersMean, 7.0);
+  EXPECT_EQ(scores.itersMax, 7);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ResumeTest,

@@ -6,8 +6,12 @@
 # extends the run, a resume with a conflicting flag, command-line mistakes
 # (exit 2, one line on stderr), a run of the reference FP-Mamba with the
 # Gamma iteration cap, and SIGINT (exit 130, checkpoint written, resumable);
-# given a model library built with `fpc --backward`, also a short run of the
-# compiled model, its resume and the refusal of architecture flags.
+# the faults: a loss that turns NaN (exit 1, no update on it, the checkpoint
+# kept), SIGTERM during a validation and a second SIGINT (prompt exits),
+# runs too large for the memory here (refused with the estimate); given a
+# model library built with `fpc --backward`, also a short run of the
+# compiled model, its resume, the refusal of architecture flags and of a
+# library whose manifest was edited.
 #
 # usage: fp_train_e2e.py FP_TRAIN WORK_DIR [MODEL_LIBRARY [FORWARD_ONLY_LIBRARY]]
 #
@@ -50,11 +54,39 @@ def steps_of(records, kind):
 
 
 TRAIN_KEYS = {"step", "kind", "loss", "lr", "grad_norm", "fp_iters_mean",
-              "fp_iters_max", "tokens_per_s", "elapsed_s"}
+              "fp_iters_max", "fp_nonfinite", "skipped_steps", "tokens_per_s",
+              "elapsed_s"}
 VAL_KEYS = {"step", "kind", "loss", "token_accuracy", "sequence_accuracy",
-            "extra", "fp_iters_mean", "fp_iters_max", "elapsed_s"}
+            "extra", "fp_iters_mean", "fp_iters_max", "fp_nonfinite",
+            "elapsed_s"}
 LENGTH_KEYS = {"length", "sequence_accuracy", "token_accuracy", "loss",
-               "extra", "fp_iters_mean", "fp_iters_max", "sequences", "tokens"}
+               "extra", "fp_iters_mean", "fp_iters_max", "fp_nonfinite",
+               "sequences", "tokens"}
+
+
+def wait_for(predicate, seconds):
+    """Polls `predicate` until it holds or `seconds` pass; returns it."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def has_record(directory, kind, step):
+    path = os.path.join(directory, "metrics.jsonl")
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if record.get("kind") == kind and record.get("step") == step:
+                return True
+    return False
 
 
 def main():
@@ -139,6 +171,17 @@ def main():
          "d_model 64 is not a multiple of 3 heads"),
         (common + ["--steps"], "--steps needs a value"),
         (["--resume", os.path.join(work, "missing")], "no run there"),
+        (common + ["--nonfinite-limit", "0", "--out", os.path.join(work, "x")],
+         "--nonfinite-limit must be at least 1"),
+        # Too large for any machine: refused with the estimate before
+        # anything is allocated.
+        (["--task", "parity", "--model", "reference:lstm",
+          "--batch", "100000000000", "--out", os.path.join(work, "x")],
+         "this run needs at least"),
+        (["--task", "parity", "--model", "reference:fp_mamba",
+          "--d-model", "16", "--layers", "100000000",
+          "--out", os.path.join(work, "x")],
+         "this run needs at least"),
     ]
     for args, message in mistakes:
         r = run(binary, args)
@@ -207,6 +250,23 @@ def main():
                                     "--out", os.path.join(work, "x")])
         check(r.returncode == 2 and "does not apply to a compiled model"
               in r.stderr, "architecture flags are refused for a library")
+        # A manifest edited in the file (d_model changed in place, the
+        # length kept) does not match the checksum compiled beside it.
+        with open(library, "rb") as f:
+            data = bytearray(f.read())
+        at = data.find(b'"d_model":') + len(b'"d_model":')
+        check(at >= len(b'"d_model":') and chr(data[at]).isdigit(),
+              "the library's manifest names d_model")
+        data[at] = ord("7") if data[at] != ord("7") else ord("3")
+        edited = os.path.join(work, "edited.so")
+        with open(edited, "wb") as f:
+            f.write(data)
+        edited_dir = os.path.join(work, "edited")
+        r = run(binary, ["--task", "parity", "--model", edited,
+                         "--steps", "1", "--out", edited_dir])
+        check(r.returncode != 0 and "does not match the checksum" in r.stderr
+              and not os.path.exists(edited_dir),
+              f"an edited manifest is refused: {r.stderr}")
     else:
         print(f"no model library at '{library}': compiled runs not checked")
 
@@ -252,6 +312,80 @@ def main():
     check(r.returncode == 0, "the interrupted run resumes")
     check(steps_of(read_metrics(int_dir), "train")[-1] == done + 2,
           "the resumed run reaches its new end")
+
+    # A loss that turns NaN: the steps make no update, --nonfinite-limit of
+    # them in a row stop the run with exit 1, and the checkpoint written
+    # before holds finite parameters that resume.
+    nan_dir = os.path.join(work, "nan")
+    r = run(binary, ["--task", "a5", "--model", "reference:fp_mamba",
+                     "--d-model", "16", "--train-len", "4", "--batch", "4",
+                     "--eval-count", "4", "--eval-min-len", "4",
+                     "--eval-max-len", "4", "--max-iter", "4",
+                     "--lr", "1e6", "--clip", "0", "--warmup", "0",
+                     "--steps", "40", "--checkpoint-every", "1",
+                     "--eval-every", "0", "--log-every", "1",
+                     "--nonfinite-limit", "2", "--threads", "1",
+                     "--progress", "none", "--out", nan_dir])
+    check(r.returncode == 1 and "not finite in 2 steps in a row" in r.stderr
+          and "is the last checkpoint" in r.stderr,
+          f"a NaN loss stops the run with exit 1: {r.stderr}")
+    if r.returncode == 1:
+        records = [m for m in read_metrics(nan_dir) if m["kind"] == "train"]
+        check(records[-1]["loss"] is None and records[-1]["skipped_steps"] == 1,
+              f"the last record shows the skipped step: {records[-1]}")
+        check(not os.path.exists(os.path.join(nan_dir, "eval.json")),
+              "a stopped run is not evaluated")
+
+    # SIGTERM during a long validation: the run stops within the chunk in
+    # progress, checkpoints, and on resume runs the validation it cut short.
+    val_dir = os.path.join(work, "validation")
+    long_validation = ["--task", "parity", "--model", "reference:lstm",
+                       "--d-model", "16", "--batch", "8", "--train-len", "10",
+                       "--eval-min-len", "10", "--eval-max-len", "10",
+                       "--threads", "1", "--warmup", "0", "--log-every", "1",
+                       "--eval-every", "1", "--eval-count", "400000",
+                       "--eval-batch", "64", "--progress", "lines"]
+    process = subprocess.Popen(
+        [binary] + long_validation + ["--steps", "2", "--out", val_dir],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(wait_for(lambda: has_record(val_dir, "train", 1), 60),
+          "the validation run starts")
+    process.send_signal(signal.SIGTERM)
+    start = time.time()
+    _, stderr = process.communicate(timeout=60)
+    check(process.returncode == 130 and time.time() - start < 5
+          and "interrupted during validation at step 1" in stderr,
+          f"SIGTERM stops a validation promptly ({time.time() - start:.1f} s, "
+          f"exit {process.returncode}): {stderr}")
+    check(not has_record(val_dir, "val", 1), "no validation record yet")
+    r = run(binary, ["--resume", val_dir, "--steps", "1", "--progress",
+                     "none"], timeout=600)
+    check(r.returncode == 0 and has_record(val_dir, "val", 1),
+          "the resumed run validates step 1 first")
+
+    # A second SIGINT exits at once, inside a training step of seconds that
+    # the first could only stop after.
+    twice_dir = os.path.join(work, "twice")
+    long_step = list(long_validation)
+    long_step[long_step.index("--d-model") + 1] = "64"
+    long_step[long_step.index("--batch") + 1] = "20000"
+    long_step[long_step.index("--eval-count") + 1] = "8"
+    process = subprocess.Popen(
+        [binary] + long_step + ["--steps", "2", "--out", twice_dir],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(wait_for(lambda: os.path.exists(
+        os.path.join(twice_dir, "metrics.jsonl")), 60),
+          "the second run starts")
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    start = time.time()
+    _, stderr = process.communicate(timeout=60)
+    check(process.returncode == 130 and time.time() - start < 2
+          and "interrupted again; exiting at once" in stderr,
+          f"a second SIGINT exits at once ({time.time() - start:.1f} s): "
+          f"{stderr}")
 
     # A checkpoint write that fails (a file-size limit stands in for a full
     # disk): one line and exit 1, the previous checkpoint intact and no

@@ -6,9 +6,11 @@
 // task and the model (an eager reference, a baseline, or a compiled model
 // library), and hands them to the Trainer.
 //
-// Exit status: 0 done; 1 an error while running; 2 a bad command line or an
-// impossible configuration (one line on stderr); 130 interrupted by SIGINT
-// or SIGTERM after writing a checkpoint.
+// Exit status: 0 done; 1 an error while running (a run whose loss stayed
+// non-finite too long included); 2 a bad command line or an impossible
+// configuration (one line on stderr); 130 interrupted by SIGINT or SIGTERM:
+// after writing a checkpoint, before anything was written while the run was
+// being set up, or at once on a second signal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,8 @@
 #include "fp/Runtime/Reference/SequenceModel.h"
 #include "fp/Runtime/Tasks/Task.h"
 #include "fp/Runtime/Train/CommandLine.h"
+#include "fp/Runtime/Train/Interrupt.h"
+#include "fp/Runtime/Train/MemoryEstimate.h"
 #include "fp/Runtime/Train/Trainer.h"
 
 #include <fmt/format.h>
@@ -95,26 +99,46 @@ int run(const std::vector<std::string> &args) {
       directory = *commandLine.value("out");
       checkFreshOutputDirectory(directory);
     }
+    // Building a run can take long (a large model, a task's data): a stop
+    // request is honoured between its phases, before anything is written.
+    throwIfStopRequested();
     std::shared_ptr<const Task> task =
         makeTask(config.task, config.taskOptions);
+    throwIfStopRequested();
     // Record the options in effect, so that config.json says what ran.
     config.taskOptions = task->options();
     config.model.vocabSize = task->vocabSize();
 
+    // A run that cannot fit is refused before its model and first batch
+    // are allocated (a reference model's parameters are counted on small
+    // copies, before the seed is set for the real one).
+    const bool isCompiled = config.model.kind == "compiled";
+    if (!isCompiled)
+      requireMemoryFor(
+          config, estimateTrainingMemory(config, *task,
+                                         referenceParameterCount(config.model),
+                                         /*compiled=*/nullptr));
     torch::manual_seed(config.seed);
     std::shared_ptr<SequenceModel> model;
-    if (config.model.kind == "compiled") {
+    if (isCompiled) {
       std::shared_ptr<CompiledModel> compiled =
           makeCompiledModel(config.modelSource, config.model, config.seed);
       requireCompiledBackward(*compiled, config.modelSource, config.device);
+      int64_t parameters = 0;
+      for (const torch::Tensor &parameter : compiled->parameters())
+        parameters += parameter.numel();
+      requireMemoryFor(config, estimateTrainingMemory(config, *task, parameters,
+                                                      compiled.get()));
       model = std::move(compiled);
     } else {
       model = makeReferenceModel(config.model);
     }
+    throwIfStopRequested();
     trainer =
         std::make_unique<Trainer>(config, model, task, directory, options);
     if (resuming)
       trainer->restore();
+    throwIfStopRequested();
   } catch (const std::invalid_argument &error) {
     // Impossible configurations found by the task, model or trainer.
     throw UsageError(error.what());
@@ -131,8 +155,13 @@ int main(int argc, char **argv) {
   // Every step allocates the same temporaries again: keep freed host memory
   // for them rather than fault fresh pages in (fp/Runtime/HostMemory.h).
   fp::rt::keepFreedHostMemory();
+  fp::rt::installStopHandlers("fp-train");
   try {
     return run(args);
+  } catch (const StopRequested &) {
+    fmt::print(stderr, "fp-train: interrupted while setting up the run; "
+                       "nothing was written\n");
+    return 130;
   } catch (const UsageError &error) {
     fmt::print(stderr, "fp-train: error: {}\n", error.what());
     return 2;

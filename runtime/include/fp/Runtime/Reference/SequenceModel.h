@@ -38,10 +38,24 @@ struct ForwardStats {
   /// Per fixed-point layer: the iterations of each sample, steps + 1
   /// (docs/spec.md §3.6), shape [B], int64.
   std::vector<torch::Tensor> iterations;
+  /// Per fixed-point layer, as `iterations`: each sample's best relative
+  /// residual, NaN where its solve diverged (met a non-finite value).
+  std::vector<torch::Tensor> residuals;
 
-  /// Mean over layers and samples; 0 when the model has no fixed point.
+  /// Records a fixed-point layer's statistics of this pass.
+  void add(const torch::Tensor &layerIterations,
+           const torch::Tensor &layerResiduals);
+
+  /// Per sample [B] bool: its solve stayed finite in every layer. Undefined
+  /// when the model has no fixed point.
+  torch::Tensor finiteSamples() const;
+  /// Samples whose solve diverged in some layer: their iteration counts are
+  /// not a convergence result, and the means below leave them out.
+  int64_t nonFiniteSamples() const;
+  /// Mean over layers and the samples that stayed finite; 0 when the model
+  /// has no fixed point or no sample stayed finite.
   double meanIterations() const;
-  /// Maximum over layers and samples; 0 when the model has no fixed point.
+  /// Maximum over layers and the samples that stayed finite; 0 likewise.
   int64_t maxIterations() const;
 };
 

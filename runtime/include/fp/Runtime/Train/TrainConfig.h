@@ -75,6 +75,9 @@ struct TrainConfig {
   int64_t evalEvery = 100;
   /// Checkpoint every this many steps; 0: only at the end.
   int64_t checkpointEvery = 100;
+  /// A step whose loss or gradient norm is not finite makes no update; this
+  /// many such steps in a row stop the run (docs/training.md, "Faults").
+  int64_t nonFiniteLimit = 3;
   /// "cpu", "cuda" or "cuda:<index>".
   std::string device = "cpu";
   /// LibTorch intra-op threads; 0: LibTorch's default.

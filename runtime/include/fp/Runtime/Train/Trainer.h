@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,12 @@ struct LengthScores {
   /// sequenceAccuracy and extra by sequences.
   Scores scores;
   /// Fixed-point iterations per sample (docs/spec.md §3.6), mean and max over
-  /// layers and samples; 0 for models without a fixed point.
+  /// layers and the samples whose solve stayed finite; 0 for models without
+  /// a fixed point, a NaN mean when no sample stayed finite.
   double itersMean = 0;
   int64_t itersMax = 0;
+  /// Sequences whose fixed-point solve met a non-finite value (diverged).
+  int64_t nonFinite = 0;
 };
 
 /// Knobs of a Trainer that are not part of the run's configuration.
@@ -55,9 +59,18 @@ struct TrainerOptions {
   /// Stop after this step as if the process had been killed there: no
   /// final checkpoint, no evaluation. For tests of resume; -1: never.
   int64_t stopAfterStep = -1;
-  /// On SIGINT or SIGTERM, finish the current step, write a checkpoint and
-  /// stop (RunOutcome::Interrupted) instead of dying.
+  /// On SIGINT or SIGTERM, finish the current step or evaluation chunk,
+  /// write a checkpoint and stop (RunOutcome::Interrupted) instead of dying;
+  /// a second signal exits at once (Interrupt.h).
   bool handleSignals = false;
+};
+
+/// Thrown by the training loop when --nonfinite-limit steps in a row had a
+/// non-finite loss or gradient: the run cannot go on, and the last checkpoint
+/// is kept.
+class DivergedError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
 };
 
 enum class RunOutcome {
@@ -129,6 +142,8 @@ public:
   std::vector<LengthScores> evaluate();
 
   /// Writes checkpoint.pt atomically (checkpoint.pt.tmp, then rename).
+  /// Throws std::runtime_error, keeping the previous checkpoint, when a
+  /// parameter is not finite or the write fails.
   void saveCheckpoint();
   /// Restores model, optimiser, step, RNGs and log window from
   /// checkpoint.pt; throws std::runtime_error when it was written for another
@@ -144,6 +159,9 @@ private:
     double gradNormSum = 0;
     double itersSum = 0;
     int64_t itersMax = 0;
+    /// Samples whose solve diverged, and steps that made no update.
+    int64_t nonFinite = 0;
+    int64_t skipped = 0;
     int64_t tokens = 0;
     double seconds = 0;
   };
@@ -171,6 +189,10 @@ private:
   std::mt19937_64 rng;
   int64_t currentStep = 0;
   int64_t lastCheckpointStep = -1;
+  /// Steps in a row with a non-finite loss or gradient.
+  int64_t nonFiniteRun = 0;
+  /// A validation is due at currentStep (a stop request cut it short).
+  bool validationPending = false;
   bool restored = false;
   Window window;
   /// Seconds of earlier sessions of this run.
