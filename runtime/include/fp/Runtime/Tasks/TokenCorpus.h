@@ -1,0 +1,134 @@
+//===- TokenCorpus.h - Token streams for language modelling -----*- C++ -*-===//
+//
+// A corpus is one stream of token ids that language-model batches are cut
+// from. It is read from
+//
+//   * a token file: flat little-endian uint16 or uint32 ids, either bare (the
+//     layout of nanoGPT's train.bin / val.bin) or after llm.c's header of 256
+//     int32 values (magic 20240520, version 1: uint16 ids; magic 20240801,
+//     version 7: uint32 ids; then the token count). The file is memory-mapped.
+//   * UTF-8 (or any) text, tokenised at load by the byte-level tokenizer:
+//     ids 0-255 are bytes, 256 is EOS. Documents (the whole file, or the
+//     parts between separator lines) are joined as `EOS text EOS`, as the
+//     reference wraps every document (docs/spec.md §7.5).
+//
+// Every problem is a DataError naming the file: a missing or unreadable
+// file, a size that is not a whole number of tokens, a header that does not
+// match its size, a token id at or above the vocabulary, an empty corpus.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_TASKS_TOKENCORPUS_H
+#define FP_RUNTIME_TASKS_TOKENCORPUS_H
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace fp::rt {
+
+/// A problem with a data file; the message names the file.
+class DataError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The byte-level tokenizer: bytes are their own ids, EOS follows them.
+inline constexpr int64_t kByteEos = 256;
+inline constexpr int64_t kByteVocabSize = 257;
+
+/// How to read a corpus file.
+struct CorpusOptions {
+  enum class Format {
+    /// A token file when the name ends in ".bin" (llm.c's header if it
+    /// starts with one, else bare ids of `tokenBytes` bytes), else text.
+    Auto,
+    Tokens,
+    Text,
+  };
+  Format format = Format::Auto;
+  /// Bytes per id of a bare token file: 2 (uint16) or 4 (uint32). A file with
+  /// llm.c's header says its own.
+  int tokenBytes = 2;
+  /// The vocabulary of a token file: every id must be below it. Text always
+  /// has kByteVocabSize.
+  int64_t vocabSize = 0;
+  /// Text only: a line holding exactly this string ends a document (for
+  /// example "%" in fortune files); empty: the whole file is one document.
+  std::string documentSeparator;
+};
+
+/// One stream of token ids, immutable once read; safe to share between
+/// threads.
+class TokenCorpus {
+public:
+  /// Reads `path` as `options` say. Throws DataError.
+  static std::shared_ptr<const TokenCorpus>
+  open(const std::filesystem::path &path, const CorpusOptions &options);
+
+  /// Ids in the stream.
+  int64_t size() const { return count; }
+  int64_t vocabSize() const { return vocab; }
+  /// What was read, for logs: "token file (llm.c header, uint16)",
+  /// "text, byte-level (3 documents)".
+  const std::string &description() const { return what; }
+  const std::filesystem::path &path() const { return file; }
+
+  /// The id at `index` (0 <= index < size()).
+  int64_t at(int64_t index) const;
+  /// Ids [begin, begin + length) as an int64 tensor of shape [length].
+  torch::Tensor slice(int64_t begin, int64_t length) const;
+
+  ~TokenCorpus();
+  TokenCorpus(const TokenCorpus &) = delete;
+  TokenCorpus &operator=(const TokenCorpus &) = delete;
+
+private:
+  TokenCorpus() = default;
+  void readTokenFile(const CorpusOptions &options);
+  void readText(const CorpusOptions &options);
+
+  std::filesystem::path file;
+  std::string what;
+  int64_t vocab = 0, count = 0;
+  int width = 2;
+  /// The ids: into a mapping of the file (token files) or `owned` (text).
+  const unsigned char *ids = nullptr;
+  void *mapping = nullptr;
+  size_t mappingBytes = 0;
+  std::vector<uint16_t> owned;
+};
+
+/// How an LM batch is cut from a corpus: non-overlapping blocks of
+/// `context` + 1 ids (inputs are the first `context`, targets the last), the
+/// corpus's tail that fills no block left out.
+class BlockSampler {
+public:
+  /// Throws DataError when the corpus holds no whole block.
+  BlockSampler(std::shared_ptr<const TokenCorpus> corpus, int64_t context);
+
+  int64_t blocks() const { return numBlocks; }
+  int64_t context() const { return contextLength; }
+
+  /// Block `index` (0 <= index < blocks()) as inputs and targets [context].
+  std::pair<torch::Tensor, torch::Tensor> block(int64_t index) const;
+
+  /// The block of training row `row` of `step` at `batchSize` rows per step:
+  /// blocks are visited epoch by epoch, each epoch in an order shuffled by
+  /// (seed, epoch), so a run sees every block once per epoch, and the
+  /// answer is a pure function of its arguments (resumable exactly).
+  int64_t trainBlock(uint64_t seed, int64_t step, int64_t batchSize,
+                     int64_t row) const;
+
+private:
+  std::shared_ptr<const TokenCorpus> corpus;
+  int64_t contextLength, numBlocks;
+};
+
+} // namespace fp::rt
+
+#endif // FP_RUNTIME_TASKS_TOKENCORPUS_H

@@ -1,0 +1,268 @@
+//===- TokenCorpus.cpp - Token streams for language modelling ---*- C++ -*-===//
+//
+// Token files are mapped read-only and checked once, id by id, against the
+// vocabulary, so that a batch never carries an id the embedding lacks.
+// Training order: a keyed Feistel permutation of the block indices per epoch
+// (with cycle walking onto [0, blocks)), computed per index, so nothing of
+// size blocks is stored and any step's batch is found directly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/Tasks/TokenCorpus.h"
+
+#include "Random.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fp::rt {
+
+namespace {
+
+/// llm.c's token file header: 256 little-endian int32 values.
+constexpr size_t kHeaderBytes = 256 * 4;
+constexpr int32_t kMagicU16 = 20240520, kVersionU16 = 1;
+constexpr int32_t kMagicU32 = 20240801, kVersionU32 = 7;
+
+int32_t readInt32(const unsigned char *bytes) {
+  uint32_t value = uint32_t(bytes[0]) | uint32_t(bytes[1]) << 8 |
+                   uint32_t(bytes[2]) << 16 | uint32_t(bytes[3]) << 24;
+  return int32_t(value);
+}
+
+std::string quoted(const std::filesystem::path &path) {
+  return "'" + path.string() + "'";
+}
+
+} // namespace
+
+std::shared_ptr<const TokenCorpus>
+TokenCorpus::open(const std::filesystem::path &path,
+                  const CorpusOptions &options) {
+  std::shared_ptr<TokenCorpus> corpus(new TokenCorpus());
+  corpus->file = path;
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error))
+    throw DataError(fmt::format("{}: {}", quoted(path),
+                                std::filesystem::exists(path, error)
+                                    ? "not a regular file"
+                                    : "no such file"));
+  bool tokens = options.format == CorpusOptions::Format::Tokens ||
+                (options.format == CorpusOptions::Format::Auto &&
+                 path.extension() == ".bin");
+  if (tokens)
+    corpus->readTokenFile(options);
+  else
+    corpus->readText(options);
+  if (corpus->count == 0)
+    throw DataError(fmt::format("{}: holds no tokens", quoted(path)));
+  return corpus;
+}
+
+void TokenCorpus::readTokenFile(const CorpusOptions &options) {
+  if (options.vocabSize <= 0)
+    throw DataError(
+        fmt::format("{}: a token file needs its vocabulary size (--vocab-size)",
+                    quoted(file)));
+  vocab = options.vocabSize;
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw DataError(
+        fmt::format("{}: cannot open: {}", quoted(file), std::strerror(errno)));
+  struct stat info = {};
+  if (::fstat(fd, &info) != 0) {
+    int saved = errno;
+    ::close(fd);
+    throw DataError(fmt::format("{}: cannot read its size: {}", quoted(file),
+                                std::strerror(saved)));
+  }
+  mappingBytes = size_t(info.st_size);
+  if (mappingBytes > 0) {
+    mapping = ::mmap(nullptr, mappingBytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapping == MAP_FAILED) {
+      int saved = errno;
+      mapping = nullptr;
+      ::close(fd);
+      throw DataError(fmt::format("{}: cannot map: {}", quoted(file),
+                                  std::strerror(saved)));
+    }
+  }
+  ::close(fd);
+  const auto *bytes = static_cast<const unsigned char *>(mapping);
+
+  size_t offset = 0;
+  width = options.tokenBytes;
+  std::string layout = "bare";
+  if (mappingBytes >= kHeaderBytes) {
+    int32_t magic = readInt32(bytes), version = readInt32(bytes + 4);
+    if (magic == kMagicU16 || magic == kMagicU32) {
+      int32_t wantVersion = magic == kMagicU16 ? kVersionU16 : kVersionU32;
+      if (version != wantVersion)
+        throw DataError(fmt::format(
+            "{}: llm.c header with magic {} has version {}, expected {}",
+            quoted(file), magic, version, wantVersion));
+      width = magic == kMagicU16 ? 2 : 4;
+      int64_t declared = readInt32(bytes + 8);
+      uint64_t body = mappingBytes - kHeaderBytes;
+      if (declared < 0 || uint64_t(declared) * uint64_t(width) != body)
+        throw DataError(fmt::format(
+            "{}: the header declares {} tokens of {} bytes, but {} bytes "
+            "follow it",
+            quoted(file), declared, width, body));
+      offset = kHeaderBytes;
+      layout = "llm.c header";
+    }
+  }
+  if (width != 2 && width != 4)
+    throw DataError(fmt::format("{}: {} bytes per token; expected 2 or 4",
+                                quoted(file), width));
+  if ((mappingBytes - offset) % size_t(width) != 0)
+    throw DataError(
+        fmt::format("{}: {} bytes is not a whole number of {}-byte tokens",
+                    quoted(file), mappingBytes - offset, width));
+  ids = bytes ? bytes + offset : nullptr;
+  count = int64_t((mappingBytes - offset) / size_t(width));
+  for (int64_t i = 0; i < count; ++i)
+    if (at(i) >= vocab)
+      throw DataError(fmt::format(
+          "{}: token {} (at index {}) is not below the vocabulary size {}",
+          quoted(file), at(i), i, vocab));
+  what = fmt::format("token file ({}, uint{})", layout, 8 * width);
+}
+
+void TokenCorpus::readText(const CorpusOptions &options) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    throw DataError(
+        fmt::format("{}: cannot open: {}", quoted(file), std::strerror(errno)));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad())
+    throw DataError(fmt::format("{}: cannot read", quoted(file)));
+  const std::string text = std::move(buffer).str();
+  vocab = kByteVocabSize;
+  width = 2;
+
+  // Documents: the whole text, or the parts between separator lines.
+  int64_t documents = 0;
+  auto addDocument = [&](size_t begin, size_t end) {
+    if (begin >= end)
+      return;
+    owned.push_back(uint16_t(kByteEos));
+    for (size_t i = begin; i < end; ++i)
+      owned.push_back(uint16_t(static_cast<unsigned char>(text[i])));
+    owned.push_back(uint16_t(kByteEos));
+    ++documents;
+  };
+  if (options.documentSeparator.empty()) {
+    addDocument(0, text.size());
+  } else {
+    size_t start = 0, line = 0;
+    while (line < text.size()) {
+      size_t end = text.find('\n', line);
+      size_t next = end == std::string::npos ? text.size() : end + 1;
+      size_t length = (end == std::string::npos ? text.size() : end) - line;
+      if (length == options.documentSeparator.size() &&
+          text.compare(line, length, options.documentSeparator) == 0) {
+        addDocument(start, line);
+        start = next;
+      }
+      line = next;
+    }
+    addDocument(start, text.size());
+  }
+  ids = reinterpret_cast<const unsigned char *>(owned.data());
+  count = int64_t(owned.size());
+  what = fmt::format("text, byte-level ({} document{})", documents,
+                     documents == 1 ? "" : "s");
+}
+
+TokenCorpus::~TokenCorpus() {
+  if (mapping)
+    ::munmap(mapping, mappingBytes);
+}
+
+int64_t TokenCorpus::at(int64_t index) const {
+  const unsigned char *p = ids + size_t(index) * size_t(width);
+  if (width == 2)
+    return int64_t(uint32_t(p[0]) | uint32_t(p[1]) << 8);
+  return int64_t(uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 |
+                 uint32_t(p[3]) << 24);
+}
+
+torch::Tensor TokenCorpus::slice(int64_t begin, int64_t length) const {
+  if (begin < 0 || length < 0 || begin + length > count)
+    throw std::out_of_range(
+        fmt::format("TokenCorpus::slice: [{}, {}) outside [0, {})", begin,
+                    begin + length, count));
+  torch::Tensor out = torch::empty({length}, torch::kLong);
+  int64_t *data = out.data_ptr<int64_t>();
+  for (int64_t i = 0; i < length; ++i)
+    data[i] = at(begin + i);
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// BlockSampler
+//===----------------------------------------------------------------------===//
+
+BlockSampler::BlockSampler(std::shared_ptr<const TokenCorpus> corpus,
+                           int64_t context)
+    : corpus(std::move(corpus)), contextLength(context) {
+  if (context < 1)
+    throw std::invalid_argument("the context length must be at least 1");
+  numBlocks = this->corpus->size() / (context + 1);
+  if (numBlocks == 0)
+    throw DataError(fmt::format(
+        "'{}': {} tokens hold no block of context {} + 1; use a shorter "
+        "context or more data",
+        this->corpus->path().string(), this->corpus->size(), context));
+}
+
+std::pair<torch::Tensor, torch::Tensor>
+BlockSampler::block(int64_t index) const {
+  torch::Tensor ids =
+      corpus->slice(index * (contextLength + 1), contextLength + 1);
+  return {ids.narrow(0, 0, contextLength), ids.narrow(0, 1, contextLength)};
+}
+
+int64_t BlockSampler::trainBlock(uint64_t seed, int64_t step, int64_t batchSize,
+                                 int64_t row) const {
+  const uint64_t position =
+      uint64_t(step) * uint64_t(batchSize) + uint64_t(row);
+  const uint64_t n = uint64_t(numBlocks);
+  const uint64_t epoch = position / n, index = position % n;
+  if (n == 1)
+    return 0;
+  // A balanced Feistel network on 2·half bits covering [0, n), walked until
+  // it lands inside: a bijection of [0, n) keyed by (seed, epoch).
+  int bits = 0;
+  while ((uint64_t(1) << bits) < n)
+    ++bits;
+  const int half = (bits + 1) / 2;
+  const uint64_t mask = (uint64_t(1) << half) - 1;
+  uint64_t x = index;
+  do {
+    uint64_t left = x >> half, right = x & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      detail::SequenceRng key(seed, detail::StreamDomain::Train, epoch,
+                              (round << 40) ^ right);
+      uint64_t next = left ^ (key.next() & mask);
+      left = right;
+      right = next;
+    }
+    x = (left << half) | right;
+  } while (x >= n);
+  return int64_t(x);
+}
+
+} // namespace fp::rt
