@@ -44,6 +44,12 @@ def run(binary, args, timeout=60, preexec=None):
     return result
 
 
+def launch(binary, args):
+    """Starts fp-train in the background, its output captured."""
+    return subprocess.Popen([binary] + args, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
 def read_metrics(directory):
     with open(os.path.join(directory, "metrics.jsonl")) as f:
         return [json.loads(line) for line in f]
@@ -287,17 +293,12 @@ def main():
     # SIGINT: a checkpoint is written, the exit status is 130, and the run
     # can be resumed.
     int_dir = os.path.join(work, "interrupted")
-    process = subprocess.Popen(
-        [binary] + common + ["--steps", "1000000", "--warmup", "0",
-                             "--log-every", "1", "--eval-every", "0",
-                             "--progress", "lines", "--out", int_dir],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 30
+    process = launch(binary, common + ["--steps", "1000000", "--warmup", "0",
+                                      "--log-every", "1", "--eval-every", "0",
+                                      "--progress", "lines", "--out", int_dir])
     metrics_path = os.path.join(int_dir, "metrics.jsonl")
-    while time.time() < deadline and (
-            not os.path.exists(metrics_path)
-            or os.path.getsize(metrics_path) == 0):
-        time.sleep(0.05)
+    wait_for(lambda: os.path.exists(metrics_path)
+             and os.path.getsize(metrics_path) > 0, 30)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
     check(process.returncode == 130, f"SIGINT exits with 130, got "
@@ -345,9 +346,8 @@ def main():
                        "--threads", "1", "--warmup", "0", "--log-every", "1",
                        "--eval-every", "1", "--eval-count", "400000",
                        "--eval-batch", "64", "--progress", "lines"]
-    process = subprocess.Popen(
-        [binary] + long_validation + ["--steps", "2", "--out", val_dir],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = launch(binary,
+                     long_validation + ["--steps", "2", "--out", val_dir])
     check(wait_for(lambda: has_record(val_dir, "train", 1), 60),
           "the validation run starts")
     process.send_signal(signal.SIGTERM)
@@ -370,9 +370,8 @@ def main():
     long_step[long_step.index("--d-model") + 1] = "64"
     long_step[long_step.index("--batch") + 1] = "20000"
     long_step[long_step.index("--eval-count") + 1] = "8"
-    process = subprocess.Popen(
-        [binary] + long_step + ["--steps", "2", "--out", twice_dir],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = launch(binary,
+                     long_step + ["--steps", "2", "--out", twice_dir])
     check(wait_for(lambda: os.path.exists(
         os.path.join(twice_dir, "metrics.jsonl")), 60),
           "the second run starts")
