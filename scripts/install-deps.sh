@@ -19,6 +19,8 @@ packages=(
   python3 clang-format clang-tidy git
   # Plots.
   python3-matplotlib
+  # English text for the language-model tests and examples (fortune files).
+  fortunes
 )
 
 missing=()

@@ -8,6 +8,7 @@
 
 #include "TaskImpl.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -26,11 +27,29 @@ std::string joinedTaskNames() {
       joined += ", ";
     joined += name;
   }
-  return joined;
+  return joined + ", lm";
 }
 
 [[noreturn]] void fail(const std::string &message) {
   throw std::invalid_argument(message);
+}
+
+/// Throws std::invalid_argument when an option of the lm task's data is set
+/// for a generated task.
+void rejectDataOptions(const std::string &task, const TaskOptions &options) {
+  const char *given = !options.dataPaths.empty()        ? "dataPaths"
+                      : !options.validationPath.empty() ? "validationPath"
+                      : options.validationFraction != 0 ? "validationFraction"
+                      : options.vocabSize != 0          ? "vocabSize"
+                      : options.tokenBytes != 0         ? "tokenBytes"
+                      : !options.documentSeparator.empty() ? "documentSeparator"
+                      : options.trainTokens != 0           ? "trainTokens"
+                      : options.validationTokens != 0      ? "validationTokens"
+                                                           : nullptr;
+  if (given)
+    fail("task '" + task + "': option " + given +
+         " does not apply (it is used by 'lm' only; '" + task +
+         "' generates its data)");
 }
 
 std::string shapeOf(const torch::Tensor &tensor) {
@@ -197,7 +216,10 @@ void fp::rt::detail::rejectOption(const std::string &task, const char *option,
                                   int64_t value) {
   if (value != 0)
     fail("task '" + task + "': option " + option +
-         " does not apply (it is used by 'copy' only)");
+         " does not apply (it is used by " +
+         (std::string(option) == "contextLength" ? "'copy' and 'lm'"
+                                                 : "'copy'") +
+         " only)");
 }
 
 std::vector<int64_t> fp::rt::detail::lengthRange(int64_t min, int64_t max,
@@ -233,6 +255,11 @@ torch::Tensor fp::rt::detail::filledIds(int64_t rows, int64_t cols,
 
 std::unique_ptr<Task> fp::rt::makeTask(const std::string &name,
                                        const TaskOptions &options) {
+  if (name == "lm")
+    return makeLanguageTask(options);
+  if (std::find(std::begin(kTaskNames), std::end(kTaskNames), name) !=
+      std::end(kTaskNames))
+    rejectDataOptions(name, options);
   if (name == "a5")
     return makeWordProblemTask(/*alternating=*/true, options);
   if (name == "s5")

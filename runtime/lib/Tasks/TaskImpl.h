@@ -111,6 +111,8 @@ std::unique_ptr<Task> makeCopyTask(const TaskOptions &options);
 std::unique_ptr<Task> makeArithmeticTask(const TaskOptions &options);
 /// Parity (Parity.cpp).
 std::unique_ptr<Task> makeParityTask(const TaskOptions &options);
+/// Language modelling on token data (Language.cpp).
+std::unique_ptr<Task> makeLanguageTask(const TaskOptions &options);
 
 } // namespace fp::rt::detail
 

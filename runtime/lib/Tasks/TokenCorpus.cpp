@@ -43,28 +43,65 @@ std::string quoted(const std::filesystem::path &path) {
   return "'" + path.string() + "'";
 }
 
-} // namespace
-
-std::shared_ptr<const TokenCorpus>
-TokenCorpus::open(const std::filesystem::path &path,
-                  const CorpusOptions &options) {
-  std::shared_ptr<TokenCorpus> corpus(new TokenCorpus());
-  corpus->file = path;
+void requireRegularFile(const std::filesystem::path &path) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error))
     throw DataError(fmt::format("{}: {}", quoted(path),
                                 std::filesystem::exists(path, error)
                                     ? "not a regular file"
                                     : "no such file"));
+}
+
+} // namespace
+
+std::shared_ptr<const TokenCorpus>
+TokenCorpus::open(const std::filesystem::path &path,
+                  const CorpusOptions &options) {
   bool tokens = options.format == CorpusOptions::Format::Tokens ||
                 (options.format == CorpusOptions::Format::Auto &&
                  path.extension() == ".bin");
-  if (tokens)
-    corpus->readTokenFile(options);
-  else
-    corpus->readText(options);
+  if (!tokens)
+    return openText({path}, options);
+  requireRegularFile(path);
+  std::shared_ptr<TokenCorpus> corpus(new TokenCorpus());
+  corpus->file = path;
+  corpus->shownName = quoted(path);
+  corpus->readTokenFile(options);
   if (corpus->count == 0)
     throw DataError(fmt::format("{}: holds no tokens", quoted(path)));
+  return corpus;
+}
+
+std::shared_ptr<const TokenCorpus>
+TokenCorpus::openText(const std::vector<std::filesystem::path> &paths,
+                      const CorpusOptions &options) {
+  if (paths.empty())
+    throw DataError("no text file given");
+  std::shared_ptr<TokenCorpus> corpus(new TokenCorpus());
+  corpus->file = paths.front();
+  corpus->shownName =
+      paths.size() == 1
+          ? quoted(paths.front())
+          : fmt::format("{} and {} more file{}", quoted(paths.front()),
+                        paths.size() - 1, paths.size() == 2 ? "" : "s");
+  corpus->isText = true;
+  corpus->vocab = kByteVocabSize;
+  corpus->width = 2;
+  int64_t documents = 0;
+  for (const std::filesystem::path &path : paths) {
+    requireRegularFile(path);
+    int64_t read = corpus->readText(path, options);
+    if (read == 0)
+      throw DataError(fmt::format("{}: holds no text", quoted(path)));
+    documents += read;
+  }
+  corpus->ids = reinterpret_cast<const unsigned char *>(corpus->owned.data());
+  corpus->count = int64_t(corpus->owned.size());
+  corpus->what = fmt::format("text, byte-level ({} document{}{})", documents,
+                             documents == 1 ? "" : "s",
+                             paths.size() == 1
+                                 ? std::string()
+                                 : fmt::format(" in {} files", paths.size()));
   return corpus;
 }
 
@@ -139,18 +176,17 @@ void TokenCorpus::readTokenFile(const CorpusOptions &options) {
   what = fmt::format("token file ({}, uint{})", layout, 8 * width);
 }
 
-void TokenCorpus::readText(const CorpusOptions &options) {
-  std::ifstream in(file, std::ios::binary);
+int64_t TokenCorpus::readText(const std::filesystem::path &path,
+                              const CorpusOptions &options) {
+  std::ifstream in(path, std::ios::binary);
   if (!in)
     throw DataError(
-        fmt::format("{}: cannot open: {}", quoted(file), std::strerror(errno)));
+        fmt::format("{}: cannot open: {}", quoted(path), std::strerror(errno)));
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad())
-    throw DataError(fmt::format("{}: cannot read", quoted(file)));
+    throw DataError(fmt::format("{}: cannot read", quoted(path)));
   const std::string text = std::move(buffer).str();
-  vocab = kByteVocabSize;
-  width = 2;
 
   // Documents: the whole text, or the parts between separator lines.
   int64_t documents = 0;
@@ -180,10 +216,7 @@ void TokenCorpus::readText(const CorpusOptions &options) {
     }
     addDocument(start, text.size());
   }
-  ids = reinterpret_cast<const unsigned char *>(owned.data());
-  count = int64_t(owned.size());
-  what = fmt::format("text, byte-level ({} document{})", documents,
-                     documents == 1 ? "" : "s");
+  return documents;
 }
 
 TokenCorpus::~TokenCorpus() {
@@ -215,24 +248,44 @@ torch::Tensor TokenCorpus::slice(int64_t begin, int64_t length) const {
 // BlockSampler
 //===----------------------------------------------------------------------===//
 
-BlockSampler::BlockSampler(std::shared_ptr<const TokenCorpus> corpus,
-                           int64_t context)
-    : corpus(std::move(corpus)), contextLength(context) {
+CorpusSplit CorpusSplit::whole(std::shared_ptr<const TokenCorpus> corpus) {
+  CorpusSplit split;
+  split.end = corpus->size();
+  split.name = corpus->name();
+  split.corpus = std::move(corpus);
+  return split;
+}
+
+BlockSampler::BlockSampler(CorpusSplit split, int64_t context)
+    : range(std::move(split)), contextLength(context) {
   if (context < 1)
     throw std::invalid_argument("the context length must be at least 1");
-  numBlocks = this->corpus->size() / (context + 1);
+  numBlocks = range.size() / (context + 1);
   if (numBlocks == 0)
     throw DataError(fmt::format(
-        "'{}': {} tokens hold no block of context {} + 1; use a shorter "
+        "{}: {} tokens hold no block of context {} + 1; use a shorter "
         "context or more data",
-        this->corpus->path().string(), this->corpus->size(), context));
+        range.name, range.size(), context));
 }
 
 std::pair<torch::Tensor, torch::Tensor>
 BlockSampler::block(int64_t index) const {
-  torch::Tensor ids =
-      corpus->slice(index * (contextLength + 1), contextLength + 1);
+  torch::Tensor ids = range.corpus->slice(
+      range.begin + index * (contextLength + 1), contextLength + 1);
   return {ids.narrow(0, 0, contextLength), ids.narrow(0, 1, contextLength)};
+}
+
+std::pair<torch::Tensor, torch::Tensor>
+BlockSampler::spreadBlocks(int64_t count) const {
+  const int64_t rows = std::min(count, numBlocks);
+  torch::Tensor inputs = torch::empty({rows, contextLength}, torch::kLong);
+  torch::Tensor targets = torch::empty({rows, contextLength}, torch::kLong);
+  for (int64_t row = 0; row < rows; ++row) {
+    auto [in, out] = block(row * numBlocks / rows);
+    inputs[row].copy_(in);
+    targets[row].copy_(out);
+  }
+  return {inputs, targets};
 }
 
 int64_t BlockSampler::trainBlock(uint64_t seed, int64_t step, int64_t batchSize,

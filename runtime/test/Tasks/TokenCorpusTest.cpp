@@ -144,7 +144,7 @@ TEST(TokenCorpus, RefusesMalformedFilesNamingThem) {
   expectError(high.path, tokens(50),
               "token 99 (at index 1) is not below the vocabulary size 50");
   expectError(empty.path, tokens(10), "holds no tokens");
-  expectError(emptyText.path, CorpusOptions(), "holds no tokens");
+  expectError(emptyText.path, CorpusOptions(), "holds no text");
   expectError(odd.path, tokens(0), "needs its vocabulary size");
   expectError(fs::temp_directory_path() / "fp-corpus-test-missing.bin",
               tokens(10), "no such file");

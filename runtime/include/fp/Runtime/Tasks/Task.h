@@ -118,6 +118,28 @@ struct TaskOptions {
   int64_t contextLength = 0;
   /// copy only: number of letters V (0: default 26).
   int64_t alphabetSize = 0;
+
+  // lm only (docs/tasks.md, "lm"); the context is contextLength (0: 256).
+
+  /// The training data: one directory holding train.bin and val.bin, one
+  /// token file, or text files read one after another.
+  std::vector<std::string> dataPaths;
+  /// The validation data; empty: val.bin of a data directory, else the last
+  /// validationFraction of the training data, held out.
+  std::string validationPath;
+  /// Fraction of the data held out for validation when there is no
+  /// validation file (0: default 0.05).
+  double validationFraction = 0;
+  /// Token files: every id is below it (text: always the byte vocabulary).
+  int64_t vocabSize = 0;
+  /// Bare token files: bytes per id, 2 or 4 (0: 2).
+  int64_t tokenBytes = 0;
+  /// Text: a line holding exactly this ends a document (e.g. "%").
+  std::string documentSeparator;
+  /// Tokens of the training and the validation split, filled in by the task;
+  /// when given (a resumed run's), the data must still have them.
+  int64_t trainTokens = 0;
+  int64_t validationTokens = 0;
 };
 
 /// A sequence task. Implementations are immutable after construction; all
@@ -133,9 +155,11 @@ public:
 
   /// The training batch for `step`, a pure function of (seed, step): int64
   /// CPU tensors, generated with the task's own random streams (never
-  /// torch's generator), identical for any thread count. Row r depends only
-  /// on (seed, step, r): a batch of B rows is the first B rows of any larger
-  /// one, up to the padding width of variable-length tasks.
+  /// torch's generator), identical for any thread count. For the generated
+  /// tasks row r depends only on (seed, step, r): a batch of B rows is the
+  /// first B rows of any larger one, up to the padding width of
+  /// variable-length tasks. lm's rows also depend on batchSize: step s reads
+  /// the blocks s·B .. s·B + B − 1 of the run's block order.
   virtual Batch trainBatch(int64_t batchSize, uint64_t seed,
                            int64_t step) const = 0;
   /// The lengths evaluated by length generalisation, increasing, in the unit
@@ -160,16 +184,42 @@ public:
   /// are moved to the logits' device.
   virtual torch::Tensor loss(const torch::Tensor &logits,
                              const Batch &batch) const;
+  /// The validation set: `count` sequences of the training distribution at
+  /// the training length, held out from training. Default: trainBatch()
+  /// rows of step 0 under `seed` (a seed the training steps never use);
+  /// lm: blocks of the validation split, at most `count`.
+  virtual Batch validationBatch(int64_t count, uint64_t seed) const {
+    return trainBatch(count, seed, /*step=*/0);
+  }
   /// The options in effect, defaults filled in.
   virtual TaskOptions options() const { return {}; }
+
+  /// Language modelling: validation and evaluation also report perplexity
+  /// exp(loss) and the tokens trained on.
+  virtual bool isLanguageModel() const { return false; }
+  /// Bytes of text per token, for bits per byte = loss / ln 2 / it; 0 when
+  /// unknown (token files). The byte-level tokenizer's is 1 (EOS counts as
+  /// one byte).
+  virtual double bytesPerToken() const { return 0; }
+  /// What the task reads, for logs ("" for generated tasks).
+  virtual std::string dataDescription() const { return {}; }
 };
 
-/// a5 | s5 | copy | arith | parity. Throws std::invalid_argument with a
-/// clear message for an unknown name or impossible options.
+/// The language-model recipe of docs/spec.md §7.5 (AdamW betas 0.9/0.95,
+/// weight decay 0.1 except biases, norms and SSM parameters, clipping at 1,
+/// linear warmup over 10 % of the steps then cosine to 1e-5), at a batch and
+/// a length of run that fit a CPU. The lm task's defaults; `fp-train
+/// --recipe lm` applies it to any task.
+TaskDefaults languageModelRecipe();
+
+/// a5 | s5 | copy | arith | parity | lm. Throws std::invalid_argument with a
+/// clear message for an unknown name or impossible options, and DataError
+/// (TokenCorpus.h) for lm data that cannot be used.
 std::unique_ptr<Task> makeTask(const std::string &name,
                                const TaskOptions &options = {});
 
-/// The names makeTask() accepts.
+/// The generated tasks, which need no data: every name makeTask() accepts
+/// but "lm".
 std::vector<std::string> taskNames();
 
 } // namespace fp::rt

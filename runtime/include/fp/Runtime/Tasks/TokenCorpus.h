@@ -28,6 +28,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace fp::rt {
 
@@ -69,6 +70,11 @@ public:
   /// Reads `path` as `options` say. Throws DataError.
   static std::shared_ptr<const TokenCorpus>
   open(const std::filesystem::path &path, const CorpusOptions &options);
+  /// Reads text files one after another into one stream, each file's
+  /// documents as open() reads them. Throws DataError.
+  static std::shared_ptr<const TokenCorpus>
+  openText(const std::vector<std::filesystem::path> &paths,
+           const CorpusOptions &options);
 
   /// Ids in the stream.
   int64_t size() const { return count; }
@@ -76,7 +82,12 @@ public:
   /// What was read, for logs: "token file (llm.c header, uint16)",
   /// "text, byte-level (3 documents)".
   const std::string &description() const { return what; }
+  /// The file read (the first, for several text files), and the name of all
+  /// of them for messages: "'a.txt'" or "'a.txt' and 2 more files".
   const std::filesystem::path &path() const { return file; }
+  const std::string &name() const { return shownName; }
+  /// Whether the ids are bytes (text read by the byte-level tokenizer).
+  bool byteLevel() const { return isText; }
 
   /// The id at `index` (0 <= index < size()).
   int64_t at(int64_t index) const;
@@ -90,9 +101,13 @@ public:
 private:
   TokenCorpus() = default;
   void readTokenFile(const CorpusOptions &options);
-  void readText(const CorpusOptions &options);
+  /// Appends the documents of `path` to `owned`; returns their count.
+  int64_t readText(const std::filesystem::path &path,
+                   const CorpusOptions &options);
 
   std::filesystem::path file;
+  std::string shownName;
+  bool isText = false;
   std::string what;
   int64_t vocab = 0, count = 0;
   int width = 2;
@@ -103,16 +118,36 @@ private:
   std::vector<uint16_t> owned;
 };
 
-/// How an LM batch is cut from a corpus: non-overlapping blocks of
+/// A range [begin, end) of a corpus's ids and what to call it in messages
+/// ("the training split of 'a.txt'").
+struct CorpusSplit {
+  std::shared_ptr<const TokenCorpus> corpus;
+  int64_t begin = 0;
+  int64_t end = 0;
+  std::string name;
+
+  /// All of `corpus`, called by its file name.
+  static CorpusSplit whole(std::shared_ptr<const TokenCorpus> corpus);
+  int64_t size() const { return end - begin; }
+};
+
+/// How an LM batch is cut from a corpus split: non-overlapping blocks of
 /// `context` + 1 ids (inputs are the first `context`, targets the last), the
-/// corpus's tail that fills no block left out.
+/// split's tail that fills no block left out.
 class BlockSampler {
 public:
-  /// Throws DataError when the corpus holds no whole block.
-  BlockSampler(std::shared_ptr<const TokenCorpus> corpus, int64_t context);
+  /// Throws DataError when the split holds no whole block.
+  BlockSampler(CorpusSplit split, int64_t context);
+  BlockSampler(std::shared_ptr<const TokenCorpus> corpus, int64_t context)
+      : BlockSampler(CorpusSplit::whole(std::move(corpus)), context) {}
 
   int64_t blocks() const { return numBlocks; }
   int64_t context() const { return contextLength; }
+  const CorpusSplit &split() const { return range; }
+
+  /// `count` blocks (at most blocks()) spread evenly over the split, in
+  /// order, as a batch of inputs and targets [rows, context].
+  std::pair<torch::Tensor, torch::Tensor> spreadBlocks(int64_t count) const;
 
   /// Block `index` (0 <= index < blocks()) as inputs and targets [context].
   std::pair<torch::Tensor, torch::Tensor> block(int64_t index) const;
@@ -125,7 +160,7 @@ public:
                      int64_t row) const;
 
 private:
-  std::shared_ptr<const TokenCorpus> corpus;
+  CorpusSplit range;
   int64_t contextLength, numBlocks;
 };
 

@@ -1,0 +1,257 @@
+//===- Language.cpp - Language modelling on token data ----------*- C++ -*-===//
+//
+// The lm task (docs/tasks.md, "lm"; docs/spec.md §7.5): next-token prediction
+// on blocks of context + 1 ids cut from a corpus (TokenCorpus.h). Training
+// visits the blocks of the training split in a shuffled order per epoch;
+// validation and evaluation read blocks spread evenly over the validation
+// split, which is a file of its own (val.bin beside train.bin, or
+// --val-data) or the held-out end of the training data.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TaskImpl.h"
+
+#include "fp/Runtime/Tasks/TokenCorpus.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+
+using namespace fp::rt;
+using namespace fp::rt::detail;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kDefaultContext = 256;
+constexpr double kDefaultValidationFraction = 0.05;
+
+[[noreturn]] void fail(const std::string &message) {
+  throw std::invalid_argument("task 'lm': " + message);
+}
+
+/// The training and validation splits the options name.
+struct LanguageData {
+  CorpusSplit train, validation;
+};
+
+CorpusOptions corpusOptions(const TaskOptions &options) {
+  CorpusOptions corpus;
+  corpus.vocabSize = options.vocabSize;
+  corpus.tokenBytes = options.tokenBytes != 0 ? int(options.tokenBytes) : 2;
+  corpus.documentSeparator = options.documentSeparator;
+  return corpus;
+}
+
+/// One token file, or text files read one after another.
+std::shared_ptr<const TokenCorpus>
+openCorpus(const std::vector<fs::path> &paths, const CorpusOptions &options) {
+  bool anyTokens = false;
+  for (const fs::path &path : paths)
+    anyTokens |= path.extension() == ".bin";
+  if (!anyTokens)
+    return TokenCorpus::openText(paths, options);
+  if (paths.size() != 1)
+    throw DataError(fmt::format(
+        "'{}': a token file is read alone; give one token file, a directory "
+        "holding train.bin and val.bin, or text files",
+        paths.front().string()));
+  return TokenCorpus::open(paths.front(), options);
+}
+
+LanguageData openData(const TaskOptions &options) {
+  if (options.dataPaths.empty())
+    fail("--data is required: a directory holding train.bin and val.bin, a "
+         "token file, or text files (comma-separated)");
+  const CorpusOptions corpus = corpusOptions(options);
+  std::vector<fs::path> paths(options.dataPaths.begin(),
+                              options.dataPaths.end());
+  std::string validationPath = options.validationPath;
+
+  // nanoGPT's layout: DIR/train.bin and DIR/val.bin.
+  std::error_code error;
+  if (paths.size() == 1 && fs::is_directory(paths.front(), error)) {
+    fs::path directory = paths.front();
+    if (!fs::exists(directory / "train.bin", error))
+      throw DataError(fmt::format("'{}': a data directory must hold train.bin "
+                                  "(and val.bin); it has no train.bin",
+                                  directory.string()));
+    paths = {directory / "train.bin"};
+    if (validationPath.empty()) {
+      if (!fs::exists(directory / "val.bin", error))
+        throw DataError(fmt::format(
+            "'{}': has train.bin but no val.bin; add it or give --val-data",
+            directory.string()));
+      validationPath = (directory / "val.bin").string();
+    }
+  }
+
+  LanguageData data;
+  std::shared_ptr<const TokenCorpus> trainCorpus = openCorpus(paths, corpus);
+  data.train = CorpusSplit::whole(trainCorpus);
+  if (!validationPath.empty()) {
+    std::shared_ptr<const TokenCorpus> validation =
+        openCorpus({validationPath}, corpus);
+    if (validation->vocabSize() != trainCorpus->vocabSize() ||
+        validation->byteLevel() != trainCorpus->byteLevel())
+      throw DataError(fmt::format("{}: is {} but the training data is {}",
+                                  validation->name(), validation->description(),
+                                  trainCorpus->description()));
+    data.validation = CorpusSplit::whole(validation);
+    data.validation.name = "the validation data " + validation->name();
+    data.train.name = "the training data " + trainCorpus->name();
+    return data;
+  }
+
+  // Hold out the end of the training data.
+  const double fraction = options.validationFraction != 0
+                              ? options.validationFraction
+                              : kDefaultValidationFraction;
+  const int64_t total = trainCorpus->size();
+  const auto held = std::min<int64_t>(
+      total, std::llround(std::ceil(fraction * double(total))));
+  data.train.end = total - held;
+  data.validation =
+      CorpusSplit{trainCorpus, total - held, total,
+                  fmt::format("the validation split of {} (its "
+                              "last {:g} %)",
+                              trainCorpus->name(), 100 * fraction)};
+  data.train.name =
+      fmt::format("the training split of {}", trainCorpus->name());
+  return data;
+}
+
+/// Throws DataError when a resumed run's data no longer has the token
+/// count it was started with.
+void requireTokenCount(const CorpusSplit &split, int64_t recorded) {
+  if (recorded != 0 && recorded != split.size())
+    throw DataError(fmt::format(
+        "{}: holds {} tokens, but the run was started on {}; the data "
+        "changed, so the run cannot continue exactly",
+        split.name, split.size(), recorded));
+}
+
+class LanguageTask final : public TaskBase {
+public:
+  LanguageTask(TaskOptions resolved, const LanguageData &data)
+      : TaskBase("lm", resolved), train(data.train, resolved.contextLength),
+        validation(data.validation, resolved.contextLength),
+        byteLevel(data.train.corpus->byteLevel()),
+        vocab(data.train.corpus->vocabSize()) {
+    std::string trainWhat = data.train.corpus->description();
+    described = fmt::format("{}: {} tokens ({} blocks of {} + 1) for "
+                            "training, {} for validation",
+                            trainWhat, data.train.size(), train.blocks(),
+                            resolved.contextLength, data.validation.size());
+  }
+
+  int64_t vocabSize() const override { return vocab; }
+  TaskDefaults defaults() const override { return languageModelRecipe(); }
+  bool isLanguageModel() const override { return true; }
+  double bytesPerToken() const override { return byteLevel ? 1.0 : 0.0; }
+  std::string dataDescription() const override { return described; }
+
+  Batch trainBatch(int64_t batchSize, uint64_t seed,
+                   int64_t step) const override {
+    checkCount(taskName, "batch size", batchSize);
+    const int64_t context = resolved.contextLength;
+    Batch batch{torch::empty({batchSize, context}, torch::kLong),
+                torch::empty({batchSize, context}, torch::kLong)};
+    forEachRow(batchSize, [&](int64_t row) {
+      auto [inputs, targets] =
+          train.block(train.trainBlock(seed, step, batchSize, row));
+      batch.inputs[row].copy_(inputs);
+      batch.targets[row].copy_(targets);
+    });
+    return batch;
+  }
+
+  Batch validationBatch(int64_t count, uint64_t seed) const override {
+    return evalBatch(resolved.contextLength, count, seed);
+  }
+
+  /// Blocks of `length` + 1 spread evenly over the validation split: the
+  /// same for every seed (the split is the held-out data).
+  Batch evalBatch(int64_t length, int64_t count,
+                  uint64_t /*seed*/) const override {
+    checkCount(taskName, "sequence count", count);
+    checkEvalLength(taskName, length, 1);
+    if (length == resolved.contextLength) {
+      auto [inputs, targets] = validation.spreadBlocks(count);
+      return {inputs, targets};
+    }
+    BlockSampler sampler(validation.split(), length);
+    auto [inputs, targets] = sampler.spreadBlocks(count);
+    return {inputs, targets};
+  }
+
+private:
+  BlockSampler train, validation;
+  bool byteLevel;
+  int64_t vocab;
+  std::string described;
+};
+
+} // namespace
+
+TaskDefaults fp::rt::languageModelRecipe() {
+  TaskDefaults d;
+  d.lr = 4e-3; // the reference's, tuned for Mamba at D = 768
+  d.weightDecay = 0.1;
+  d.beta1 = 0.9;
+  d.beta2 = 0.95;
+  d.adamEps = 1e-8;
+  d.clipNorm = 1.0;
+  d.schedule = Schedule::WarmupCosine;
+  d.steps = 2000;             // reference 4,800 at 256 sequences of 2048
+  d.warmupSteps = 200;        // 10 % of the steps
+  d.minLrRatio = 1e-5 / d.lr; // cosine down to 1e-5
+  d.batchSize = 16;           // reference 256 (16 × 4 accumulated × 4 GPUs)
+  d.decay = DecayRule::NoBiasNoNormNoSsm;
+  d.padVocabMultiple = 8;
+  d.normEps = 1e-5;
+  return d;
+}
+
+std::unique_ptr<Task>
+fp::rt::detail::makeLanguageTask(const TaskOptions &options) {
+  const int64_t context =
+      options.contextLength > 0 ? options.contextLength : kDefaultContext;
+  // A resumed run's options hold the resolved lengths, equal to the context.
+  if ((options.trainLength != 0 && options.trainLength != context) ||
+      (options.trainMinLength != 0 && options.trainMinLength != context))
+    fail("the training length is the context: give --context-len, not "
+         "--train-len or --train-min-len");
+  if (options.alphabetSize != 0)
+    fail("option alphabetSize does not apply (it is used by 'copy' only)");
+  if (options.contextLength < 0)
+    fail(fmt::format("contextLength must be positive (0: default {}), got {}",
+                     kDefaultContext, options.contextLength));
+  if (!(options.validationFraction >= 0 && options.validationFraction < 1))
+    fail(fmt::format("the validation fraction must be in (0, 1), got {}",
+                     options.validationFraction));
+  if (options.tokenBytes != 0 && options.tokenBytes != 2 &&
+      options.tokenBytes != 4)
+    fail(fmt::format("token bytes must be 2 or 4, got {}", options.tokenBytes));
+  if (options.vocabSize < 0)
+    fail(fmt::format("the vocabulary size must be positive, got {}",
+                     options.vocabSize));
+
+  LengthDefaults lengths{context, context, context, context, context, 1, 1};
+  TaskOptions given = options;
+  given.trainLength = context;
+  TaskOptions resolved = resolveLengths("lm", given, lengths);
+  resolved.contextLength = context;
+
+  LanguageData data = openData(resolved);
+  requireTokenCount(data.train, options.trainTokens);
+  requireTokenCount(data.validation, options.validationTokens);
+  resolved.trainTokens = data.train.size();
+  resolved.validationTokens = data.validation.size();
+  // The validation split must hold a block at every evaluated length (the
+  // task checks the context).
+  if (resolved.evalMaxLength > context)
+    BlockSampler(data.validation, resolved.evalMaxLength);
+  return std::make_unique<LanguageTask>(resolved, data);
+}

@@ -1,0 +1,274 @@
+//===- LanguageTaskTest.cpp - The lm task on real text and token files ---===//
+//
+// The lm task reads English text that a Debian package ships (the fortune
+// files of `fortunes`, installed by scripts/install-deps.sh) and token files
+// written here. Checks: blocks are shifted cuts of the stream; the held-out
+// validation split is the end of the data and never trained on; batches are
+// a pure function of (seed, step); a data directory's val.bin is its
+// validation set; and every bad input of the data is refused with a message
+// naming the file and the problem.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RealText.h"
+#include "TaskTestUtil.h"
+
+#include "fp/Runtime/Tasks/Task.h"
+#include "fp/Runtime/Tasks/TokenCorpus.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <unistd.h>
+
+using namespace fp::rt;
+using fp::rt::test::testSeed;
+using testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fortunes() { return fp::test::fortuneFile(); }
+
+/// A directory under the temporary directory, removed at the end.
+struct TempDir {
+  explicit TempDir(const std::string &tag)
+      : path(fs::temp_directory_path() /
+             ("fp-lm-test-" + std::to_string(::getpid()) + "-" + tag)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path file(const std::string &name, const std::string &bytes) const {
+    std::ofstream(path / name, std::ios::binary) << bytes;
+    return path / name;
+  }
+  fs::path path;
+};
+
+/// Bare little-endian uint16 ids.
+std::string uint16Ids(const std::vector<int> &ids) {
+  std::string out;
+  for (int id : ids) {
+    out.push_back(char(id & 0xff));
+    out.push_back(char((id >> 8) & 0xff));
+  }
+  return out;
+}
+
+std::vector<int> range(int count, int modulo) {
+  std::vector<int> ids;
+  for (int i = 0; i < count; ++i)
+    ids.push_back(i % modulo);
+  return ids;
+}
+
+TaskOptions textOptions(int64_t context) {
+  TaskOptions options;
+  options.dataPaths = {fortunes().string()};
+  options.documentSeparator = fp::test::kFortuneSeparator;
+  options.contextLength = context;
+  return options;
+}
+
+/// What makeTask("lm", options) throws, or "(made)".
+std::string lmError(const TaskOptions &options) {
+  try {
+    makeTask("lm", options);
+  } catch (const std::exception &error) {
+    return error.what();
+  }
+  return "(made)";
+}
+
+} // namespace
+
+TEST(LanguageTask, TextBlocksAreShiftedCutsAndTheEndIsHeldOut) {
+  const int64_t context = 64;
+  auto task = makeTask("lm", textOptions(context));
+  auto corpus = TokenCorpus::openText({fortunes()}, [] {
+    CorpusOptions options;
+    options.documentSeparator = fp::test::kFortuneSeparator;
+    return options;
+  }());
+  EXPECT_EQ(task->vocabSize(), kByteVocabSize);
+  EXPECT_TRUE(task->isLanguageModel());
+  EXPECT_EQ(task->bytesPerToken(), 1.0);
+  EXPECT_EQ(task->evalLengths(), std::vector<int64_t>{context});
+
+  // 5 % held out at the end, rounded up.
+  const TaskOptions options = task->options();
+  const int64_t total = corpus->size();
+  EXPECT_EQ(options.validationTokens, int64_t(std::ceil(0.05 * double(total))));
+  EXPECT_EQ(options.trainTokens + options.validationTokens, total);
+  EXPECT_EQ(options.trainLength, context);
+
+  // Training rows are blocks of the training split: inputs shifted by one
+  // are the targets, and each row is the corpus at a block boundary before
+  // the split.
+  const int64_t rows = 12;
+  Batch batch = task->trainBatch(rows, testSeed(), 3);
+  ASSERT_EQ(batch.inputs.sizes(), torch::IntArrayRef({rows, context}));
+  EXPECT_TRUE(batch.inputs.narrow(1, 1, context - 1)
+                  .equal(batch.targets.narrow(1, 0, context - 1)));
+  const int64_t blocks = options.trainTokens / (context + 1);
+  for (int64_t row = 0; row < rows; ++row) {
+    bool found = false;
+    for (int64_t block = 0; block < blocks && !found; ++block)
+      found = corpus->slice(block * (context + 1), context)
+                  .equal(batch.inputs[row]);
+    EXPECT_TRUE(found) << "row " << row << " is no training block";
+  }
+
+  // Validation rows are blocks of the held-out end, spread over it.
+  Batch validation = task->validationBatch(4, testSeed());
+  ASSERT_EQ(validation.inputs.size(0), 4);
+  const int64_t validationBlocks = options.validationTokens / (context + 1);
+  for (int64_t row = 0; row < 4; ++row) {
+    int64_t begin =
+        options.trainTokens + (row * validationBlocks / 4) * (context + 1);
+    EXPECT_TRUE(corpus->slice(begin, context).equal(validation.inputs[row]));
+    EXPECT_TRUE(
+        corpus->slice(begin + 1, context).equal(validation.targets[row]));
+  }
+  // Asking for more than the split holds gives all of it.
+  EXPECT_EQ(task->validationBatch(100000, testSeed()).inputs.size(0),
+            validationBlocks);
+}
+
+TEST(LanguageTask, BatchesAreAFunctionOfSeedAndStep) {
+  auto task = makeTask("lm", textOptions(32));
+  auto other = makeTask("lm", textOptions(32));
+  const uint64_t seed = testSeed();
+  Batch first = task->trainBatch(8, seed, 5);
+  task->trainBatch(8, seed, 6);
+  EXPECT_TRUE(first.inputs.equal(task->trainBatch(8, seed, 5).inputs));
+  EXPECT_TRUE(first.inputs.equal(other->trainBatch(8, seed, 5).inputs));
+  EXPECT_FALSE(first.inputs.equal(task->trainBatch(8, seed, 4).inputs));
+  EXPECT_FALSE(first.inputs.equal(task->trainBatch(8, seed + 1, 5).inputs));
+  // A resumed run rebuilds the task from the options in effect.
+  auto resumed = makeTask("lm", task->options());
+  EXPECT_TRUE(first.inputs.equal(resumed->trainBatch(8, seed, 5).inputs));
+  // Evaluation reads the validation split whatever the seed.
+  EXPECT_TRUE(task->evalBatch(32, 6, seed)
+                  .inputs.equal(task->evalBatch(32, 6, seed + 1).inputs));
+}
+
+TEST(LanguageTask, LongerEvaluationLengthsReadLongerBlocks) {
+  TaskOptions options = textOptions(32);
+  options.evalMaxLength = 96;
+  auto task = makeTask("lm", options);
+  EXPECT_EQ(task->evalLengths(), (std::vector<int64_t>{32, 64, 96}));
+  Batch batch = task->evalBatch(96, 3, testSeed());
+  EXPECT_EQ(batch.inputs.sizes(), torch::IntArrayRef({3, 96}));
+  EXPECT_TRUE(
+      batch.inputs.narrow(1, 1, 95).equal(batch.targets.narrow(1, 0, 95)));
+}
+
+TEST(LanguageTask, DataDirectoryUsesValBin) {
+  TempDir dir("nanogpt");
+  dir.file("train.bin", uint16Ids(range(1000, 300)));
+  dir.file("val.bin", uint16Ids(range(100, 7)));
+  TaskOptions options;
+  options.dataPaths = {dir.path.string()};
+  options.vocabSize = 300;
+  options.contextLength = 9;
+  auto task = makeTask("lm", options);
+  EXPECT_EQ(task->vocabSize(), 300);
+  EXPECT_EQ(task->bytesPerToken(), 0.0); // unknown for token files
+  EXPECT_EQ(task->options().trainTokens, 1000);
+  EXPECT_EQ(task->options().validationTokens, 100);
+  Batch validation = task->validationBatch(1000, testSeed());
+  ASSERT_EQ(validation.inputs.size(0), 10); // 100 ids: ten blocks of 10
+  EXPECT_EQ(validation.inputs.max().item<int64_t>(), 6);
+  EXPECT_EQ(task->trainBatch(4, 0, 0).inputs.size(1), 9);
+}
+
+TEST(LanguageTask, BadDataIsRefusedNamingTheFileAndTheProblem) {
+  TempDir dir("bad");
+  auto expectError = [](const TaskOptions &options,
+                        std::vector<std::string> parts) {
+    std::string message = lmError(options);
+    for (const std::string &part : parts)
+      EXPECT_THAT(message, HasSubstr(part));
+  };
+  TaskOptions base;
+  base.vocabSize = 50;
+  base.contextLength = 4;
+
+  // No data at all.
+  expectError(TaskOptions(), {"--data is required"});
+  // A missing file.
+  TaskOptions missing = base;
+  missing.dataPaths = {(dir.path / "absent.bin").string()};
+  expectError(missing, {"absent.bin'", "no such file"});
+  // A size that is not a whole number of tokens.
+  TaskOptions odd = base;
+  odd.dataPaths = {dir.file("odd.bin", std::string(41, '\1')).string()};
+  expectError(odd, {"odd.bin'", "41 bytes is not a whole number of 2-byte"});
+  // A token id at or above the vocabulary.
+  TaskOptions high = base;
+  high.dataPaths = {dir.file("high.bin", uint16Ids({1, 2, 77, 3})).string()};
+  expectError(high, {"high.bin'", "token 77 (at index 2) is not below the "
+                                  "vocabulary size 50"});
+  // A token file without its vocabulary size.
+  TaskOptions noVocab = base;
+  noVocab.vocabSize = 0;
+  noVocab.dataPaths = {dir.file("ok.bin", uint16Ids(range(200, 50))).string()};
+  expectError(noVocab, {"ok.bin'", "needs its vocabulary size"});
+  // An empty validation split: 200 ids, 1 % held out is 2 ids.
+  TaskOptions tiny = base;
+  tiny.dataPaths = noVocab.dataPaths;
+  tiny.validationFraction = 0.01;
+  expectError(tiny, {"the validation split of '", "ok.bin'",
+                     "2 tokens hold no block of context 4 + 1"});
+  // An empty validation file.
+  TaskOptions emptyValidation = base;
+  emptyValidation.dataPaths = noVocab.dataPaths;
+  emptyValidation.validationPath = dir.file("empty.bin", "").string();
+  expectError(emptyValidation, {"empty.bin'", "holds no tokens"});
+  // A context longer than the data.
+  TaskOptions longContext = base;
+  longContext.dataPaths = noVocab.dataPaths;
+  longContext.contextLength = 500;
+  expectError(longContext, {"the training split of '", "ok.bin'",
+                            "190 tokens hold no block of context 500 + 1"});
+  // A data directory without val.bin.
+  TempDir lonely("lonely");
+  lonely.file("train.bin", uint16Ids(range(100, 50)));
+  TaskOptions directory = base;
+  directory.dataPaths = {lonely.path.string()};
+  expectError(directory, {lonely.path.string(), "no val.bin"});
+  // Token files are read alone.
+  TaskOptions two = base;
+  two.dataPaths = {noVocab.dataPaths[0], noVocab.dataPaths[0]};
+  expectError(two, {"a token file is read alone"});
+  // A text file of separators only.
+  TaskOptions separators;
+  separators.dataPaths = {dir.file("seps.txt", "%\n%\n").string()};
+  separators.documentSeparator = "%";
+  expectError(separators, {"seps.txt'", "holds no text"});
+  // Data that changed since the run began.
+  TaskOptions changed = base;
+  changed.dataPaths = noVocab.dataPaths;
+  changed.trainTokens = 123;
+  expectError(changed, {"ok.bin'", "holds 190 tokens, but the run was "
+                                   "started on 123; the data changed"});
+}
+
+TEST(LanguageTask, OptionsOfOtherTasksAreRefused) {
+  TaskOptions length = textOptions(16);
+  length.trainLength = 20;
+  EXPECT_THAT(lmError(length), HasSubstr("give --context-len"));
+  TaskOptions data;
+  data.dataPaths = {fortunes().string()};
+  try {
+    makeTask("a5", data);
+    ADD_FAILURE() << "a5 accepted --data";
+  } catch (const std::invalid_argument &error) {
+    EXPECT_THAT(error.what(), HasSubstr("dataPaths does not apply"));
+  }
+}
