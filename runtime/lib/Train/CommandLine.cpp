@@ -80,7 +80,9 @@ const std::vector<FlagInfo> &trainFlags() {
       {"heads", "N", "4", "attention heads (transformer)", "Model"},
       {"n-backwards", "N", "1",
        "differentiable map applications after the solve", "Model"},
-      {"dtype", "f32|f64", "f32", "parameter and activation precision",
+      {"dtype", "f32|f64|bf16", "f32",
+       "parameter and activation precision; bf16 computes in bf16 under "
+       "autocast with f32 weights and optimiser (spec 1.9)",
        "Model"},
       // Fixed-point solver.
       {"max-iter", "N", "100", "iteration cap while training",
@@ -98,7 +100,7 @@ const std::vector<FlagInfo> &trainFlags() {
        "scale k/16 + 1)), k the training length (spec 3.5)",
        "Fixed-point solver"},
       // Task and evaluation.
-      {"task", "NAME", "required", "a5, s5, copy, arith or parity",
+      {"task", "NAME", "required", "a5, s5, copy, arith, parity or lm",
        "Task and evaluation"},
       {"train-len", "N", "task's",
        "longest training length (docs/tasks.md says what a length counts)",
@@ -117,9 +119,33 @@ const std::vector<FlagInfo> &trainFlags() {
       {"eval-batch", "N", "--batch",
        "sequences per forward pass in evaluation (bounds memory)",
        "Task and evaluation"},
-      {"context-len", "N", "task's", "copy: tokens per training row",
+      {"context-len", "N", "task's",
+       "copy: tokens per training row; lm: the context, tokens per sequence",
        "Task and evaluation"},
       {"alphabet", "N", "task's", "copy: number of letters",
+       "Task and evaluation"},
+      {"data", "PATH[,PATH...]", "required for lm",
+       "lm: a directory holding train.bin and val.bin, a token file (.bin), "
+       "or text files read one after another by the byte-level tokenizer",
+       "Task and evaluation"},
+      {"val-data", "PATH", "none",
+       "lm: the validation data (a token file or a text file); default: "
+       "val.bin of a data directory, else the held-out end of --data",
+       "Task and evaluation"},
+      {"val-fraction", "X", "0.05",
+       "lm: fraction of --data held out for validation when there is no "
+       "validation file",
+       "Task and evaluation"},
+      {"vocab-size", "N", "none",
+       "lm: vocabulary of token files; every id must be below it",
+       "Task and evaluation"},
+      {"token-bytes", "N", "2",
+       "lm: bytes per id of bare token files, 2 or 4 (llm.c headers say "
+       "their own)",
+       "Task and evaluation"},
+      {"doc-sep", "TEXT", "none (a file is one document)",
+       "lm: a text line equal to TEXT ends a document (\"%\" in fortune "
+       "files)",
        "Task and evaluation"},
       // Optimisation.
       {"lr", "X", "task's", "peak learning rate of AdamW", "Optimisation"},
@@ -142,7 +168,16 @@ const std::vector<FlagInfo> &trainFlags() {
        "final learning rate of cosine and linear decay, as a fraction of "
        "--lr",
        "Optimisation"},
+      {"recipe", "NAME", "task's",
+       "task: the task's recipe; lm: the language-model recipe of spec 7.5 "
+       "(AdamW 0.9/0.95, weight decay 0.1, warmup 10 % then cosine to "
+       "1e-5, clipping at 1) for any task",
+       "Optimisation"},
       {"batch", "N", "task's", "sequences per training step", "Optimisation"},
+      {"grad-accum", "K", "1",
+       "run each step's batch as K micro-batches of --batch / K sequences, "
+       "adding their gradients (bounds memory)",
+       "Optimisation"},
       {"steps", "N", "task's", "optimiser steps of the run", "Optimisation"},
       {"epochs", "E", "none",
        "train E * --steps-per-epoch steps instead of --steps (data is "
@@ -336,11 +371,10 @@ std::string trainHelpText() {
     for (size_t i = 0; i < lines.size(); ++i)
       text += (i ? std::string(column, ' ') : "") + lines[i] + "\n";
   }
-  text +=
-      "\nExit status: 0 done, 1 error while running (a loss that stayed\n"
-      "non-finite included), 2 bad command line or configuration (a run too\n"
-      "large for the memory here included), 130 interrupted (a checkpoint\n"
-      "was written; continue with --resume DIR).\n";
+  text += "\nExit status: 0 done, 1 error while running (a loss that stayed\n"
+          "non-finite included), 2 bad command line, configuration or data (a\n"
+          "run too large for the memory here included), 130 interrupted (a\n"
+          "checkpoint was written; continue with --resume DIR).\n";
   return text;
 }
 
@@ -394,6 +428,10 @@ std::string oneOf(const std::string &flag, const std::string &text,
   usage(fmt::format("--{}: unknown value '{}'; expected {}", flag, text, list));
 }
 
+std::string absolutePath(const std::string &path) {
+  return fs::absolute(path).lexically_normal().string();
+}
+
 /// Whether a --model value names a compiled model library.
 bool isLibraryPath(const std::string &source) {
   return source.size() > 3 && source.compare(source.size() - 3, 3, ".so") == 0;
@@ -439,9 +477,8 @@ void applyFlag(TrainConfig &config, const std::string &name,
   // Model.
   if (name == "model") {
     model.kind = modelKind(value);
-    config.modelSource = model.kind == "compiled"
-                             ? fs::absolute(value).lexically_normal().string()
-                             : "reference:" + model.kind;
+    config.modelSource = model.kind == "compiled" ? absolutePath(value)
+                                                  : "reference:" + model.kind;
   } else if (name == "d-model") {
     model.dModel = integer();
   } else if (name == "layers") {
@@ -478,10 +515,12 @@ void applyFlag(TrainConfig &config, const std::string &name,
   } else if (name == "n-backwards") {
     model.nBackwards = integer();
   } else if (name == "dtype") {
-    auto dtype = parseDtype(value);
+    config.autocastBf16 = value == "bf16";
+    auto dtype = config.autocastBf16 ? std::optional(torch::kFloat32)
+                                     : parseDtype(value);
     if (!dtype)
-      usage(fmt::format("--dtype: unknown value '{}'; expected f32 or f64",
-                        value));
+      usage(fmt::format(
+          "--dtype: unknown value '{}'; expected f32, f64 or bf16", value));
     model.dtype = *dtype;
   }
   // Fixed-point solver.
@@ -517,6 +556,29 @@ void applyFlag(TrainConfig &config, const std::string &name,
     task.contextLength = integer();
   } else if (name == "alphabet") {
     task.alphabetSize = integer();
+  } else if (name == "data") {
+    task.dataPaths.clear();
+    size_t start = 0;
+    while (start <= value.size()) {
+      size_t comma = std::min(value.find(',', start), value.size());
+      std::string path = value.substr(start, comma - start);
+      if (path.empty())
+        usage(fmt::format("--data '{}': an empty path", value));
+      task.dataPaths.push_back(absolutePath(path));
+      start = comma + 1;
+    }
+  } else if (name == "val-data") {
+    if (value.empty())
+      usage("--val-data: an empty path");
+    task.validationPath = absolutePath(value);
+  } else if (name == "val-fraction") {
+    task.validationFraction = number();
+  } else if (name == "vocab-size") {
+    task.vocabSize = integer();
+  } else if (name == "token-bytes") {
+    task.tokenBytes = integer();
+  } else if (name == "doc-sep") {
+    task.documentSeparator = value;
   }
   // Optimisation.
   else if (name == "lr") {
@@ -551,6 +613,8 @@ void applyFlag(TrainConfig &config, const std::string &name,
     optimizer.minLrRatio = number();
   } else if (name == "batch") {
     config.batchSize = integer();
+  } else if (name == "grad-accum") {
+    config.gradAccum = integer();
   } else if (name == "steps") {
     config.steps = integer();
   }
@@ -575,7 +639,17 @@ void applyFlag(TrainConfig &config, const std::string &name,
 /// Flags that are not part of the configuration.
 bool isRunFlag(const std::string &name) {
   return name == "out" || name == "resume" || name == "progress" ||
-         name == "epochs" || name == "steps-per-epoch";
+         name == "epochs" || name == "steps-per-epoch" || name == "recipe";
+}
+
+/// The flags of TaskOptions.
+bool isTaskFlag(const std::string &name) {
+  static const char *const flags[] = {
+      "train-len", "train-min-len", "eval-min-len", "eval-max-len",
+      "eval-step", "context-len",   "alphabet",     "data",
+      "val-data",  "val-fraction",  "vocab-size",   "token-bytes",
+      "doc-sep"};
+  return std::find(std::begin(flags), std::end(flags), name) != std::end(flags);
 }
 
 } // namespace
@@ -583,7 +657,7 @@ bool isRunFlag(const std::string &name) {
 std::string taskNameFromFlags(const CommandLine &commandLine) {
   auto task = commandLine.value("task");
   if (!task || task->empty())
-    usage("--task is required (a5, s5, copy, arith or parity)");
+    usage("--task is required (a5, s5, copy, arith, parity or lm)");
   return *task;
 }
 
@@ -591,9 +665,7 @@ TaskOptions taskOptionsFromFlags(const CommandLine &commandLine) {
   TrainConfig config;
   config.taskOptions = TaskOptions{};
   for (const auto &[name, value] : commandLine.flags())
-    if (name == "train-len" || name == "train-min-len" ||
-        name == "eval-min-len" || name == "eval-max-len" ||
-        name == "eval-step" || name == "context-len" || name == "alphabet")
+    if (isTaskFlag(name))
       applyFlag(config, name, value);
   return config.taskOptions;
 }
@@ -615,7 +687,22 @@ ProgressMode progressModeFromFlags(const CommandLine &commandLine) {
 //===----------------------------------------------------------------------===//
 
 TrainConfig makeTrainConfig(const CommandLine &commandLine,
-                            const TaskDefaults &defaults, int64_t vocabSize) {
+                            const TaskDefaults &taskDefaults,
+                            int64_t vocabSize) {
+  TaskDefaults defaults = taskDefaults;
+  if (auto recipe = commandLine.value("recipe")) {
+    static const char *const recipes[] = {"task", "lm"};
+    if (oneOf("recipe", *recipe, recipes) == "lm") {
+      // The task's own batch, steps and vocabulary padding stay.
+      TaskDefaults lm = languageModelRecipe();
+      lm.batchSize = taskDefaults.batchSize;
+      lm.steps = taskDefaults.steps;
+      lm.warmupSteps = lm.steps / 10;
+      lm.padVocabMultiple = taskDefaults.padVocabMultiple;
+      lm.normEps = taskDefaults.normEps;
+      defaults = lm;
+    }
+  }
   TrainConfig config;
   config.task = taskNameFromFlags(commandLine);
   if (!commandLine.has("out"))
@@ -707,6 +794,9 @@ TrainConfig resumeTrainConfig(const CommandLine &commandLine,
       applyFlag(config, name, value);
       continue;
     }
+    if (name == "recipe")
+      usage("--recipe cannot be used with --resume; the run keeps the "
+            "recipe it was started with");
     if (name == "epochs" || name == "steps-per-epoch")
       usage(fmt::format("--{} cannot be used with --resume; give the new "
                         "total number of steps with --steps",
@@ -798,6 +888,14 @@ void validateTrainConfig(const TrainConfig &config) {
                       solver.trainQuantile));
 
   atLeast("batch", config.batchSize, 1);
+  atLeast("grad-accum", config.gradAccum, 1);
+  if (config.batchSize % config.gradAccum != 0)
+    usage(fmt::format("--batch {} is not a multiple of --grad-accum {}; each "
+                      "micro-batch must have the same number of sequences",
+                      config.batchSize, config.gradAccum));
+  if (config.autocastBf16 && model.dtype != torch::kFloat32)
+    usage("--dtype bf16 keeps f32 weights; the configuration has another "
+          "weight dtype");
   atLeast("steps", config.steps, 1);
   const TaskOptions &task = config.taskOptions;
   atLeast("train-len", task.trainLength, 0);

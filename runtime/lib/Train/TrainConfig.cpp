@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #ifndef FP_VERSION
 #define FP_VERSION "unknown"
@@ -126,6 +128,7 @@ nlohmann::ordered_json toJson(const TrainConfig &config) {
       {"n_backwards", model.nBackwards},
       {"heads", model.nHeads},
       {"dtype", dtypeName(model.dtype)},
+      {"autocast", config.autocastBf16 ? "bf16" : "none"},
       {"solver",
        {{"tolerance", solver.tolerance},
         {"train_quantile", solver.trainQuantile},
@@ -148,6 +151,17 @@ nlohmann::ordered_json toJson(const TrainConfig &config) {
       {"eval_count", config.evalCount},
       {"eval_batch", config.evalBatch},
   };
+  if (config.task == "lm" || !task.dataPaths.empty()) {
+    nlohmann::ordered_json &data = json["task"];
+    data["data"] = task.dataPaths;
+    data["val_data"] = task.validationPath;
+    data["val_fraction"] = task.validationFraction;
+    data["token_vocab"] = task.vocabSize;
+    data["token_bytes"] = task.tokenBytes;
+    data["doc_sep"] = task.documentSeparator;
+    data["train_tokens"] = task.trainTokens;
+    data["val_tokens"] = task.validationTokens;
+  }
   json["optimizer"] = {
       {"name", "adamw"},
       {"lr", optimizer.lr},
@@ -163,6 +177,7 @@ nlohmann::ordered_json toJson(const TrainConfig &config) {
   };
   json["training"] = {
       {"batch_size", config.batchSize},
+      {"grad_accum", config.gradAccum},
       {"steps", config.steps},
       {"seed", config.seed},
       {"gamma_cap", config.gammaCap},
@@ -209,6 +224,11 @@ public:
       ok = value.is_boolean();
     else if constexpr (std::is_same_v<T, std::string>)
       ok = value.is_string();
+    else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+      ok = value.is_array() && std::all_of(value.begin(), value.end(),
+                                           [](const nlohmann::json &item) {
+                                             return item.is_string();
+                                           });
     else if constexpr (std::is_floating_point_v<T>)
       ok = value.is_number();
     else if constexpr (std::is_unsigned_v<T>)
@@ -261,6 +281,11 @@ TrainConfig trainConfigFromJson(const nlohmann::json &json) {
   else
     throw std::runtime_error(
         fmt::format("field 'model.dtype' is '{}', expected f32 or f64", dtype));
+  std::string autocast = model.get<std::string>("autocast", "none");
+  if (autocast != "none" && autocast != "bf16")
+    throw std::runtime_error(fmt::format(
+        "field 'model.autocast' is '{}', expected none or bf16", autocast));
+  config.autocastBf16 = autocast == "bf16";
 
   SectionReader solver(json.at("model"), "solver", "model.solver");
   SolverConfig &s = m.solver;
@@ -285,6 +310,14 @@ TrainConfig trainConfigFromJson(const nlohmann::json &json) {
   t.alphabetSize = task.get<int64_t>("alphabet_size");
   config.evalCount = task.get<int64_t>("eval_count");
   config.evalBatch = task.get<int64_t>("eval_batch");
+  t.dataPaths = task.get<std::vector<std::string>>("data", {});
+  t.validationPath = task.get<std::string>("val_data", "");
+  t.validationFraction = task.get<double>("val_fraction", 0.0);
+  t.vocabSize = task.get<int64_t>("token_vocab", 0);
+  t.tokenBytes = task.get<int64_t>("token_bytes", 0);
+  t.documentSeparator = task.get<std::string>("doc_sep", "");
+  t.trainTokens = task.get<int64_t>("train_tokens", 0);
+  t.validationTokens = task.get<int64_t>("val_tokens", 0);
 
   SectionReader optimizer(json, "optimizer");
   OptimizerConfig &o = config.optimizer;
@@ -313,6 +346,7 @@ TrainConfig trainConfigFromJson(const nlohmann::json &json) {
 
   SectionReader training(json, "training");
   config.batchSize = training.get<int64_t>("batch_size");
+  config.gradAccum = training.get<int64_t>("grad_accum", 1);
   config.steps = training.get<int64_t>("steps");
   config.seed = training.get<uint64_t>("seed");
   config.gammaCap = training.get<bool>("gamma_cap");

@@ -11,6 +11,7 @@
 
 #include "fp/Runtime/Train/Trainer.h"
 
+#include "fp/Runtime/Reference/Autocast.h"
 #include "fp/Runtime/Train/Interrupt.h"
 #include "fp/Runtime/Train/Optimizer.h"
 
@@ -56,6 +57,34 @@ std::string nonFiniteNote(const LengthScores &scores) {
     return "";
   return fmt::format("; the fixed point of {} of {} sequences is not finite",
                      scores.nonFinite, scores.scores.sequences);
+}
+
+/// Perplexity and bits per byte of a language-model task's scores (the
+/// latter null when the task's bytes per token are unknown).
+void addLanguageMetrics(nlohmann::ordered_json &record, const Task &task,
+                        const Scores &scores) {
+  if (!task.isLanguageModel())
+    return;
+  record["perplexity"] = number(std::exp(scores.loss));
+  const double bytes = task.bytesPerToken();
+  record["bits_per_byte"] = bytes > 0
+                                ? number(scores.loss / std::log(2.0) / bytes)
+                                : nlohmann::ordered_json();
+}
+
+/// One line's worth of scores: accuracies, or for language modelling the
+/// loss, perplexity and bits per byte.
+std::string scoreSummary(const Task &task, const Scores &scores) {
+  if (!task.isLanguageModel())
+    return fmt::format(
+        "loss {:.4f}, token accuracy {:.4f}, sequence accuracy {:.4f}",
+        scores.loss, scores.tokenAccuracy, scores.sequenceAccuracy);
+  std::string line = fmt::format("loss {:.4f}, perplexity {:.3f}", scores.loss,
+                                 std::exp(scores.loss));
+  if (task.bytesPerToken() > 0)
+    line += fmt::format(", {:.4f} bits per byte",
+                        scores.loss / std::log(2.0) / task.bytesPerToken());
+  return line;
 }
 
 /// The configuration JSON without the fields a resume may change.
@@ -198,6 +227,12 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<SequenceModel> model,
     throw std::invalid_argument(
         "--gamma-cap needs the training length, which the task does not "
         "report; pass --train-len");
+  if (trainConfig.gradAccum < 1 ||
+      trainConfig.batchSize % trainConfig.gradAccum != 0)
+    throw std::invalid_argument(fmt::format(
+        "--batch {} is not a multiple of --grad-accum {}; each micro-batch "
+        "must have the same number of sequences",
+        trainConfig.batchSize, trainConfig.gradAccum));
   if (trainConfig.threads > 0)
     torch::set_num_threads(static_cast<int>(trainConfig.threads));
 
@@ -259,6 +294,13 @@ RunOutcome Trainer::resume() {
   return train();
 }
 
+torch::Tensor Trainer::forward(const torch::Tensor &inputs) {
+  if (!trainConfig.autocastBf16)
+    return seqModel->forward(inputs.to(device));
+  ref::AutocastGuard autocast(device.type(), torch::kBFloat16);
+  return seqModel->forward(inputs.to(device));
+}
+
 int64_t Trainer::drawIterationCap() {
   // docs/spec.md §3.5: ceil(Gamma(shape 4, scale k/16 + 1)), k = training
   // length. A fresh distribution per draw keeps the engine the whole RNG state.
@@ -296,11 +338,9 @@ RunOutcome Trainer::train() {
     LengthScores scores = validate();
     validationPending = false;
     logValidation(scores);
-    progress->note(fmt::format(
-        "validation at step {}: loss {:.4f}, token accuracy {:.4f}, "
-        "sequence accuracy {:.4f}{}",
-        currentStep, scores.scores.loss, scores.scores.tokenAccuracy,
-        scores.scores.sequenceAccuracy, nonFiniteNote(scores)));
+    progress->note(fmt::format("validation at step {}: {}{}", currentStep,
+                               scoreSummary(*task, scores.scores),
+                               nonFiniteNote(scores)));
   };
 
   std::vector<torch::Tensor> parameters = seqModel->parameters();
@@ -330,11 +370,36 @@ RunOutcome Trainer::train() {
     // LibTorch): a parameter outside this step's graph gets no update.
     for (torch::Tensor &parameter : parameters)
       parameter.mutable_grad() = torch::Tensor();
-    torch::Tensor logits = seqModel->forward(batch.inputs.to(device));
-    torch::Tensor loss = task->loss(logits, batch);
-    loss.backward();
+    // The batch's loss is the mean over all its supervised positions: each
+    // micro-batch's mean is weighted by its share of them, so that the
+    // gradients add up to the whole batch's.
+    const int64_t parts = trainConfig.gradAccum;
+    const int64_t rows = trainConfig.batchSize / parts;
+    const double supervised =
+        double(batch.targets.ne(kIgnoreIndex).sum().item<int64_t>());
+    double lossValue = 0, itersSum = 0;
+    int64_t itersMax = 0, nonFinite = 0;
+    for (int64_t part = 0; part < parts; ++part) {
+      Batch micro = parts == 1
+                        ? batch
+                        : Batch{batch.inputs.narrow(0, part * rows, rows),
+                                batch.targets.narrow(0, part * rows, rows)};
+      torch::Tensor logits = forward(micro.inputs);
+      torch::Tensor loss = task->loss(logits, micro);
+      if (parts > 1) {
+        const double share =
+            double(micro.targets.ne(kIgnoreIndex).sum().item<int64_t>()) /
+            std::max(supervised, 1.0);
+        loss = loss * share;
+      }
+      loss.backward();
+      lossValue += loss.item<double>();
+      const ForwardStats &stats = seqModel->lastStats();
+      itersSum += stats.meanIterations();
+      itersMax = std::max(itersMax, stats.maxIterations());
+      nonFinite += stats.nonFiniteSamples();
+    }
     double gradNorm = clipGradients(parameters, trainConfig.optimizer.clipNorm);
-    double lossValue = loss.item<double>();
     // A non-finite loss or gradient makes no update (the parameters and the
     // AdamW moments stay finite); too many in a row stop the run.
     const bool finiteStep = std::isfinite(lossValue) && std::isfinite(gradNorm);
@@ -352,13 +417,12 @@ RunOutcome Trainer::train() {
           nonFiniteRun, trainConfig.nonFiniteLimit));
     }
 
-    const ForwardStats &stats = seqModel->lastStats();
     window.steps += 1;
     window.lossSum += lossValue;
     window.gradNormSum += gradNorm;
-    window.itersSum += stats.meanIterations();
-    window.itersMax = std::max(window.itersMax, stats.maxIterations());
-    window.nonFinite += stats.nonFiniteSamples();
+    window.itersSum += itersSum / double(parts);
+    window.itersMax = std::max(window.itersMax, itersMax);
+    window.nonFinite += nonFinite;
     window.tokens += batch.inputs.numel();
     window.seconds += std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - stepStart)
@@ -427,10 +491,8 @@ RunOutcome Trainer::train() {
   }
   writeEvaluation(results);
   for (const LengthScores &result : results) {
-    std::string line = fmt::format(
-        "eval length {}: sequence accuracy {:.4f}, token accuracy {:.4f}",
-        result.length, result.scores.sequenceAccuracy,
-        result.scores.tokenAccuracy);
+    std::string line = fmt::format("eval length {}: {}", result.length,
+                                   scoreSummary(*task, result.scores));
     if (result.itersMax > 0)
       line += fmt::format(", fp iterations {:.1f} (max {})", result.itersMean,
                           result.itersMax);
@@ -475,18 +537,26 @@ void Trainer::logTrainingStep(double lr, int64_t cap) {
 }
 
 void Trainer::logValidation(const LengthScores &scores) {
-  appendMetrics({
+  nlohmann::ordered_json record = {
       {"step", currentStep},
       {"kind", "val"},
       {"loss", number(scores.scores.loss)},
       {"token_accuracy", number(scores.scores.tokenAccuracy)},
       {"sequence_accuracy", number(scores.scores.sequenceAccuracy)},
       {"extra", number(scores.scores.extra)},
-      {"fp_iters_mean", number(scores.itersMean)},
-      {"fp_iters_max", scores.itersMax},
-      {"fp_nonfinite", scores.nonFinite},
-      {"elapsed_s", elapsedSeconds()},
-  });
+  };
+  addLanguageMetrics(record, *task, scores.scores);
+  if (task->isLanguageModel())
+    record["tokens_seen"] = trainedTokens();
+  record["fp_iters_mean"] = number(scores.itersMean);
+  record["fp_iters_max"] = scores.itersMax;
+  record["fp_nonfinite"] = scores.nonFinite;
+  record["elapsed_s"] = elapsedSeconds();
+  appendMetrics(record);
+}
+
+int64_t Trainer::trainedTokens() const {
+  return currentStep * trainConfig.batchSize * task->options().trainLength;
 }
 
 //===----------------------------------------------------------------------===//
@@ -512,7 +582,7 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
     int64_t count = std::min(chunkRows, rows - first);
     Batch chunk{batch.inputs.narrow(0, first, count),
                 batch.targets.narrow(0, first, count)};
-    torch::Tensor logits = seqModel->forward(chunk.inputs.to(device));
+    torch::Tensor logits = forward(chunk.inputs);
     Scores scores = task->score(logits, chunk);
     lossSum += scores.loss * scores.tokens;
     tokenHits += scores.tokenAccuracy * scores.tokens;
@@ -547,8 +617,8 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
 
 LengthScores Trainer::validate() {
   if (!validationBatch)
-    validationBatch = task->trainBatch(
-        trainConfig.evalCount, validationSeed(trainConfig.seed), /*step=*/0);
+    validationBatch = task->validationBatch(trainConfig.evalCount,
+                                            validationSeed(trainConfig.seed));
   return scoreInChunks(*validationBatch, task->options().trainLength);
 }
 
@@ -563,19 +633,22 @@ std::vector<LengthScores> Trainer::evaluate() {
 
 void Trainer::writeEvaluation(const std::vector<LengthScores> &results) {
   nlohmann::ordered_json lengths = nlohmann::ordered_json::array();
-  for (const LengthScores &result : results)
-    lengths.push_back({
+  for (const LengthScores &result : results) {
+    nlohmann::ordered_json entry = {
         {"length", result.length},
         {"sequence_accuracy", number(result.scores.sequenceAccuracy)},
         {"token_accuracy", number(result.scores.tokenAccuracy)},
         {"loss", number(result.scores.loss)},
         {"extra", number(result.scores.extra)},
-        {"fp_iters_mean", number(result.itersMean)},
-        {"fp_iters_max", result.itersMax},
-        {"fp_nonfinite", result.nonFinite},
-        {"sequences", result.scores.sequences},
-        {"tokens", result.scores.tokens},
-    });
+    };
+    addLanguageMetrics(entry, *task, result.scores);
+    entry["fp_iters_mean"] = number(result.itersMean);
+    entry["fp_iters_max"] = result.itersMax;
+    entry["fp_nonfinite"] = result.nonFinite;
+    entry["sequences"] = result.scores.sequences;
+    entry["tokens"] = result.scores.tokens;
+    lengths.push_back(entry);
+  }
   nlohmann::ordered_json json = {
       {"task", trainConfig.task},
       {"model", trainConfig.modelSource},
@@ -584,6 +657,8 @@ void Trainer::writeEvaluation(const std::vector<LengthScores> &results) {
       {"eval_count", trainConfig.evalCount},
       {"lengths", lengths},
   };
+  if (task->isLanguageModel())
+    json["tokens_seen"] = trainedTokens();
   writeFileAtomically(file(RunFiles::eval), json.dump(2) + "\n");
 }
 

@@ -135,7 +135,8 @@ TEST(CommandLineTest, BadValuesNameTheFlag) {
       {{"--steps", "0"}, "--steps must be at least 1, got 0"},
       {{"--warmup", "50", "--steps", "50"},
        "--warmup 50 must be below --steps 50"},
-      {{"--dtype", "f16"}, "--dtype: unknown value 'f16'; expected f32 or f64"},
+      {{"--dtype", "f16"},
+       "--dtype: unknown value 'f16'; expected f32, f64 or bf16"},
       {{"--mixer", "fancy"},
        "--mixer: unknown value 'fancy'; expected "
        "householder, dplr, kronecker, monarch or "

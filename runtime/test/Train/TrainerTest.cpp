@@ -13,6 +13,8 @@
 
 #include "fp/Runtime/Train/Trainer.h"
 
+#include "RealText.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -636,6 +638,124 @@ TEST(TrainerTest, MetricsAndEvaluationHaveTheDocumentedFields) {
   EXPECT_EQ(eval["step"], 8);
   EXPECT_EQ(eval["train_length"], 6);
   EXPECT_EQ(eval["lengths"][0]["fp_iters_mean"], 4.0);
+}
+
+/// The parameters of `model`, in order, as one f64 vector.
+torch::Tensor flatParameters(SequenceModel &model) {
+  std::vector<torch::Tensor> flat;
+  for (const torch::Tensor &parameter : model.parameters())
+    flat.push_back(parameter.detach().to(torch::kFloat64).flatten());
+  return torch::cat(flat);
+}
+
+TEST(TrainerTest, GradientAccumulationAddsUpToTheWholeBatch) {
+  // Copy rows supervise different numbers of positions, so each
+  // micro-batch's loss must be weighted by its share of them. f64: the
+  // parts differ from the whole only in the order of the additions.
+  std::shared_ptr<const Task> copy = makeTask("copy");
+  TrainConfig config = smallConfig("lstm");
+  config.task = "copy";
+  config.model.vocabSize = copy->vocabSize();
+  config.model.dtype = torch::kFloat64;
+  config.steps = 6;
+  config.evalEvery = 0;
+  config.checkpointEvery = 0;
+  torch::Tensor whole;
+  std::vector<nlohmann::json> wholeMetrics;
+  for (int64_t parts : {1, 2, 4}) {
+    SCOPED_TRACE(fmt::format("{} micro-batches", parts));
+    RunDir dir(fmt::format("accum{}", parts));
+    config.gradAccum = parts;
+    auto model = buildModel(config, 3);
+    Trainer trainer(config, model, copy, dir.path, quiet());
+    ASSERT_EQ(trainer.start(), RunOutcome::Finished);
+    torch::Tensor parameters = flatParameters(*model);
+    std::vector<nlohmann::json> metrics = readMetrics(dir.path);
+    if (parts == 1) {
+      whole = parameters;
+      wholeMetrics = metrics;
+      continue;
+    }
+    EXPECT_LE((parameters - whole).abs().max().item<double>(),
+              1e-10 * whole.abs().max().item<double>());
+    ASSERT_EQ(metrics.size(), wholeMetrics.size());
+    for (size_t i = 0; i < metrics.size(); ++i) {
+      if (metrics[i]["kind"] != "train")
+        continue;
+      EXPECT_NEAR(metrics[i]["loss"].get<double>(),
+                  wholeMetrics[i]["loss"].get<double>(), 1e-12)
+          << "step " << metrics[i]["step"];
+    }
+  }
+  config.gradAccum = 3; // 8 rows do not split in 3
+  RunDir dir("accum3");
+  EXPECT_THROW(Trainer(config, buildModel(config, 3), copy, dir.path, quiet()),
+               std::invalid_argument);
+}
+
+TEST(TrainerTest, LanguageModelsReportPerplexityBitsPerByteAndTokens) {
+  TaskOptions options;
+  options.dataPaths = {fp::test::fortuneFile().string()};
+  options.documentSeparator = fp::test::kFortuneSeparator;
+  options.contextLength = 32;
+  std::shared_ptr<const Task> lm = makeTask("lm", options);
+  TrainConfig config = smallConfig("lstm");
+  config.task = "lm";
+  config.taskOptions = lm->options();
+  config.model.vocabSize = lm->vocabSize();
+  config.batchSize = 4;
+  config.steps = 4;
+  config.evalEvery = 2;
+  config.evalCount = 6;
+  RunDir dir("lm");
+  Trainer trainer(config, buildModel(config, 2), lm, dir.path, quiet());
+  ASSERT_EQ(trainer.start(), RunOutcome::Finished);
+
+  auto expectLanguageMetrics = [](const nlohmann::json &record) {
+    const double loss = record["loss"];
+    EXPECT_NEAR(record["perplexity"].get<double>(), std::exp(loss),
+                1e-12 * std::exp(loss));
+    // Byte-level text: one byte per token.
+    EXPECT_NEAR(record["bits_per_byte"].get<double>(), loss / std::log(2.0),
+                1e-12);
+  };
+  int64_t validations = 0;
+  for (const nlohmann::json &record : readMetrics(dir.path)) {
+    if (record["kind"] != "val")
+      continue;
+    ++validations;
+    expectLanguageMetrics(record);
+    EXPECT_EQ(record["tokens_seen"], record["step"].get<int64_t>() * 4 * 32);
+  }
+  EXPECT_EQ(validations, 2);
+  nlohmann::json eval = readJson(dir.path / RunFiles::eval);
+  EXPECT_EQ(eval["tokens_seen"], 4 * 4 * 32);
+  ASSERT_EQ(eval["lengths"].size(), 1u);
+  expectLanguageMetrics(eval["lengths"][0]);
+  EXPECT_EQ(eval["lengths"][0]["length"], 32);
+  EXPECT_EQ(eval["lengths"][0]["tokens"], 6 * 32);
+  // config.json records the data and its size, and reads back.
+  nlohmann::json configFile = readJson(dir.path / RunFiles::config);
+  EXPECT_EQ(configFile["task"]["train_tokens"], lm->options().trainTokens);
+  EXPECT_EQ(toJson(trainConfigFromJson(configFile)), toJson(config));
+}
+
+TEST(TrainerTest, Bf16AutocastComputesInBf16WithF32Weights) {
+  TrainConfig config = smallConfig("fp_mamba");
+  config.model.solver.maxIterEval = 20;
+  auto model = buildModel(config, 6);
+  RunDir dir("bf16");
+  Trainer f32(config, model, shiftTask(), dir.path, quiet());
+  const double f32Loss = f32.validate().scores.loss;
+  config.autocastBf16 = true;
+  Trainer bf16(config, model, shiftTask(), dir.path, quiet());
+  const double bf16Loss = bf16.validate().scores.loss;
+  // bf16 keeps 8 significant bits (relative rounding 2^-9 ≈ 2e-3 per
+  // operation): the loss moves, by far less than its size.
+  EXPECT_NE(bf16Loss, f32Loss);
+  EXPECT_NEAR(bf16Loss, f32Loss, 2e-2 * f32Loss);
+  for (const torch::Tensor &parameter : model->parameters())
+    EXPECT_EQ(parameter.scalar_type(), torch::kFloat32);
 }
 
 TEST(TrainerTest, UnavailableCudaIsAClearError) {

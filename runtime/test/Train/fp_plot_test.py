@@ -3,7 +3,8 @@
 #
 # Writes two small fake run directories (one with fixed-point iterations and
 # an extra metric, one baseline without), renders them with fp-plot and
-# checks that the three PNGs exist and are PNG images; then checks the
+# checks that the three PNGs exist and are PNG images; two fake language
+# model runs add the perplexity plot; then checks the
 # errors for a directory without eval.json and for bad arguments. Exits 77
 # (skipped) when fp-plot reports that matplotlib is missing (exit 3). fp-plot
 # runs as an executable, so that it picks its interpreter as a user's shell
@@ -26,6 +27,26 @@ def check(condition, message):
     if not condition:
         FAILURES.append(message)
         print(f"FAIL: {message}", file=sys.stderr)
+
+
+def fake_lm_run(directory, scale):
+    """A language model's run: validation records with perplexity and the
+    tokens trained on."""
+    os.makedirs(directory)
+    with open(os.path.join(directory, "eval.json"), "w") as f:
+        json.dump({"task": "lm", "model": "reference:fp_mamba", "step": 40,
+                   "train_length": 64, "eval_count": 8, "tokens_seen": 40960,
+                   "lengths": [{"length": 64, "loss": 1.5, "perplexity": 4.48,
+                                "bits_per_byte": 2.16, "sequences": 8,
+                                "tokens": 512}]}, f)
+    with open(os.path.join(directory, "metrics.jsonl"), "w") as f:
+        for step in range(10, 50, 10):
+            f.write(json.dumps({"step": step, "kind": "train",
+                                "loss": scale * 3 / step}) + "\n")
+            f.write(json.dumps({"step": step, "kind": "val",
+                                "loss": scale * 3.5 / step,
+                                "perplexity": 2.0 + scale * 40 / step,
+                                "tokens_seen": step * 1024}) + "\n")
 
 
 def fake_run(directory, fixed_point, extra):
@@ -80,6 +101,26 @@ def main():
             check(data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 5000,
                   f"{name} is a PNG image")
         check(path in result.stdout, f"{name} is reported")
+
+    check(not os.path.exists(os.path.join(out, "perplexity_vs_tokens.png")),
+          "no perplexity plot without a language model")
+
+    # Language models: validation perplexity against tokens.
+    fake_lm_run(os.path.join(work, "runs", "lm_a"), 1.0)
+    fake_lm_run(os.path.join(work, "runs", "lm_b"), 2.0)
+    lm_out = os.path.join(work, "lm-plots")
+    result = subprocess.run(
+        [fp_plot, os.path.join(work, "runs", "lm_a"),
+         os.path.join(work, "runs", "lm_b"), "-o", lm_out],
+        capture_output=True, text=True, timeout=100)
+    path = os.path.join(lm_out, "perplexity_vs_tokens.png")
+    check(result.returncode == 0 and path in result.stdout,
+          f"fp-plot draws language models: {result.stderr}")
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            data = f.read()
+        check(data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 5000,
+              "perplexity_vs_tokens.png is a PNG image")
 
     not_a_run = os.path.join(work, "empty")
     os.makedirs(not_a_run)

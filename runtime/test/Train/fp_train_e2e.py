@@ -18,6 +18,7 @@
 #===------------------------------------------------------------------------===#
 
 import json
+import math
 import os
 import resource
 import shutil
@@ -93,6 +94,97 @@ def has_record(directory, kind, step):
             if record.get("kind") == kind and record.get("step") == step:
                 return True
     return False
+
+
+def check_language_modelling(binary, work):
+    """The lm task on English text that Debian's `fortunes` package ships."""
+    fortunes = "/usr/share/games/fortunes"
+    text = [os.path.join(fortunes, name) for name in ("fortunes", "goedel")]
+    if not all(os.path.exists(path) for path in text):
+        check(False, f"{fortunes} is missing: install Debian's `fortunes` "
+              "package (scripts/install-deps.sh does)")
+        return
+    lm_dir = os.path.join(work, "lm")
+    lm = ["--task", "lm", "--data", ",".join(text), "--doc-sep", "%",
+          "--context-len", "32", "--model", "reference:fp_mamba",
+          "--d-model", "16", "--batch", "4", "--grad-accum", "2",
+          "--eval-count", "8", "--threads", "1", "--progress", "lines"]
+    r = run(binary, lm + ["--steps", "4", "--eval-every", "2",
+                          "--out", lm_dir])
+    check(r.returncode == 0, f"an lm run succeeds: {r.stderr}")
+    check("fp-train: data: text, byte-level (" in r.stderr
+          and "in 2 files)" in r.stderr, "the data is described")
+    check("perplexity" in r.stderr and "bits per byte" in r.stderr,
+          "validation lines give perplexity and bits per byte")
+    with open(os.path.join(lm_dir, "config.json")) as f:
+        config = json.load(f)
+    check(config["task"]["data"] == text, "config.json: the data files")
+    check(config["task"]["doc_sep"] == "%", "config.json: the separator")
+    check(config["training"]["grad_accum"] == 2, "config.json: grad_accum")
+    check(config["optimizer"]["beta2"] == 0.95
+          and config["optimizer"]["schedule"] == "warmup-cosine"
+          and config["optimizer"]["weight_decay"] == 0.1,
+          "lm trains with the language-model recipe")
+    with open(os.path.join(lm_dir, "eval.json")) as f:
+        evaluation = json.load(f)
+    first = evaluation["lengths"][0]
+    check(evaluation["tokens_seen"] == 4 * 4 * 32
+          and abs(first["perplexity"] - math.exp(first["loss"])) < 1e-9
+          * first["perplexity"]
+          and abs(first["bits_per_byte"] - first["loss"] / math.log(2))
+          < 1e-12, f"eval.json: perplexity and bits per byte {first}")
+    r = run(binary, ["--resume", lm_dir, "--steps", "6", "--progress",
+                     "none"])
+    check(r.returncode == 0 and steps_of(read_metrics(lm_dir),
+                                         "train")[-1] == 6,
+          f"an lm run resumes: {r.stderr}")
+
+    # bf16 autocast on the CPU.
+    r = run(binary, lm + ["--steps", "2", "--dtype", "bf16", "--out",
+                          os.path.join(work, "lm-bf16")])
+    check(r.returncode == 0, f"an lm run in bf16 succeeds: {r.stderr}")
+
+    # Data that changed since the run began cannot resume it.
+    own = os.path.join(work, "own.txt")
+    shutil.copy(text[0], own)
+    own_dir = os.path.join(work, "lm-own")
+    r = run(binary, ["--task", "lm", "--data", own, "--context-len", "16",
+                     "--model", "reference:lstm", "--d-model", "8",
+                     "--steps", "2", "--batch", "2", "--eval-count", "2",
+                     "--threads", "1", "--progress", "none",
+                     "--out", own_dir])
+    check(r.returncode == 0, f"a run on a copy of the text: {r.stderr}")
+    with open(own, "a") as f:
+        f.write("One more line.\n")
+    r = run(binary, ["--resume", own_dir, "--steps", "4"])
+    check(r.returncode == 2 and "the data changed" in r.stderr
+          and own in r.stderr, f"changed data is refused: {r.stderr}")
+
+    # Bad input: exit 2 and one line naming the file and the problem.
+    missing = os.path.join(work, "missing.txt")
+    bad = [
+        (["--data", missing], [missing, "no such file"]),
+        (["--data", text[0], "--context-len", "100000"],
+         ["hold no block of context 100000 + 1"]),
+        (["--data", text[0], "--context-len", "32", "--val-fraction",
+          "0.0001"],
+         ["the validation split of", "hold no block of context 32 + 1"]),
+        (["--data", text[0], "--batch", "5", "--grad-accum", "2"],
+         ["--batch 5 is not a multiple of --grad-accum 2"]),
+        ([], ["--data is required"]),
+    ]
+    for extra, parts in bad:
+        args = ["--task", "lm", "--steps", "2",
+                "--out", os.path.join(work, "lm-bad")] + extra
+        r = run(binary, args)
+        check(r.returncode == 2 and all(p in r.stderr for p in parts)
+              and len(r.stderr.strip().splitlines()) == 1,
+              f"fp-train {' '.join(extra)}: exit 2 naming "
+              f"{parts}: {r.returncode} {r.stderr}")
+    r = run(binary, ["--task", "a5", "--data", text[0], "--steps", "2",
+                     "--out", os.path.join(work, "a5-data")])
+    check(r.returncode == 2 and "does not apply" in r.stderr,
+          f"--data is refused for a5: {r.stderr}")
 
 
 def main():
@@ -419,6 +511,8 @@ def main():
     check(not os.path.exists(checkpoint + ".tmp")
           and steps_of(read_metrics(full_dir), "train")[-1] == 12,
           "the run resumes past the failed write")
+
+    check_language_modelling(binary, work)
 
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)

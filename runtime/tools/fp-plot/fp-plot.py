@@ -9,6 +9,8 @@
 #   fp_iterations_vs_length.png  fixed-point iterations per length, mean
 #                                (solid) and max (dashed)
 #   loss.png                     training loss (and validation loss) vs step
+#   perplexity_vs_tokens.png     language models (fp-train --task lm) only:
+#                                validation perplexity vs tokens trained on
 #
 # usage: fp-plot DIR... -o OUTDIR [--names NAME...] [--title TEXT]
 #
@@ -210,6 +212,37 @@ def plot_loss(plt, runs, path, title):
     plt.close(figure)
 
 
+def perplexity_series(run):
+    """(tokens, perplexities) of a run's validation records; empty for a
+    run that is not a language model."""
+    points = [(r["tokens_seen"], r["perplexity"]) for r in run.metrics
+              if r.get("kind") == "val" and r.get("perplexity") is not None
+              and r.get("tokens_seen") is not None]
+    return [t for t, _ in points], [p for _, p in points]
+
+
+def plot_perplexity(plt, runs, path, title):
+    figure, ax = plt.subplots(figsize=(6.5, 4.2))
+    values = []
+    for run in runs:
+        tokens, perplexities = perplexity_series(run)
+        if not tokens:
+            continue
+        ax.plot(tokens, perplexities, marker="o", markersize=3,
+                label=run.name)
+        values += perplexities
+    if min(values) > 0 and max(values) > 10 * min(values):
+        ax.set_yscale("log")
+    ax.set_xlabel("tokens trained on")
+    ax.set_ylabel("validation perplexity")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+    ax.set_title(title or "validation perplexity")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 
@@ -241,7 +274,8 @@ def main(argv):
     parser = argparse.ArgumentParser(
         prog="fp-plot",
         description="Plot accuracy and fixed-point iterations vs length, "
-                    "and loss curves, of fp-train run directories.")
+                    "loss curves, and language models' validation "
+                    "perplexity vs tokens, of fp-train run directories.")
     parser.add_argument("runs", nargs="+", metavar="DIR",
                         help="fp-train run directories (with eval.json)")
     parser.add_argument("-o", "--out", required=True, metavar="OUTDIR",
@@ -275,6 +309,9 @@ def main(argv):
          "fixed-point iterations vs length"),
         ("loss.png", plot_loss, "loss"),
     ]
+    if any(perplexity_series(run)[0] for run in runs):
+        outputs.append(("perplexity_vs_tokens.png", plot_perplexity,
+                        "validation perplexity vs tokens"))
     for filename, plot, title in outputs:
         path = os.path.join(args.out, filename)
         plot(plt, runs, path, prefix + title)

@@ -7,10 +7,10 @@
 // library), and hands them to the Trainer.
 //
 // Exit status: 0 done; 1 an error while running (a run whose loss stayed
-// non-finite too long included); 2 a bad command line or an impossible
-// configuration (one line on stderr); 130 interrupted by SIGINT or SIGTERM:
-// after writing a checkpoint, before anything was written while the run was
-// being set up, or at once on a second signal.
+// non-finite too long included); 2 a bad command line, an impossible
+// configuration or unusable data (one line on stderr); 130 interrupted by
+// SIGINT or SIGTERM: after writing a checkpoint, before anything was written
+// while the run was being set up, or at once on a second signal.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,7 @@
 #include "fp/Runtime/HostMemory.h"
 #include "fp/Runtime/Reference/SequenceModel.h"
 #include "fp/Runtime/Tasks/Task.h"
+#include "fp/Runtime/Tasks/TokenCorpus.h"
 #include "fp/Runtime/Train/CommandLine.h"
 #include "fp/Runtime/Train/Interrupt.h"
 #include "fp/Runtime/Train/MemoryEstimate.h"
@@ -51,6 +52,20 @@ void requireCompiledBackward(const CompiledModel &model,
           "'" + path + "' has no compiled backward for " +
           (cuda ? "cuda" : "cpu") + " (layer '" + layer->info().name +
           "'), so it cannot train; compile it with `fpc --backward`");
+}
+
+/// Makes the compiled layers compute in bf16 (f32 weights, cast per call),
+/// refusing a library compiled without bf16 kernels.
+void computeInBf16(CompiledModel &model, const std::string &path) {
+  for (const auto &layer : model.layers) {
+    if (!layer->library().manifest().hasDType(FP_DTYPE_BF16))
+      throw std::invalid_argument(
+          "'" + path +
+          "' has no bf16 kernels, so it cannot train with "
+          "--dtype bf16; compile it with bf16 among `fpc --dtypes` (the "
+          "default)");
+    layer->computeDtype = torch::kBFloat16;
+  }
 }
 
 /// Reads DIR/config.json of a run to resume.
@@ -105,6 +120,8 @@ int run(const std::vector<std::string> &args) {
     std::shared_ptr<const Task> task =
         makeTask(config.task, config.taskOptions);
     throwIfStopRequested();
+    if (std::string data = task->dataDescription(); !data.empty())
+      fmt::print(stderr, "fp-train: data: {}\n", data);
     // Record the options in effect, so that config.json says what ran.
     config.taskOptions = task->options();
     config.model.vocabSize = task->vocabSize();
@@ -124,6 +141,8 @@ int run(const std::vector<std::string> &args) {
       std::shared_ptr<CompiledModel> compiled =
           makeCompiledModel(config.modelSource, config.model, config.seed);
       requireCompiledBackward(*compiled, config.modelSource, config.device);
+      if (config.autocastBf16)
+        computeInBf16(*compiled, config.modelSource);
       int64_t parameters = 0;
       for (const torch::Tensor &parameter : compiled->parameters())
         parameters += parameter.numel();
@@ -141,6 +160,9 @@ int run(const std::vector<std::string> &args) {
     throwIfStopRequested();
   } catch (const std::invalid_argument &error) {
     // Impossible configurations found by the task, model or trainer.
+    throw UsageError(error.what());
+  } catch (const DataError &error) {
+    // Data that cannot be used (lm): the file and the problem.
     throw UsageError(error.what());
   }
 

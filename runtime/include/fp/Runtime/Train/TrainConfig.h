@@ -64,7 +64,11 @@ struct TrainConfig {
   /// Sequences per forward pass during evaluation (bounds memory).
   int64_t evalBatch = 64;
   OptimizerConfig optimizer;
+  /// Sequences per optimiser step.
   int64_t batchSize = 64;
+  /// Micro-batches per step: the batch runs as gradAccum equal parts whose
+  /// gradients add up to the whole batch's (docs/training.md).
+  int64_t gradAccum = 1;
   int64_t steps = 1000;
   uint64_t seed = 0;
   /// Draw the training iteration cap from Gamma before every batch
@@ -78,6 +82,9 @@ struct TrainConfig {
   /// A step whose loss or gradient norm is not finite makes no update; this
   /// many such steps in a row stop the run (docs/training.md, "Faults").
   int64_t nonFiniteLimit = 3;
+  /// Compute in bf16 under autocast, the weights and the optimiser in
+  /// model.dtype (f32): `--dtype bf16` (docs/spec.md §1.9).
+  bool autocastBf16 = false;
   /// "cpu", "cuda" or "cuda:<index>".
   std::string device = "cpu";
   /// LibTorch intra-op threads; 0: LibTorch's default.
@@ -102,7 +109,7 @@ std::optional<Schedule> parseSchedule(const std::string &name);
 std::string decayRuleName(DecayRule rule);
 std::optional<DecayRule> parseDecayRule(const std::string &name);
 
-/// f32 | f64
+/// f32 | f64 (bf16 is a compute dtype: TrainConfig::autocastBf16)
 std::string dtypeName(torch::Dtype dtype);
 std::optional<torch::Dtype> parseDtype(const std::string &name);
 

@@ -167,6 +167,11 @@ private:
   };
 
   RunOutcome train();
+  /// The model's logits for `inputs` (on the host), under bf16 autocast
+  /// when the run computes in bf16.
+  torch::Tensor forward(const torch::Tensor &inputs);
+  /// Tokens of the training steps done (language modelling).
+  int64_t trainedTokens() const;
   LengthScores scoreInChunks(const Batch &batch, int64_t length);
   int64_t drawIterationCap();
   void logTrainingStep(double lr, int64_t cap);
