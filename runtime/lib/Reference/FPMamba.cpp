@@ -57,16 +57,19 @@ FPMambaLayer::FPMambaLayer(const ModelConfig &config)
                             std::make_shared<Linear>(d, config.dModel, dtype));
 }
 
-FPMambaInvariants FPMambaLayer::precompute(const torch::Tensor &u) {
+FPMambaInvariants FPMambaLayer::precompute(const torch::Tensor &u,
+                                           const ChunkState *carry) {
   FPMambaInvariants inv;
   torch::Tensor xz = inProj->forward(u);
-  torch::Tensor xRaw = xz.narrow(-1, 0, d);
+  inv.xRaw = xz.narrow(-1, 0, d);
   inv.z = xz.narrow(-1, d, d);
   // Without the short convolution, x is the raw projection: no activation
   // (docs/spec.md §10.4).
-  inv.x = config.useShortConv
-              ? torch::silu(causalConv(xRaw, convWeight, convBias))
-              : xRaw;
+  const torch::Tensor tail = carry ? carry->convTail : torch::Tensor();
+  inv.x =
+      config.useShortConv
+          ? torch::silu(causalConvAfter(inv.xRaw, convWeight, convBias, tail))
+          : inv.xRaw;
   int64_t states = config.dState;
   torch::Tensor xDbl = xProj->forward(inv.x);
   torch::Tensor dtLow = xDbl.narrow(-1, 0, dtRank);
@@ -79,8 +82,11 @@ FPMambaInvariants FPMambaLayer::precompute(const torch::Tensor &u) {
 }
 
 torch::Tensor FPMambaLayer::applyMap(const torch::Tensor &y,
-                                     const FPMambaInvariants &inv) {
-  torch::Tensor yBar = shiftTime(y, 1);
+                                     const FPMambaInvariants &inv,
+                                     const ChunkState *carry,
+                                     torch::Tensor *finalScan) {
+  torch::Tensor yBar =
+      carry ? shiftTimeAfter(y, carry->lastOutput) : shiftTime(y, 1);
   torch::Tensor p;
   if (!config.mixerHDep)
     p = inv.x;
@@ -100,17 +106,24 @@ torch::Tensor FPMambaLayer::applyMap(const torch::Tensor &y,
     b = l2Normalize(b, config.normEps);
     c = l2Normalize(c, config.normEps);
   }
-  torch::Tensor s = selectiveScan(mixed, inv.delta, inv.A, b, c, dSkip);
+  torch::Tensor s = carry ? selectiveScanLoop(mixed, inv.delta, inv.A, b, c,
+                                              dSkip, carry->scan, finalScan)
+                          : selectiveScan(mixed, inv.delta, inv.A, b, c, dSkip);
   if (config.gluInLoop)
     s = s * torch::silu(inv.z);
   return outNorm->forward(s);
 }
 
 torch::Tensor FPMambaLayer::head(const torch::Tensor &yhat,
-                                 const FPMambaInvariants &inv) {
+                                 const FPMambaInvariants &inv,
+                                 const ChunkState *carry) {
   if (config.gluInLoop)
     return outProj->forward(yhat);
-  torch::Tensor gate = inv.z + shiftTime(zYProj->forward(yhat), 1);
+  torch::Tensor zY = zYProj->forward(yhat);
+  torch::Tensor gate =
+      inv.z + (carry && carry->lastOutput.defined()
+                   ? shiftTimeAfter(zY, zYProj->forward(carry->lastOutput))
+                   : shiftTime(zY, 1));
   return outProj->forward(torch::silu(gate) * yhat);
 }
 
@@ -120,4 +133,25 @@ torch::Tensor FPMambaLayer::forward(const torch::Tensor &u) {
       solveThenApply([&](const torch::Tensor &y) { return applyMap(y, inv); },
                      torch::zeros_like(inv.x), config);
   return head(yhat, inv);
+}
+
+torch::Tensor FPMambaLayer::forwardChunk(const torch::Tensor &u,
+                                         ChunkState &state) {
+  torch::NoGradGuard noGrad;
+  FPMambaInvariants inv = precompute(u, &state);
+  // The last application of the map (the one whose output is ŷ) leaves the
+  // scan state the next chunk starts from.
+  torch::Tensor finalScan;
+  torch::Tensor yhat = solveThenApply(
+      [&](const torch::Tensor &y) {
+        return applyMap(y, inv, &state, &finalScan);
+      },
+      torch::zeros_like(inv.x), config);
+  torch::Tensor out = head(yhat, inv, &state);
+  lastSolution = yhat;
+  state.scan = finalScan;
+  state.lastOutput = yhat.select(1, yhat.size(1) - 1).clone();
+  if (config.useShortConv)
+    state.convTail = lastRows(state.convTail, inv.xRaw, config.dConv - 1);
+  return out;
 }

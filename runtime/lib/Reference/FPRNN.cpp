@@ -63,15 +63,19 @@ FPRNNLayer::FPRNNLayer(const ModelConfig &config)
                             std::make_shared<Linear>(d, config.dModel, dtype));
 }
 
-FPRNNInvariants FPRNNLayer::precompute(const torch::Tensor &u) {
+FPRNNInvariants FPRNNLayer::precompute(const torch::Tensor &u,
+                                       const ChunkState *carry) {
   FPRNNInvariants inv;
   torch::Tensor xz = ioProj->forward(u);
   torch::Tensor x = xz.narrow(-1, 0, d);
+  inv.xRaw = x;
   inv.z = xz.narrow(-1, d, d);
   torch::Tensor xMix = x, xB = x, xLambda = x;
   if (config.useShortConv) {
+    const torch::Tensor tail = carry ? carry->convTail : torch::Tensor();
     auto conv = [&](int64_t k) {
-      return torch::silu(causalConv(x, convWeight[k], convBias[k]));
+      return torch::silu(
+          causalConvAfter(inv.xRaw, convWeight[k], convBias[k], tail));
     };
     xMix = conv(0);
     xB = conv(1);
@@ -86,11 +90,31 @@ FPRNNInvariants FPRNNLayer::precompute(const torch::Tensor &u) {
 }
 
 torch::Tensor FPRNNLayer::applyMap(const torch::Tensor &h,
-                                   const FPRNNInvariants &inv) {
+                                   const FPRNNInvariants &inv,
+                                   const ChunkState *carry) {
+  // The recurrence's state is its output: a chunk starts from the previous
+  // chunk's last output row.
+  const torch::Tensor previous = carry ? carry->lastOutput : torch::Tensor();
   torch::Tensor p =
-      config.mixerHDep ? torch::cat({inv.xMix, shiftTime(h, 1)}, -1) : inv.xMix;
+      config.mixerHDep ? torch::cat({inv.xMix, shiftTimeAfter(h, previous)}, -1)
+                       : inv.xMix;
   torch::Tensor mixed = mixer->forward(p, inv.bx - h) + h;
-  return linearRecurrence(inv.lambda, (1 - inv.lambda) * mixed);
+  return linearRecurrence(inv.lambda, (1 - inv.lambda) * mixed, previous);
+}
+
+torch::Tensor FPRNNLayer::readout(const torch::Tensor &yhat,
+                                  const FPRNNInvariants &inv,
+                                  const ChunkState *carry) {
+  torch::Tensor readoutIn =
+      config.useShortConv
+          ? torch::silu(causalConvAfter(
+                torch::cat({inv.x, yhat}, -1), readoutConvWeight,
+                readoutConvBias, carry ? carry->readoutTail : torch::Tensor()))
+          : torch::cat({inv.x, shiftTimeAfter(yhat, carry ? carry->lastOutput
+                                                          : torch::Tensor())},
+                       -1);
+  torch::Tensor gated = torch::silu(cProj->forward(readoutIn)) * yhat;
+  return outProj->forward(outNorm->forward(torch::silu(inv.z) * gated));
 }
 
 torch::Tensor FPRNNLayer::forward(const torch::Tensor &u) {
@@ -98,11 +122,23 @@ torch::Tensor FPRNNLayer::forward(const torch::Tensor &u) {
   torch::Tensor yhat =
       solveThenApply([&](const torch::Tensor &h) { return applyMap(h, inv); },
                      torch::zeros_like(inv.x), config);
-  torch::Tensor readoutIn =
-      config.useShortConv
-          ? torch::silu(causalConv(torch::cat({inv.x, yhat}, -1),
-                                   readoutConvWeight, readoutConvBias))
-          : torch::cat({inv.x, shiftTime(yhat, 1)}, -1);
-  torch::Tensor gated = torch::silu(cProj->forward(readoutIn)) * yhat;
-  return outProj->forward(outNorm->forward(torch::silu(inv.z) * gated));
+  return readout(yhat, inv);
+}
+
+torch::Tensor FPRNNLayer::forwardChunk(const torch::Tensor &u,
+                                       ChunkState &state) {
+  torch::NoGradGuard noGrad;
+  FPRNNInvariants inv = precompute(u, &state);
+  torch::Tensor yhat = solveThenApply(
+      [&](const torch::Tensor &h) { return applyMap(h, inv, &state); },
+      torch::zeros_like(inv.x), config);
+  torch::Tensor out = readout(yhat, inv, &state);
+  lastSolution = yhat;
+  if (config.useShortConv) {
+    state.convTail = lastRows(state.convTail, inv.xRaw, config.dConv - 1);
+    state.readoutTail = lastRows(
+        state.readoutTail, torch::cat({inv.x, yhat}, -1), config.dConv - 1);
+  }
+  state.lastOutput = yhat.select(1, yhat.size(1) - 1).clone();
+  return out;
 }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 using namespace fp::rt;
 using namespace fp::rt::ref;
@@ -113,4 +114,9 @@ torch::Tensor BlockMixer::solveThenApply(
   for (int64_t i = 0; i < config.nBackwards; ++i)
     y = f(y);
   return y;
+}
+
+torch::Tensor BlockMixer::forwardChunk(const torch::Tensor & /*u*/,
+                                       ChunkState & /*state*/) {
+  throw std::logic_error("this layer has no chunked form");
 }

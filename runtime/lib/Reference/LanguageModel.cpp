@@ -67,10 +67,30 @@ LanguageModel::LanguageModel(const ModelConfig &config) : config(config) {
 }
 
 torch::Tensor LanguageModel::forward(const torch::Tensor &tokens) {
+  return run(tokens, nullptr);
+}
+
+torch::Tensor LanguageModel::forwardChunk(const torch::Tensor &tokens,
+                                          std::vector<ChunkState> &state) {
+  torch::NoGradGuard noGrad;
+  if (state.empty())
+    state.resize(layers.size());
+  if (state.size() != layers.size())
+    throw std::invalid_argument("LanguageModel::forwardChunk: a state of " +
+                                std::to_string(state.size()) +
+                                " layers for a model of " +
+                                std::to_string(layers.size()));
+  return run(tokens, &state);
+}
+
+torch::Tensor LanguageModel::run(const torch::Tensor &tokens,
+                                 std::vector<ChunkState> *state) {
   torch::Tensor residual = torch::embedding(embedding, tokens);
   stats = ForwardStats{};
   for (size_t i = 0; i < layers.size(); ++i) {
-    residual = residual + layers[i]->forward(norms[i]->forward(residual));
+    torch::Tensor normed = norms[i]->forward(residual);
+    residual = residual + (state ? layers[i]->forwardChunk(normed, (*state)[i])
+                                 : layers[i]->forward(normed));
     if (layers[i]->lastIterations.defined())
       stats.add(layers[i]->lastIterations, layers[i]->lastResiduals);
   }

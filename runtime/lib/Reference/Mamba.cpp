@@ -30,6 +30,28 @@ MambaLayer::MambaLayer(const ModelConfig &config)
                             std::make_shared<Linear>(d, config.dModel, dtype));
 }
 
+torch::Tensor MambaLayer::forwardChunk(const torch::Tensor &u,
+                                       ChunkState &state) {
+  torch::NoGradGuard noGrad;
+  torch::Tensor xz = inProj->forward(u);
+  torch::Tensor xRaw = xz.narrow(-1, 0, d);
+  torch::Tensor x =
+      torch::silu(causalConvAfter(xRaw, convWeight, convBias, state.convTail));
+  torch::Tensor z = xz.narrow(-1, d, d);
+  torch::Tensor xDbl = xProj->forward(x);
+  torch::Tensor delta =
+      mambaSoftplus(torch::nn::functional::linear(xDbl.narrow(-1, 0, dtRank),
+                                                  dtProj->weight) +
+                    dtProj->bias);
+  torch::Tensor finalScan;
+  torch::Tensor y = selectiveScanLoop(
+      x, delta, -torch::exp(aLog), xDbl.narrow(-1, dtRank, dState),
+      xDbl.narrow(-1, dtRank + dState, dState), dSkip, state.scan, &finalScan);
+  state.scan = finalScan;
+  state.convTail = lastRows(state.convTail, xRaw, convWeight.size(1) - 1);
+  return outProj->forward(y * torch::silu(z));
+}
+
 torch::Tensor MambaLayer::forward(const torch::Tensor &u) {
   torch::Tensor xz = inProj->forward(u);
   torch::Tensor x =

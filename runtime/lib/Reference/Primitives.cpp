@@ -55,23 +55,25 @@ fp::rt::ref::selectiveScan(const torch::Tensor &u, const torch::Tensor &delta,
   return selectiveScanLoop(u, delta, a, bm, cm, skip);
 }
 
-torch::Tensor fp::rt::ref::selectiveScanLoop(const torch::Tensor &u,
-                                             const torch::Tensor &delta,
-                                             const torch::Tensor &a,
-                                             const torch::Tensor &bm,
-                                             const torch::Tensor &cm,
-                                             const torch::Tensor &skip) {
+torch::Tensor fp::rt::ref::selectiveScanLoop(
+    const torch::Tensor &u, const torch::Tensor &delta, const torch::Tensor &a,
+    const torch::Tensor &bm, const torch::Tensor &cm, const torch::Tensor &skip,
+    const torch::Tensor &initial, torch::Tensor *final) {
   int64_t length = u.size(1);
   // [B, T, d, N] decay and input terms.
   torch::Tensor decay = torch::exp(delta.unsqueeze(-1) * a);
   torch::Tensor input = (delta * u).unsqueeze(-1) * bm.unsqueeze(2);
-  torch::Tensor state = torch::zeros_like(decay.select(1, 0));
+  torch::Tensor state = initial.defined()
+                            ? initial.to(decay.scalar_type())
+                            : torch::zeros_like(decay.select(1, 0));
   std::vector<torch::Tensor> outputs;
   outputs.reserve(length);
   for (int64_t t = 0; t < length; ++t) {
     state = decay.select(1, t) * state + input.select(1, t);
     outputs.push_back((state * cm.select(1, t).unsqueeze(1)).sum(-1));
   }
+  if (final)
+    *final = state;
   torch::Tensor y = torch::stack(outputs, 1);
   if (skip.defined())
     y = y + skip * u;
@@ -79,9 +81,11 @@ torch::Tensor fp::rt::ref::selectiveScanLoop(const torch::Tensor &u,
 }
 
 torch::Tensor fp::rt::ref::linearRecurrence(const torch::Tensor &a,
-                                            const torch::Tensor &b) {
+                                            const torch::Tensor &b,
+                                            const torch::Tensor &initial) {
   int64_t length = a.size(1);
-  torch::Tensor h = torch::zeros_like(b.select(1, 0));
+  torch::Tensor h =
+      initial.defined() ? initial : torch::zeros_like(b.select(1, 0));
   std::vector<torch::Tensor> outputs;
   outputs.reserve(length);
   for (int64_t t = 0; t < length; ++t) {
@@ -89,6 +93,37 @@ torch::Tensor fp::rt::ref::linearRecurrence(const torch::Tensor &a,
     outputs.push_back(h);
   }
   return torch::stack(outputs, 1);
+}
+
+torch::Tensor fp::rt::ref::shiftTimeAfter(const torch::Tensor &x,
+                                          const torch::Tensor &previous) {
+  if (!previous.defined())
+    return shiftTime(x, 1);
+  return torch::cat({previous.unsqueeze(1).to(x.scalar_type()),
+                     x.narrow(1, 0, x.size(1) - 1)},
+                    1);
+}
+
+torch::Tensor fp::rt::ref::causalConvAfter(const torch::Tensor &x,
+                                           const torch::Tensor &weight,
+                                           const torch::Tensor &bias,
+                                           const torch::Tensor &tail) {
+  if (!tail.defined())
+    return causalConv(x, weight, bias);
+  // The convolution of the tail followed by the chunk, whose rows at the
+  // chunk's positions see only real inputs.
+  torch::Tensor extended = torch::cat({tail.to(x.scalar_type()), x}, 1);
+  return causalConv(extended, weight, bias).narrow(1, tail.size(1), x.size(1));
+}
+
+torch::Tensor fp::rt::ref::lastRows(const torch::Tensor &tail,
+                                    const torch::Tensor &x, int64_t rows) {
+  auto shape = x.sizes().vec();
+  shape[1] = rows;
+  torch::Tensor before =
+      tail.defined() ? tail : torch::zeros(shape, x.options());
+  torch::Tensor extended = torch::cat({before, x}, 1);
+  return extended.narrow(1, extended.size(1) - rows, rows).clone();
 }
 
 void fp::rt::ref::initFanInUniform(torch::Tensor &tensor, int64_t fanIn) {

@@ -68,6 +68,14 @@ void computeInBf16(CompiledModel &model, const std::string &path) {
   }
 }
 
+/// The number of scalar parameters of `model`.
+int64_t parameterCount(const SequenceModel &model) {
+  int64_t count = 0;
+  for (const torch::Tensor &parameter : model.parameters())
+    count += parameter.numel();
+  return count;
+}
+
 /// Reads DIR/config.json of a run to resume.
 TrainConfig readStoredConfig(const fs::path &directory) {
   fs::path path = directory / RunFiles::config;
@@ -120,7 +128,8 @@ int run(const std::vector<std::string> &args) {
     std::shared_ptr<const Task> task =
         makeTask(config.task, config.taskOptions);
     throwIfStopRequested();
-    if (std::string data = task->dataDescription(); !data.empty())
+    const bool notes = options.progress != ProgressMode::Quiet;
+    if (std::string data = task->dataDescription(); notes && !data.empty())
       fmt::print(stderr, "fp-train: data: {}\n", data);
     // Record the options in effect, so that config.json says what ran.
     config.taskOptions = task->options();
@@ -143,15 +152,16 @@ int run(const std::vector<std::string> &args) {
       requireCompiledBackward(*compiled, config.modelSource, config.device);
       if (config.autocastBf16)
         computeInBf16(*compiled, config.modelSource);
-      int64_t parameters = 0;
-      for (const torch::Tensor &parameter : compiled->parameters())
-        parameters += parameter.numel();
-      requireMemoryFor(config, estimateTrainingMemory(config, *task, parameters,
+      requireMemoryFor(config, estimateTrainingMemory(config, *task,
+                                                      parameterCount(*compiled),
                                                       compiled.get()));
       model = std::move(compiled);
     } else {
       model = makeReferenceModel(config.model);
     }
+    if (notes)
+      fmt::print(stderr, "fp-train: model: {} parameters\n",
+                 parameterCount(*model));
     throwIfStopRequested();
     trainer =
         std::make_unique<Trainer>(config, model, task, directory, options);

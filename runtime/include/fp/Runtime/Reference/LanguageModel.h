@@ -25,11 +25,23 @@ public:
   torch::Tensor forward(const torch::Tensor &tokens) override;
   void setTrainIterationCap(int64_t cap) override;
 
+  /// Logits for the chunk `tokens` [B, T] of sequences whose earlier tokens
+  /// `state` (one ChunkState per layer; empty at the start) summarises, and
+  /// `state` updated past the chunk: BlockMixer::forwardChunk through the
+  /// stack. Without gradient; equals forward() on the whole sequences to
+  /// within the solver's tolerance.
+  torch::Tensor forwardChunk(const torch::Tensor &tokens,
+                             std::vector<ChunkState> &state);
+
   ModelConfig config;
   torch::Tensor embedding; ///< [V_pad, D], tied to the head
   std::vector<std::shared_ptr<BlockMixer>> layers;
   std::vector<std::shared_ptr<RMSNorm>> norms;
   std::shared_ptr<RMSNorm> finalNorm;
+
+private:
+  torch::Tensor run(const torch::Tensor &tokens,
+                    std::vector<ChunkState> *state);
 };
 
 } // namespace fp::rt::ref

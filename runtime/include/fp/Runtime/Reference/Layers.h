@@ -16,10 +16,36 @@
 
 namespace fp::rt::ref {
 
+/// What a layer carries from one chunk of a sequence to the next
+/// (docs/streaming.md). Undefined tensors stand for the start of a sequence,
+/// where each is zero.
+struct ChunkState {
+  /// The scan's state after the chunk's last token: [B, d, N] (FP-Mamba,
+  /// Mamba); FP-RNN's recurrence state is `lastOutput`.
+  torch::Tensor scan;
+  /// The last row [B, d] of the map's output at the fixed point (ŷ): the
+  /// next chunk's shifted iterate at its first token.
+  torch::Tensor lastOutput;
+  /// The last K − 1 inputs [B, K − 1, C] of the short convolution(s), and
+  /// FP-RNN's readout convolution's.
+  torch::Tensor convTail;
+  torch::Tensor readoutTail;
+};
+
 /// A sequence-mixing layer of the residual stack.
 class BlockMixer : public torch::nn::Module {
 public:
   virtual torch::Tensor forward(const torch::Tensor &u) = 0;
+
+  /// The layer on the chunk u [B, T, D] of a sequence whose earlier tokens
+  /// `state` summarises (a fresh state: the chunk starts the sequence);
+  /// updates `state` to summarise the chunk too. Without gradient. Chunks of
+  /// any lengths give forward()'s output on the whole sequence, to within
+  /// what the solver's tolerance allows (a fixed point at token t depends on
+  /// tokens ≤ t only); one token per chunk is the sequential solver.
+  /// lastIterations are the chunk's. Throws std::logic_error for a layer
+  /// that has no chunked form.
+  virtual torch::Tensor forwardChunk(const torch::Tensor &u, ChunkState &state);
 
   /// Per-sample iterations of the last forward ([B] int64); undefined for a
   /// layer without a fixed point. On the CPU, except a compiled layer's after
@@ -29,6 +55,10 @@ public:
   /// lastIterations is: NaN for a sample whose solve met a non-finite value
   /// (it diverged; docs/spec.md §3.3). A compiled layer's are float32.
   torch::Tensor lastResiduals;
+
+  /// The map's output ŷ = f(y*) [B, T, d] of the last forwardChunk (before
+  /// the layer's head); undefined for a layer without a fixed point.
+  torch::Tensor lastSolution;
 
   /// Overrides the training iteration cap (< 0: the configured one).
   void setTrainIterationCap(int64_t cap) { trainCap = cap; }
@@ -49,8 +79,9 @@ protected:
 /// The iteration-invariant part of an FP-Mamba layer (docs/spec.md §1.3).
 struct FPMambaInvariants {
   /// x, z: [B, T, d]; delta = softplus(W_dt δ + b_dt): [B, T, d];
-  /// bx, cx: [B, T, N]; A = −exp(A_log): [d, N].
-  torch::Tensor x, z, delta, bx, cx, A;
+  /// bx, cx: [B, T, N]; A = −exp(A_log): [d, N]; xRaw: x before the short
+  /// convolution.
+  torch::Tensor x, z, delta, bx, cx, A, xRaw;
 };
 
 /// FP-Mamba (Mamba-1 based), docs/spec.md §1.
@@ -63,11 +94,21 @@ public:
   /// (docs/spec.md §4).
   torch::Tensor forward(const torch::Tensor &u) override;
 
-  FPMambaInvariants precompute(const torch::Tensor &u);
-  /// The fixed-point map f(y) of docs/spec.md §1.4.
-  torch::Tensor applyMap(const torch::Tensor &y, const FPMambaInvariants &inv);
+  torch::Tensor forwardChunk(const torch::Tensor &u,
+                             ChunkState &state) override;
+
+  /// `carry`: the chunk's ChunkState (its convolution tail), or null for a
+  /// whole sequence.
+  FPMambaInvariants precompute(const torch::Tensor &u,
+                               const ChunkState *carry = nullptr);
+  /// The fixed-point map f(y) of docs/spec.md §1.4; on a chunk, from the
+  /// state `carry`, writing the scan's final state to `finalScan`.
+  torch::Tensor applyMap(const torch::Tensor &y, const FPMambaInvariants &inv,
+                         const ChunkState *carry = nullptr,
+                         torch::Tensor *finalScan = nullptr);
   /// The output head of docs/spec.md §1.5 applied to ŷ.
-  torch::Tensor head(const torch::Tensor &yhat, const FPMambaInvariants &inv);
+  torch::Tensor head(const torch::Tensor &yhat, const FPMambaInvariants &inv,
+                     const ChunkState *carry = nullptr);
 
   ModelConfig config;
   int64_t d, dtRank;
@@ -83,6 +124,8 @@ class MambaLayer : public BlockMixer {
 public:
   explicit MambaLayer(const ModelConfig &config);
   torch::Tensor forward(const torch::Tensor &u) override;
+  torch::Tensor forwardChunk(const torch::Tensor &u,
+                             ChunkState &state) override;
 
   int64_t d, dtRank, dState;
   std::shared_ptr<Linear> inProj, xProj, dtProj, outProj;
@@ -91,7 +134,8 @@ public:
 
 /// The iteration-invariant part of an FP-RNN layer.
 struct FPRNNInvariants {
-  torch::Tensor x, z, xMix, bx, lambda;
+  /// xRaw: the projection before the short convolutions.
+  torch::Tensor x, z, xMix, bx, lambda, xRaw;
 };
 
 /// The vector-state FP-RNN (docs/spec.md §5.2):
@@ -100,9 +144,16 @@ class FPRNNLayer : public BlockMixer {
 public:
   explicit FPRNNLayer(const ModelConfig &config);
   torch::Tensor forward(const torch::Tensor &u) override;
+  torch::Tensor forwardChunk(const torch::Tensor &u,
+                             ChunkState &state) override;
 
-  FPRNNInvariants precompute(const torch::Tensor &u);
-  torch::Tensor applyMap(const torch::Tensor &h, const FPRNNInvariants &inv);
+  FPRNNInvariants precompute(const torch::Tensor &u,
+                             const ChunkState *carry = nullptr);
+  torch::Tensor applyMap(const torch::Tensor &h, const FPRNNInvariants &inv,
+                         const ChunkState *carry = nullptr);
+  /// The gated readout of ŷ.
+  torch::Tensor readout(const torch::Tensor &yhat, const FPRNNInvariants &inv,
+                        const ChunkState *carry = nullptr);
 
   ModelConfig config;
   int64_t d;

@@ -43,12 +43,15 @@ torch::Tensor selectiveScan(const torch::Tensor &u, const torch::Tensor &delta,
                             const torch::Tensor &Cm, const torch::Tensor &D);
 
 /// selectiveScan as a loop over time in LibTorch ops, on any device: the
-/// numeric oracle, with autograd's gradients.
+/// numeric oracle, with autograd's gradients. A chunk of a longer sequence
+/// starts from `initial` S_{−1} [B, d, N] (undefined: zeros), and `final`,
+/// when given, receives S_{T−1}.
 torch::Tensor selectiveScanLoop(const torch::Tensor &u,
                                 const torch::Tensor &delta,
                                 const torch::Tensor &A, const torch::Tensor &Bm,
-                                const torch::Tensor &Cm,
-                                const torch::Tensor &D);
+                                const torch::Tensor &Cm, const torch::Tensor &D,
+                                const torch::Tensor &initial = {},
+                                torch::Tensor *final = nullptr);
 
 /// selectiveScan as the reference code runs it on CUDA (mamba_ssm's
 /// selective_scan_cuda): one scan kernel forward and one backward pass under
@@ -66,8 +69,27 @@ selectiveScanKernels(const torch::Tensor &u, const torch::Tensor &delta,
 /// with CUDA and nvcc at build time.
 bool haveCudaScanKernels();
 
-/// h_t = a_t ⊙ h_{t−1} + b_t along dimension 1 from h_{−1} = 0.
-torch::Tensor linearRecurrence(const torch::Tensor &a, const torch::Tensor &b);
+/// h_t = a_t ⊙ h_{t−1} + b_t along dimension 1 from h_{−1} = `initial`
+/// [B, ...] (undefined: 0).
+torch::Tensor linearRecurrence(const torch::Tensor &a, const torch::Tensor &b,
+                               const torch::Tensor &initial = {});
+
+/// `previous` [B, ...] followed by x's rows but the last: shiftTime(x, 1)
+/// for a chunk whose sequence had `previous` before it (undefined: zeros).
+torch::Tensor shiftTimeAfter(const torch::Tensor &x,
+                             const torch::Tensor &previous);
+
+/// causalConv of a chunk x [B, T, C] whose sequence had `tail` [B, K−1, C]
+/// before it (undefined: zeros, as at a sequence's start).
+torch::Tensor causalConvAfter(const torch::Tensor &x,
+                              const torch::Tensor &weight,
+                              const torch::Tensor &bias,
+                              const torch::Tensor &tail);
+
+/// The last `rows` rows of `tail` (undefined: zeros) followed by x [B, T, C]:
+/// what a chunk leaves for causalConvAfter of the next.
+torch::Tensor lastRows(const torch::Tensor &tail, const torch::Tensor &x,
+                       int64_t rows);
 
 /// PyTorch's default Linear initialisation: U(±1/√fanIn).
 void initFanInUniform(torch::Tensor &tensor, int64_t fanIn);
