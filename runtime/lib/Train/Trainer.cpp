@@ -728,6 +728,49 @@ void Trainer::saveCheckpoint() {
   lastCheckpointStep = currentStep;
 }
 
+TrainConfig readRunConfig(const fs::path &directory) {
+  fs::path path = directory / RunFiles::config;
+  std::error_code error;
+  if (!fs::exists(path, error))
+    throw std::runtime_error(fmt::format("{}: no run there ({} is missing)",
+                                         directory.string(), path.string()));
+  std::ifstream in(path);
+  nlohmann::json json =
+      nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded())
+    throw std::runtime_error(fmt::format("{}: not valid JSON", path.string()));
+  try {
+    return trainConfigFromJson(json);
+  } catch (const std::runtime_error &problem) {
+    throw std::runtime_error(
+        fmt::format("{}: {}", path.string(), problem.what()));
+  }
+}
+
+void loadCheckpointModel(const fs::path &path, SequenceModel &model,
+                         torch::Device device) {
+  std::error_code error;
+  if (!fs::exists(path, error))
+    throw std::runtime_error(fmt::format(
+        "{}: no checkpoint (the run wrote none yet)", path.string()));
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path.string(), device);
+    if (readString(archive, "format") != kCheckpointFormat)
+      throw std::runtime_error("not an fp-train checkpoint");
+    torch::serialize::InputArchive modelArchive;
+    archive.read("model", modelArchive);
+    model.load(modelArchive);
+  } catch (const c10::Error &problem) {
+    throw std::runtime_error(fmt::format("{}: cannot load the model: {}",
+                                         path.string(),
+                                         problem.what_without_backtrace()));
+  } catch (const std::runtime_error &problem) {
+    throw std::runtime_error(
+        fmt::format("{}: {}", path.string(), problem.what()));
+  }
+}
+
 void Trainer::loadCheckpoint() {
   fs::path path = file(RunFiles::checkpoint);
   torch::serialize::InputArchive archive;

@@ -96,7 +96,7 @@ def has_record(directory, kind, step):
     return False
 
 
-def check_language_modelling(binary, work):
+def check_language_modelling(binary, work, run_dir):
     """The lm task on English text that Debian's `fortunes` package ships."""
     fortunes = "/usr/share/games/fortunes"
     text = [os.path.join(fortunes, name) for name in ("fortunes", "goedel")]
@@ -138,6 +138,36 @@ def check_language_modelling(binary, work):
     check(r.returncode == 0 and steps_of(read_metrics(lm_dir),
                                          "train")[-1] == 6,
           f"an lm run resumes: {r.stderr}")
+
+    # Sampling from the trained run: the prompt first, then the continuation;
+    # the same seed gives the same text.
+    generate = os.path.join(os.path.dirname(binary), "fp-generate")
+    sample = [generate, lm_dir, "--prompt", "The ", "--tokens", "24",
+              "--seed", "3", "--threads", "1"]
+    # (Bytes: a barely trained byte-level model need not write UTF-8.)
+    first = subprocess.run(sample, capture_output=True, timeout=120)
+    again = subprocess.run(sample, capture_output=True, timeout=120)
+    check(first.returncode == 0 and first.stdout.startswith(b"The ")
+          and b"tokens/s" in first.stderr,
+          f"fp-generate samples a continuation: {first.stderr}")
+    check(first.stdout == again.stdout, "the same seed gives the same text")
+    chunked = subprocess.run(sample + ["--chunked"], capture_output=True,
+                             timeout=120)
+    check(chunked.returncode == 0 and chunked.stdout.startswith(b"The ")
+          and b"per token" in chunked.stderr,
+          f"fp-generate --chunked carries the state: {chunked.stderr}")
+    for extra, part in [([run_dir], "needs a language model"),
+                        ([os.path.join(work, "nowhere")], "no run there"),
+                        ([lm_dir, "--tokens", "0"], "--tokens must be at "
+                         "least 1"),
+                        ([lm_dir, "--prompt-ids", "1,999"],
+                         "is not below the vocabulary size")]:
+        r = subprocess.run([generate] + extra, capture_output=True,
+                           text=True, timeout=60)
+        check(r.returncode == 2 and part in r.stderr
+              and len(r.stderr.strip().splitlines()) == 1,
+              f"fp-generate {' '.join(extra)}: exit 2 naming '{part}': "
+              f"{r.returncode} {r.stderr}")
 
     # bf16 autocast on the CPU.
     r = run(binary, lm + ["--steps", "2", "--dtype", "bf16", "--out",
@@ -512,7 +542,7 @@ def main():
           and steps_of(read_metrics(full_dir), "train")[-1] == 12,
           "the run resumes past the failed write")
 
-    check_language_modelling(binary, work)
+    check_language_modelling(binary, work, run_dir)
 
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)

@@ -25,10 +25,8 @@
 #include "fp/Runtime/Train/Trainer.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -76,25 +74,6 @@ int64_t parameterCount(const SequenceModel &model) {
   return count;
 }
 
-/// Reads DIR/config.json of a run to resume.
-TrainConfig readStoredConfig(const fs::path &directory) {
-  fs::path path = directory / RunFiles::config;
-  if (!fs::exists(path))
-    throw UsageError(fmt::format("--resume {}: no run there ({} is missing)",
-                                 directory.string(), path.string()));
-  std::ifstream in(path);
-  nlohmann::json json =
-      nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded())
-    throw std::runtime_error(fmt::format("{}: not valid JSON", path.string()));
-  try {
-    return trainConfigFromJson(json);
-  } catch (const std::runtime_error &error) {
-    throw std::runtime_error(
-        fmt::format("{}: {}", path.string(), error.what()));
-  }
-}
-
 int run(const std::vector<std::string> &args) {
   CommandLine commandLine = CommandLine::parse(args);
   if (commandLine.helpRequested()) {
@@ -112,7 +91,11 @@ int run(const std::vector<std::string> &args) {
   try {
     if (resuming) {
       directory = *commandLine.value("resume");
-      config = resumeTrainConfig(commandLine, readStoredConfig(directory));
+      if (!fs::exists(directory / RunFiles::config))
+        throw UsageError(fmt::format(
+            "--resume {}: no run there ({} is missing)", directory.string(),
+            (directory / RunFiles::config).string()));
+      config = resumeTrainConfig(commandLine, readRunConfig(directory));
     } else {
       // The task's defaults are needed to resolve the flags.
       std::unique_ptr<Task> probe = makeTask(taskNameFromFlags(commandLine),

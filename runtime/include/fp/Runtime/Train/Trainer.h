@@ -212,6 +212,17 @@ private:
 /// atomically. A missing file is left missing.
 void truncateMetrics(const std::filesystem::path &path, int64_t step);
 
+/// The configuration stored in a run directory's config.json. Throws
+/// std::runtime_error naming the file when it is missing or malformed.
+TrainConfig readRunConfig(const std::filesystem::path &directory);
+
+/// Loads the model parameters of checkpoint.pt at `path` (written by a
+/// Trainer) into `model`, which must be built from the same configuration,
+/// onto `device`. Throws std::runtime_error naming the file when it is not
+/// such a checkpoint or does not fit the model.
+void loadCheckpointModel(const std::filesystem::path &path,
+                         SequenceModel &model, torch::Device device);
+
 /// Writes `content` to `path` atomically (path + ".tmp", then rename).
 void writeFileAtomically(const std::filesystem::path &path,
                          const std::string &content);

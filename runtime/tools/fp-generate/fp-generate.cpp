@@ -1,0 +1,342 @@
+//===- fp-generate.cpp - Sample from a trained language model ---*- C++ -*-===//
+//
+// Loads an fp-train run of the lm task (config.json and checkpoint.pt),
+// encodes a prompt, and samples a continuation token by token with
+// temperature, top-k and a seed, printing each token as it comes.
+//
+// Each new token's logits come from the model on the whole sequence so far,
+// the computation the model was trained and validated with. --chunked runs an
+// eager reference model in chunks instead (the prompt, then one token at a
+// time, carrying each layer's state; docs/streaming.md): linear rather than
+// quadratic in the length, and for FP-Mamba a different computation, since
+// the sequential solver may reach another fixed point.
+//
+// Exit status: 0 done; 1 an error while running; 2 a bad command line or a
+// run that cannot generate (one line on stderr).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/CompiledLayer.h"
+#include "fp/Runtime/Reference/LanguageModel.h"
+#include "fp/Runtime/Tasks/TokenCorpus.h"
+#include "fp/Runtime/Train/CommandLine.h"
+#include "fp/Runtime/Train/Trainer.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace fp::rt;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char *kUsage =
+    "usage: fp-generate RUN_DIR [--prompt TEXT | --prompt-file PATH |\n"
+    "                   --prompt-ids ID,ID,...] [--tokens N] "
+    "[--temperature X]\n"
+    "                   [--top-k K] [--seed N] [--device NAME] "
+    "[--threads N]\n"
+    "                   [--chunked] [--ignore-eos]\n"
+    "\n"
+    "Samples a continuation from the language model of an fp-train run\n"
+    "(--task lm), printing each token as it comes (docs/training.md).\n"
+    "\n"
+    "  --prompt TEXT        the prompt, for byte-level runs [default: none,\n"
+    "                       the start of a document]\n"
+    "  --prompt-file PATH   the prompt read from a file\n"
+    "  --prompt-ids IDS     comma-separated token ids, for token-file runs\n"
+    "  --tokens N           tokens to generate [default: 200]\n"
+    "  --temperature X      softmax temperature; 0: greedy [default: 1]\n"
+    "  --top-k K            sample among the K likeliest; 0: all "
+    "[default: 0]\n"
+    "  --seed N             seed of the sampling [default: 0]\n"
+    "  --device NAME        cpu, cuda or cuda:<index> [default: cpu]\n"
+    "  --threads N          LibTorch intra-op threads [default: LibTorch's]\n"
+    "  --chunked            run an eager reference model in chunks carrying\n"
+    "                       its state, one token at a time\n"
+    "  --ignore-eos         keep going past the end of a document\n";
+
+struct Options {
+  fs::path run;
+  std::string prompt;
+  bool promptGiven = false;
+  std::vector<int64_t> promptIds;
+  int64_t tokens = 200;
+  double temperature = 1.0;
+  int64_t topK = 0;
+  uint64_t seed = 0;
+  std::string device = "cpu";
+  int64_t threads = 0;
+  bool chunked = false;
+  bool ignoreEos = false;
+};
+
+[[noreturn]] void usage(const std::string &message) {
+  throw UsageError(message);
+}
+
+int64_t integer(const std::string &flag, const std::string &text,
+                int64_t smallest) {
+  int64_t value = 0;
+  auto [end, error] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size())
+    usage(fmt::format("--{} expects an integer, got '{}'", flag, text));
+  if (value < smallest)
+    usage(
+        fmt::format("--{} must be at least {}, got {}", flag, smallest, value));
+  return value;
+}
+
+Options parse(const std::vector<std::string> &args, bool &help) {
+  Options options;
+  bool haveRun = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      help = true;
+      return options;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      if (haveRun)
+        usage(fmt::format("unexpected argument '{}'; give one run directory",
+                          arg));
+      options.run = arg;
+      haveRun = true;
+      continue;
+    }
+    std::string flag = arg.substr(2);
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size())
+        usage(fmt::format("--{} needs a value", flag));
+      return args[++i];
+    };
+    if (flag == "prompt") {
+      options.prompt = value();
+      options.promptGiven = true;
+    } else if (flag == "prompt-file") {
+      std::string path = value();
+      std::ifstream in(path, std::ios::binary);
+      if (!in)
+        usage(fmt::format("--prompt-file '{}': cannot read it", path));
+      std::ostringstream text;
+      text << in.rdbuf();
+      options.prompt = text.str();
+      options.promptGiven = true;
+    } else if (flag == "prompt-ids") {
+      std::string text = value();
+      size_t start = 0;
+      while (start <= text.size()) {
+        size_t comma = std::min(text.find(',', start), text.size());
+        options.promptIds.push_back(
+            integer(flag, text.substr(start, comma - start), 0));
+        start = comma + 1;
+      }
+    } else if (flag == "tokens") {
+      options.tokens = integer(flag, value(), 1);
+    } else if (flag == "temperature") {
+      std::string text = value();
+      char *end = nullptr;
+      options.temperature = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(options.temperature >= 0) ||
+          !std::isfinite(options.temperature))
+        usage(
+            fmt::format("--temperature expects a number >= 0, got '{}'", text));
+    } else if (flag == "top-k") {
+      options.topK = integer(flag, value(), 0);
+    } else if (flag == "seed") {
+      options.seed = uint64_t(integer(flag, value(), 0));
+    } else if (flag == "device") {
+      options.device = value();
+    } else if (flag == "threads") {
+      options.threads = integer(flag, value(), 0);
+    } else if (flag == "chunked") {
+      options.chunked = true;
+    } else if (flag == "ignore-eos") {
+      options.ignoreEos = true;
+    } else {
+      usage(fmt::format("unknown flag '--{}' (fp-generate --help lists them)",
+                        flag));
+    }
+  }
+  if (!haveRun)
+    usage("give the run directory of an fp-train --task lm run");
+  if (options.promptGiven && !options.promptIds.empty())
+    usage("give the prompt as text or as ids, not both");
+  return options;
+}
+
+/// The next token from `logits` [V] as the options say.
+int64_t sample(const torch::Tensor &logits, const Options &options,
+               at::Generator &generator) {
+  if (options.temperature == 0)
+    return logits.argmax().item<int64_t>();
+  torch::Tensor scaled = logits.to(torch::kFloat64) / options.temperature;
+  if (options.topK > 0 && options.topK < scaled.size(0)) {
+    torch::Tensor threshold = std::get<0>(scaled.topk(options.topK)).min();
+    scaled = scaled.masked_fill(scaled < threshold, -INFINITY);
+  }
+  torch::Tensor probabilities = torch::softmax(scaled, 0);
+  return torch::multinomial(probabilities, 1, /*replacement=*/false, generator)
+      .item<int64_t>();
+}
+
+int run(const std::vector<std::string> &args) {
+  bool help = false;
+  Options options = parse(args, help);
+  if (help) {
+    fmt::print("{}", kUsage);
+    return 0;
+  }
+  TrainConfig config;
+  try {
+    config = readRunConfig(options.run);
+  } catch (const std::runtime_error &error) {
+    usage(error.what());
+  }
+  if (config.task != "lm")
+    usage(fmt::format("{} trained task '{}'; fp-generate needs a language "
+                      "model (fp-train --task lm)",
+                      options.run.string(), config.task));
+  const bool byteLevel = config.taskOptions.vocabSize == 0 &&
+                         config.model.vocabSize == kByteVocabSize;
+  if (options.promptGiven && !byteLevel)
+    usage("this run read token files, whose tokenizer fp-generate does not "
+          "have; give the prompt with --prompt-ids");
+  for (int64_t id : options.promptIds)
+    if (id >= config.model.vocabSize)
+      usage(fmt::format("--prompt-ids: {} is not below the vocabulary size {}",
+                        id, config.model.vocabSize));
+  if (options.threads > 0)
+    torch::set_num_threads(int(options.threads));
+
+  torch::Device device(torch::kCPU);
+  try {
+    device = torch::Device(options.device);
+  } catch (const c10::Error &) {
+    usage(fmt::format("--device: unknown value '{}'", options.device));
+  }
+  if (device.is_cuda() && !torch::cuda::is_available())
+    usage("--device cuda: CUDA is not available; use --device cpu");
+
+  std::shared_ptr<SequenceModel> model;
+  try {
+    model = config.model.kind == "compiled"
+                ? std::shared_ptr<SequenceModel>(makeCompiledModel(
+                      config.modelSource, config.model, config.seed))
+                : makeReferenceModel(config.model);
+  } catch (const std::invalid_argument &error) {
+    usage(error.what());
+  } catch (const LoadError &error) {
+    usage(error.what());
+  }
+  model->to(device);
+  loadCheckpointModel(options.run / RunFiles::checkpoint, *model, device);
+  model->eval();
+  std::shared_ptr<ref::LanguageModel> chunkable;
+  if (options.chunked) {
+    chunkable = std::dynamic_pointer_cast<ref::LanguageModel>(model);
+    if (!chunkable)
+      usage(fmt::format("--chunked runs the eager reference models; this "
+                        "run's model is {}",
+                        config.modelSource));
+  }
+
+  // A byte-level document starts with EOS (docs/tasks.md).
+  std::vector<int64_t> ids = options.promptIds;
+  if (byteLevel) {
+    ids = {kByteEos};
+    for (unsigned char byte : options.prompt)
+      ids.push_back(byte);
+    std::fwrite(options.prompt.data(), 1, options.prompt.size(), stdout);
+  } else if (ids.empty()) {
+    usage("give the prompt's token ids with --prompt-ids");
+  } else {
+    for (int64_t id : ids)
+      fmt::print("{} ", id);
+  }
+  std::fflush(stdout);
+
+  torch::NoGradGuard noGrad;
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(options.seed);
+  const int64_t vocab = config.model.vocabSize;
+  std::vector<ref::ChunkState> state;
+  torch::Tensor pending = torch::tensor(ids, torch::kLong).unsqueeze(0);
+  double iterations = 0;
+  int64_t solves = 0, generated = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (; generated < options.tokens; ++generated) {
+    torch::Tensor logits;
+    if (chunkable) {
+      logits = chunkable->forwardChunk(pending.to(device), state);
+    } else {
+      logits = model->forward(
+          torch::tensor(ids, torch::kLong).unsqueeze(0).to(device));
+    }
+    const ForwardStats &stats = model->lastStats();
+    if (!stats.iterations.empty()) {
+      iterations += stats.meanIterations();
+      ++solves;
+    }
+    torch::Tensor last =
+        logits[0][logits.size(1) - 1].narrow(0, 0, vocab).cpu();
+    int64_t next = sample(last, options, generator);
+    ids.push_back(next);
+    pending = torch::tensor({next}, torch::kLong).unsqueeze(0);
+    if (byteLevel) {
+      if (next == kByteEos) {
+        if (!options.ignoreEos) {
+          ++generated;
+          break;
+        }
+        std::fputc('\n', stdout);
+      } else {
+        std::fputc(int(next), stdout);
+      }
+    } else {
+      fmt::print("{} ", next);
+    }
+    std::fflush(stdout);
+  }
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::string note = fmt::format("fp-generate: {} tokens in {:.2f} s ({:.1f} "
+                                 "tokens/s)",
+                                 generated, seconds, generated / seconds);
+  if (solves > 0)
+    note += fmt::format(", fixed-point iterations {:.1f} per {}",
+                        iterations / double(solves),
+                        chunkable ? "token" : "forward");
+  fmt::print(stderr, "{}\n", note);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return run(args);
+  } catch (const UsageError &error) {
+    fmt::print(stderr, "fp-generate: error: {}\n", error.what());
+    return 2;
+  } catch (const c10::Error &error) {
+    fmt::print(stderr, "fp-generate: error: {}\n",
+               error.what_without_backtrace());
+    return 1;
+  } catch (const std::exception &error) {
+    fmt::print(stderr, "fp-generate: error: {}\n", error.what());
+    return 1;
+  }
+}
