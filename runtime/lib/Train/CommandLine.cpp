@@ -116,7 +116,7 @@ const std::vector<FlagInfo> &trainFlags() {
       {"eval-count", "N", "256",
        "sequences per evaluated length, and in the validation set",
        "Task and evaluation"},
-      {"eval-batch", "N", "--batch",
+      {"eval-batch", "N", "--batch / --grad-accum",
        "sequences per forward pass in evaluation (bounds memory)",
        "Task and evaluation"},
       {"context-len", "N", "task's",
@@ -776,8 +776,10 @@ TrainConfig makeTrainConfig(const CommandLine &commandLine,
       config.steps != defaults.steps)
     config.optimizer.warmupSteps =
         defaults.warmupSteps * config.steps / defaults.steps;
+  // What fits in a training step fits in an evaluation chunk.
   if (!commandLine.has("eval-batch"))
-    config.evalBatch = config.batchSize;
+    config.evalBatch = std::max<int64_t>(
+        config.batchSize / std::max<int64_t>(config.gradAccum, 1), 1);
   validateTrainConfig(config);
   return config;
 }

@@ -97,13 +97,16 @@ MemoryEstimate estimateTrainingMemory(const TrainConfig &config,
   auto tokens = [](int64_t batch, int64_t length) {
     return double(batch) * double(length);
   };
-  const double trainTokens = tokens(config.batchSize, trainLength);
+  // A step holds the activations of one micro-batch at a time.
+  const int64_t microBatch =
+      config.batchSize / std::max<int64_t>(config.gradAccum, 1);
+  const double trainTokens = tokens(microBatch, trainLength);
   double training =
       trainTokens * bytes * (width * (2.0 * layers + 1.0) + 3.0 * vocab);
   const double evalTokens = tokens(config.evalBatch, evalLength);
   double evaluation = evalTokens * bytes * (2.0 * width + 2.0 * vocab);
   if (compiled) {
-    training += compiledCallBytes(*compiled, config.batchSize, trainLength,
+    training += compiledCallBytes(*compiled, microBatch, trainLength,
                                   /*training=*/true, model.dtype);
     evaluation += compiledCallBytes(*compiled, config.evalBatch, evalLength,
                                     /*training=*/false, model.dtype);
@@ -143,12 +146,15 @@ void requireMemoryFor(const TrainConfig &config, const MemoryEstimate &need) {
     return;
   throw std::invalid_argument(fmt::format(
       "this run needs at least {:.1f} GiB of memory (parameters with their "
-      "gradients and AdamW state {:.1f} GiB, activations of a step of "
-      "--batch {} or an evaluation chunk of --eval-batch {}: {:.1f} GiB), "
-      "but {:.1f} GiB are available; lower --batch, --eval-batch or the "
+      "gradients and AdamW state {:.1f} GiB, activations of a micro-batch "
+      "of {} sequences (--batch {} / --grad-accum {}) or an evaluation "
+      "chunk of --eval-batch {}: {:.1f} GiB), but {:.1f} GiB are "
+      "available; raise --grad-accum, lower --batch, --eval-batch or the "
       "model's size",
-      need.total() / kGiB, need.parameters / kGiB, config.batchSize,
-      config.evalBatch, need.activations / kGiB, *available / kGiB));
+      need.total() / kGiB, need.parameters / kGiB,
+      config.batchSize / std::max<int64_t>(config.gradAccum, 1),
+      config.batchSize, config.gradAccum, config.evalBatch,
+      need.activations / kGiB, *available / kGiB));
 }
 
 } // namespace fp::rt
