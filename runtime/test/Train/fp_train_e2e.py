@@ -156,7 +156,11 @@ def check_language_modelling(binary, work, run_dir):
     check(chunked.returncode == 0 and chunked.stdout.startswith(b"The ")
           and b"per token" in chunked.stderr,
           f"fp-generate --chunked carries the state: {chunked.stderr}")
+    no_checkpoint = os.path.join(work, "lm-no-checkpoint")
+    os.makedirs(no_checkpoint)
+    shutil.copy(os.path.join(lm_dir, "config.json"), no_checkpoint)
     for extra, part in [([run_dir], "needs a language model"),
+                        ([no_checkpoint], "no checkpoint"),
                         ([os.path.join(work, "nowhere")], "no run there"),
                         ([lm_dir, "--tokens", "0"], "--tokens must be at "
                          "least 1"),

@@ -238,8 +238,12 @@ int run(const std::vector<std::string> &args) {
   } catch (const LoadError &error) {
     usage(error.what());
   }
+  const fs::path checkpoint = options.run / RunFiles::checkpoint;
+  if (!fs::exists(checkpoint))
+    usage(fmt::format("{}: no checkpoint (the run wrote none yet)",
+                      checkpoint.string()));
   model->to(device);
-  loadCheckpointModel(options.run / RunFiles::checkpoint, *model, device);
+  loadCheckpointModel(checkpoint, *model, device);
   model->eval();
   std::shared_ptr<ref::LanguageModel> chunkable;
   if (options.chunked) {
