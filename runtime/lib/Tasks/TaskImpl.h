@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fp::rt::detail {
@@ -84,7 +85,7 @@ torch::Tensor filledIds(int64_t rows, int64_t cols, int64_t value);
 class TaskBase : public Task {
 public:
   TaskBase(std::string name, TaskOptions resolved)
-      : taskName(std::move(name)), resolved(resolved) {}
+      : taskName(std::move(name)), resolved(std::move(resolved)) {}
 
   std::string name() const override { return taskName; }
   TaskOptions options() const override { return resolved; }

@@ -21,8 +21,9 @@
 #include "fp/Runtime/ReferenceImport.h"
 #include "fp/Runtime/Tasks/Task.h"
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>

@@ -32,8 +32,9 @@
 #include "fp/Runtime/Reference/Layers.h"
 #include "fp/Runtime/ReferenceImport.h"
 
-#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include <random>
 #include <stdexcept>

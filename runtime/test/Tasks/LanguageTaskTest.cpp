@@ -61,6 +61,7 @@ std::string uint16Ids(const std::vector<int> &ids) {
 
 std::vector<int> range(int count, int modulo) {
   std::vector<int> ids;
+  ids.reserve(size_t(count));
   for (int i = 0; i < count; ++i)
     ids.push_back(i % modulo);
   return ids;
@@ -190,7 +191,7 @@ TEST(LanguageTask, DataDirectoryUsesValBin) {
 TEST(LanguageTask, BadDataIsRefusedNamingTheFileAndTheProblem) {
   TempDir dir("bad");
   auto expectError = [](const TaskOptions &options,
-                        std::vector<std::string> parts) {
+                        const std::vector<std::string> &parts) {
     std::string message = lmError(options);
     for (const std::string &part : parts)
       EXPECT_THAT(message, HasSubstr(part));
