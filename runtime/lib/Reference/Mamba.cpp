@@ -33,37 +33,34 @@ MambaLayer::MambaLayer(const ModelConfig &config)
 torch::Tensor MambaLayer::forwardChunk(const torch::Tensor &u,
                                        ChunkState &state) {
   torch::NoGradGuard noGrad;
-  torch::Tensor xz = inProj->forward(u);
-  torch::Tensor xRaw = xz.narrow(-1, 0, d);
-  torch::Tensor x =
-      torch::silu(causalConvAfter(xRaw, convWeight, convBias, state.convTail));
-  torch::Tensor z = xz.narrow(-1, d, d);
-  torch::Tensor xDbl = xProj->forward(x);
-  torch::Tensor delta =
-      mambaSoftplus(torch::nn::functional::linear(xDbl.narrow(-1, 0, dtRank),
-                                                  dtProj->weight) +
-                    dtProj->bias);
-  torch::Tensor finalScan;
-  torch::Tensor y = selectiveScanLoop(
-      x, delta, -torch::exp(aLog), xDbl.narrow(-1, dtRank, dState),
-      xDbl.narrow(-1, dtRank + dState, dState), dSkip, state.scan, &finalScan);
-  state.scan = finalScan;
-  state.convTail = lastRows(state.convTail, xRaw, convWeight.size(1) - 1);
-  return outProj->forward(y * torch::silu(z));
+  return run(u, &state);
 }
 
 torch::Tensor MambaLayer::forward(const torch::Tensor &u) {
+  return run(u, nullptr);
+}
+
+torch::Tensor MambaLayer::run(const torch::Tensor &u, ChunkState *carry) {
   torch::Tensor xz = inProj->forward(u);
-  torch::Tensor x =
-      torch::silu(causalConv(xz.narrow(-1, 0, d), convWeight, convBias));
+  torch::Tensor xRaw = xz.narrow(-1, 0, d);
+  torch::Tensor x = torch::silu(causalConvAfter(
+      xRaw, convWeight, convBias, carry ? carry->convTail : torch::Tensor()));
   torch::Tensor z = xz.narrow(-1, d, d);
   torch::Tensor xDbl = xProj->forward(x);
   torch::Tensor delta =
       mambaSoftplus(torch::nn::functional::linear(xDbl.narrow(-1, 0, dtRank),
                                                   dtProj->weight) +
                     dtProj->bias);
-  torch::Tensor y = selectiveScan(
-      x, delta, -torch::exp(aLog), xDbl.narrow(-1, dtRank, dState),
-      xDbl.narrow(-1, dtRank + dState, dState), dSkip);
+  torch::Tensor a = -torch::exp(aLog);
+  torch::Tensor bm = xDbl.narrow(-1, dtRank, dState);
+  torch::Tensor cm = xDbl.narrow(-1, dtRank + dState, dState);
+  if (!carry)
+    return outProj->forward(selectiveScan(x, delta, a, bm, cm, dSkip) *
+                            torch::silu(z));
+  torch::Tensor finalScan;
+  torch::Tensor y =
+      selectiveScanLoop(x, delta, a, bm, cm, dSkip, carry->scan, &finalScan);
+  carry->scan = finalScan;
+  carry->convTail = lastRows(carry->convTail, xRaw, convWeight.size(1) - 1);
   return outProj->forward(y * torch::silu(z));
 }

@@ -130,6 +130,10 @@ public:
   int64_t d, dtRank, dState;
   std::shared_ptr<Linear> inProj, xProj, dtProj, outProj;
   torch::Tensor convWeight, convBias, aLog, dSkip;
+
+private:
+  /// forward() (`carry` null) or forwardChunk() from `carry`, updating it.
+  torch::Tensor run(const torch::Tensor &u, ChunkState *carry);
 };
 
 /// The iteration-invariant part of an FP-RNN layer.
