@@ -144,7 +144,7 @@ static void emitSolverSettings(CodeWriter &w, const LayerPlan &plan) {
          s.getMaxIterTrain(), s.getMaxIterEval(),
          llvm::format("%.17g", s.getRelaxStart().convertToDouble()),
          llvm::format("%.17g", s.getRelaxDecay().convertToDouble()),
-         s.getRelaxPatience(), plan.isBackward ? "kBackwardSolver" : "kSolver");
+         s.getRelaxPatience(), plan.solverSettingsName());
 }
 
 /// `const fp::host::BufferSpec <name>[] = {...};` for `slots`.
@@ -217,10 +217,35 @@ static std::string forwardSignature(StringRef name) {
       .str();
 }
 
-/// Declares, in namespace `ns`, the CUDA unit's forward (and backward) of a
-/// layer and their instantiations, and with `chunks` its sampleChunks.
+/// The signature of a layer's chunked forward named `name`.
+static std::string chunkSignature(StringRef name) {
+  return ("void " + name +
+          "(const fp_chunk_args &args, char *workspace, "
+          "const size_t *offsets)")
+      .str();
+}
+
+/// `const fp::host::BufferSpec kStates[] = {...};`: the per-sample size of
+/// each state of a chunked forward.
+static void emitStateSpecs(CodeWriter &w, const LayerPlan &chunk) {
+  if (chunk.states.empty()) {
+    w.text("const fp::host::BufferSpec *const kStates = nullptr;");
+    return;
+  }
+  SmallVector<std::string> specs;
+  for (const LayerPlan::State &state : chunk.states)
+    specs.push_back(
+        llvm::formatv("{{{0}, true, false}", state.shape.staticElements()));
+  w.line("const fp::host::BufferSpec kStates[] = {{{0}};",
+         llvm::join(specs, ", "));
+}
+
+/// Declares, in namespace `ns`, the CUDA unit's forward (and backward, and
+/// chunked forward) of a layer and their instantiations, and with `chunks`
+/// its sampleChunks.
 static void declareDeviceFunctions(CodeWriter &w, StringRef ns, bool backward,
-                                   bool chunks, const LibraryInfo &info) {
+                                   bool chunks, const LibraryInfo &info,
+                                   bool chunked = false) {
   auto inner =
       w.blockWithTrailer((" // namespace " + ns).str(), "namespace {0}", ns);
   w.text("template <typename Real>");
@@ -234,6 +259,13 @@ static void declareDeviceFunctions(CodeWriter &w, StringRef ns, bool backward,
     for (auto [dtype, type] : elementTypes(info))
       w.line("extern template {0};",
              backwardSignature(("backward<" + type + ">").str()));
+  }
+  if (chunked) {
+    w.text("template <typename Real>");
+    w.line("{0};", chunkSignature("forwardChunk"));
+    for (auto [dtype, type] : elementTypes(info))
+      w.line("extern template {0};",
+             chunkSignature(("forwardChunk<" + type + ">").str()));
   }
   if (chunks) {
     w.text("template <typename Real>");
@@ -283,10 +315,17 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
       const LayerPlan *backward = plan.backward.get();
       if (backward)
         emitBufferSpecs(w, "kBackwardBuffers", backward->slots);
+      const LayerPlan *chunk = plan.chunk.get();
+      if (chunk) {
+        emitBufferSpecs(w, "kChunkBuffers", chunk->slots);
+        emitStateSpecs(w, *chunk);
+      }
       if (cpu) {
         emitSolverSettings(w, plan);
         if (backward)
           emitSolverSettings(w, *backward);
+        if (chunk)
+          emitSolverSettings(w, *chunk);
         w.text("namespace kernels = fp::host;");
         w.blank();
         LayerEmitter emitter(w, plan);
@@ -300,11 +339,17 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
             return failure();
           w.blank();
         }
+        if (chunk) {
+          LayerEmitter chunkEmitter(w, *chunk);
+          if (failed(chunkEmitter.emitFunction(chunkSignature("forwardChunk"))))
+            return failure();
+          w.blank();
+        }
       }
       if (cuda) {
         // Compiled by nvcc in the library's CUDA unit.
         declareDeviceFunctions(w, "cuda", backward != nullptr, split != nullptr,
-                               info);
+                               info, chunk != nullptr);
         if (split)
           declareDeviceFunctions(w, "cuda_split", split->backward != nullptr,
                                  false, info);
@@ -331,9 +376,19 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
                functionTable("cuda::sampleChunks", info));
         splitField = "&kSplit";
       }
+      std::string chunkField = "nullptr";
+      if (chunk) {
+        w.line("const fp::host::ChunkSchedule kChunk = {{kChunkBuffers, {0}, "
+               "{1}, {2}, {3}, kStates};",
+               chunk->slots.size(),
+               cpu ? functionTable("forwardChunk", info) : "{}",
+               cuda ? functionTable("cuda::forwardChunk", info) : "{}",
+               chunk->states.size());
+        chunkField = "&kChunk";
+      }
       w.line("const fp::host::LayerDescriptor kLayer = {{\"{0}\", {1}, "
              "kBuffers, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, "
-             "\"{11}\", {12}};",
+             "\"{11}\", {12}, {13}};",
              plan.layer.getSymName(), plan.params.size(), plan.slots.size(),
              cpu ? functionTable("forward", info) : "{}",
              cuda ? functionTable("cuda::forward", info) : "{}",
@@ -342,7 +397,7 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
              backward ? backward->slots.size() : 0,
              backward && cpu ? functionTable("backward", info) : "{}",
              backward && cuda ? functionTable("cuda::backward", info) : "{}",
-             info.schedule, splitField);
+             info.schedule, splitField, chunkField);
       w.blank();
     }
     w.blank();
@@ -372,6 +427,15 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
              plan.backward ? "backward" : "backwardNotCompiled", layer);
     }
     w.blank();
+    if (plan.chunk) {
+      auto fn =
+          w.block("FP_MODEL_EXPORT fp_status {0}(const fp_chunk_args "
+                  "*args)",
+                  entryPointName(plan.layer.getSymName(), "forward_chunk"));
+      w.line("return fp::host::forwardChunk(args, layer_{0}::kLayer);", layer);
+    }
+    if (plan.chunk)
+      w.blank();
     {
       auto fn = w.block("FP_MODEL_EXPORT const char *{0}(fp_target target, "
                         "fp_dtype dtype, int64_t batch, int64_t seq_len)",
@@ -447,6 +511,17 @@ static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
     for (auto [dtype, type] : elementTypes(info))
       w.line("template {0};",
              backwardSignature(("backward<" + type + ">").str()));
+    w.blank();
+  }
+  if (const LayerPlan *chunk = plan.chunk.get()) {
+    emitSolverSettings(w, *chunk);
+    LayerEmitter chunkEmitter(w, *chunk);
+    if (failed(chunkEmitter.emitFunction(chunkSignature("forwardChunk"))))
+      return failure();
+    w.blank();
+    for (auto [dtype, type] : elementTypes(info))
+      w.line("template {0};",
+             chunkSignature(("forwardChunk<" + type + ">").str()));
     w.blank();
   }
   return success();

@@ -31,6 +31,8 @@ std::string LayerEmitter::name(Value value) const {
     return "saved" + std::to_string(s.index);
   case Storage::GradOutput:
     return "dy";
+  case Storage::StateIn:
+    return "state" + std::to_string(s.index);
   case Storage::View:
     return s.index == 0
                ? name(s.aliasOf)
@@ -70,7 +72,9 @@ void LayerEmitter::emitSampleChunks() {
 
 LogicalResult LayerEmitter::emitFunction(StringRef signature) {
   // The kernels' function objects first, at namespace scope.
-  const char *stem = plan.isBackward ? "BackwardKernel" : "Kernel";
+  const char *stem = plan.isBackward ? "BackwardKernel"
+                     : plan.isChunk  ? "ChunkKernel"
+                                     : "Kernel";
   WalkResult walk = plan.layer.walk([&](KernelOp kernel) {
     FailureOr<KernelLaunch> launch =
         emitKernelFunctor(w, kernel, stem + std::to_string(kernels.size()));
@@ -98,6 +102,10 @@ LogicalResult LayerEmitter::emitFunction(StringRef signature) {
            "savedOffsets);",
            plan.saved.size());
   }
+  for (auto [i, state] : llvm::enumerate(plan.states))
+    w.line("const Real *state{0} = static_cast<const Real *>("
+           "args.state_in[{0}]); // {1}",
+           i, state.name);
   if (plan.isBackward) {
     w.text("const Real *dy = static_cast<const Real *>(args.grad_output);");
     for (size_t i = 0; i < plan.saved.size(); ++i)
@@ -178,7 +186,8 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
             MatmulOp, TriuOp, tensor::SplatOp, KernelOp, SolverInitOp,
             SolverRelaxOp, SolverUpdateOp, SolverIterationsOp, TransposeOp,
             WeightGradOp, TriuPackOp, L2NormGradOp, ReduceMaxGradOp,
-            SelectiveScanGradOp, CausalConvGradOp>(
+            SelectiveScanGradOp, CausalConvGradOp, ChunkShiftOp, ChunkScanOp,
+            ChunkSelectiveScanOp, ChunkCausalConvOp>(
           [&](auto kind) { return print(kind); })
       .Case([&](scf::WhileOp loop) { return emitLoop(loop); })
       .Case([&](func::ReturnOp ret) { return emitReturn(ret); })
@@ -324,6 +333,48 @@ LogicalResult LayerEmitter::print(CausalConvOp conv) {
   return success();
 }
 
+LogicalResult LayerEmitter::print(ChunkShiftOp shift) {
+  w.line("kernels::shiftFrom({0}, {1}, B, T, {2}, {3}, {4}, {5});",
+         name(shift.getInput()), name(shift.getState()),
+         shape(shift.getResult()).tokenSize(),
+         static_cast<int64_t>(shift.getOffset()), name(shift.getResult()),
+         name(shift.getNext()));
+  return success();
+}
+
+LogicalResult LayerEmitter::print(ChunkScanOp scan) {
+  w.line("kernels::scanFrom({0}, {1}, {2}, B, T, {3}, {4}, {5});",
+         name(scan.getCoeff()), name(scan.getInput()), name(scan.getState()),
+         shape(scan.getResult()).tokenSize(), name(scan.getResult()),
+         name(scan.getNext()));
+  return success();
+}
+
+LogicalResult LayerEmitter::print(ChunkSelectiveScanOp scan) {
+  auto a = cast<RankedTensorType>(scan.getA().getType());
+  w.line("kernels::selectiveScanFrom({0}, {1}, {2}, {3}, {4}, {5}, {6}, B, "
+         "T, {7}, {8}, {9}, {10});",
+         name(scan.getU()), name(scan.getDelta()), name(scan.getA()),
+         name(scan.getB()), name(scan.getC()),
+         scan.getD() ? name(scan.getD()) : "nullptr", name(scan.getState()),
+         a.getDimSize(0), a.getDimSize(1), name(scan.getResult()),
+         name(scan.getNext()));
+  return success();
+}
+
+LogicalResult LayerEmitter::print(ChunkCausalConvOp conv) {
+  auto weight = cast<RankedTensorType>(conv.getWeight().getType());
+  Value input = conv.getInput();
+  w.line("kernels::causalConvFrom({0}, {1}, {2}, {3}, {4}, B, T, {5}, {6}, "
+         "{7}, {8});",
+         name(input), plan.rowStride(input), name(conv.getState()),
+         name(conv.getWeight()),
+         conv.getBias() ? name(conv.getBias()) : "nullptr",
+         weight.getDimSize(0), weight.getDimSize(1), name(conv.getResult()),
+         name(conv.getNext()));
+  return success();
+}
+
 LogicalResult LayerEmitter::print(L2NormOp norm) {
   w.line("kernels::l2norm({0}, {1}, {2}, {3}, {4});", name(norm.getInput()),
          rows(norm), width(norm), realLiteral(norm.getEps().convertToDouble()),
@@ -418,9 +469,9 @@ LogicalResult LayerEmitter::print(SolverInitOp init) {
            "nullptr);",
            solverName);
   else
-    w.line("kernels::Solver<Real> {0}(B, kSolver, args.training != 0, "
+    w.line("kernels::Solver<Real> {0}(B, {1}, args.training != 0, "
            "args.solver);",
-           solverName);
+           solverName, plan.solverSettingsName());
   return success();
 }
 
@@ -565,6 +616,19 @@ LogicalResult LayerEmitter::emitReturn(func::ReturnOp ret) {
   if (!plan.computedInPlace(0))
     w.line("kernels::copy({0}, {1}, static_cast<Real *>(args.output));",
            name(result), shape(result).numElements());
+  if (plan.isChunk) {
+    // The next states, after every read of the states in (a caller may
+    // pass one buffer as both).
+    const unsigned first = ret.getNumOperands() - plan.states.size();
+    for (auto [i, state] : llvm::enumerate(plan.states)) {
+      Value next = ret.getOperand(first + i);
+      w.line(
+          "kernels::copy({0}, {1}, static_cast<Real *>(args.state_out[{2}]));"
+          " // {3}",
+          name(next), shape(next).numElements(), i, state.name);
+    }
+    return success();
+  }
   for (unsigned i = 1; i < ret.getNumOperands(); ++i) {
     if (!plan.layer.getResultAttr(i, "fp.saved") || plan.computedInPlace(i))
       continue;

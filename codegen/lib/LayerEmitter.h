@@ -77,6 +77,10 @@ private:
   LogicalResult print(ScanOp scan);
   LogicalResult print(SelectiveScanOp scan);
   LogicalResult print(CausalConvOp conv);
+  LogicalResult print(ChunkShiftOp shift);
+  LogicalResult print(ChunkScanOp scan);
+  LogicalResult print(ChunkSelectiveScanOp scan);
+  LogicalResult print(ChunkCausalConvOp conv);
   LogicalResult print(L2NormOp norm);
   LogicalResult print(LayerNormOp norm);
   LogicalResult print(RMSNormOp norm);

@@ -255,6 +255,9 @@ LogicalResult LayerPlan::assignStorage() {
     return success();
   };
   setStorage(layer.getArgument(0), {Storage::Input});
+  if (isChunk)
+    for (unsigned i = 1; i < layer.getNumArguments(); ++i)
+      setStorage(layer.getArgument(i), {Storage::StateIn, int64_t(i - 1)});
   if (isBackward) {
     // (input, saved..., cotangent of the output)
     const unsigned numArgs = layer.getNumArguments();
@@ -472,6 +475,64 @@ FailureOr<LayerPlan> LayerPlan::buildBackward(func::FuncOp backward,
   return plan;
 }
 
+FailureOr<LayerPlan> LayerPlan::buildChunk(func::FuncOp chunk,
+                                           const LayerPlan &forward) {
+  LayerPlan plan;
+  plan.layer = chunk;
+  plan.isChunk = true;
+  plan.dModel = forward.dModel;
+  FunctionType type = chunk.getFunctionType();
+  FunctionType forwardType = forward.layer.getFunctionType();
+  const unsigned numStates = type.getNumInputs() - 1;
+  // The forward's results may have grown by the saved values since the
+  // chunked form was derived; its own are the output and the iterations.
+  if (type.getNumInputs() < 1 || type.getInput(0) != forwardType.getInput(0) ||
+      type.getNumResults() < numStates + 1 ||
+      type.getResult(0) != forwardType.getResult(0))
+    return chunk.emitOpError("cannot emit a chunked forward whose signature "
+                             "is not (input, states...) -> (output, ..., "
+                             "next states...)"),
+           failure();
+  const unsigned firstNext = type.getNumResults() - numStates;
+  for (unsigned i = 0; i < numStates; ++i) {
+    if (type.getResult(firstNext + i) != type.getInput(i + 1))
+      return chunk.emitOpError("cannot emit a chunked forward whose state #")
+                 << i << " is returned as a " << type.getResult(firstNext + i)
+                 << " but read as a " << type.getInput(i + 1),
+             failure();
+    auto name = chunk.getArgAttrOfType<StringAttr>(i + 1, "fp.state");
+    if (!name)
+      return chunk.emitOpError("cannot emit a chunked forward whose state #")
+                 << i << " has no name ('fp.state')",
+             failure();
+    plan.states.push_back({name.str(), {}});
+  }
+  if (firstNext > 2)
+    return chunk.emitOpError("cannot emit a chunked forward with results "
+                             "other than the output, the iteration counts "
+                             "and the next states"),
+           failure();
+  if (failed(plan.collectParams()))
+    return failure();
+  // Parameters are the forward's, in its order.
+  if (plan.params.size() > forward.params.size())
+    return chunk.emitOpError("cannot emit a chunked forward with parameters "
+                             "its layer does not have"),
+           failure();
+  for (const ParamInfo &param : plan.params)
+    if (!forward.paramIndices.count(param.name))
+      return chunk.emitOpError("cannot emit a chunked forward reading '")
+                 << param.name << "', which is not a parameter of its layer",
+             failure();
+  plan.params = forward.params;
+  plan.paramIndices = forward.paramIndices;
+  if (failed(plan.resolveShapes()) || failed(plan.assignStorage()))
+    return failure();
+  for (unsigned i = 0; i < numStates; ++i)
+    plan.states[i].shape = plan.shape(chunk.getArgument(i + 1));
+  return plan;
+}
+
 FailureOr<std::vector<LayerPlan>>
 mlir::fp::codegen::planLayers(ModuleOp module) {
   std::vector<LayerPlan> plans;
@@ -500,6 +561,24 @@ mlir::fp::codegen::planLayers(ModuleOp module) {
     if (failed(plan))
       return failure();
     forward->backward = std::make_shared<LayerPlan>(std::move(*plan));
+  }
+  // Chunked forms, each with the plan of its layer.
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    auto of = fn->getAttrOfType<FlatSymbolRefAttr>("fp.chunk_of");
+    if (!of)
+      continue;
+    auto forward = llvm::find_if(plans, [&](const LayerPlan &plan) {
+      return plan.layer.getSymName() == of.getValue();
+    });
+    if (forward == plans.end())
+      return fn.emitOpError("cannot emit the chunked form of ")
+             << of << ", which is not a layer of this module";
+    if (forward->chunk)
+      return fn.emitOpError("cannot emit a second chunked form of ") << of;
+    FailureOr<LayerPlan> plan = LayerPlan::buildChunk(fn, *forward);
+    if (failed(plan))
+      return failure();
+    forward->chunk = std::make_shared<LayerPlan>(std::move(*plan));
   }
   if (plans.empty())
     return module.emitError("cannot emit a library without layers (no "

@@ -160,6 +160,21 @@ static llvm::json::Object layerObject(const LayerPlan &plan,
     for (const std::string &target : info.targets)
       backwardTargets.push_back(target);
   layer["backward_targets"] = std::move(backwardTargets);
+  // The chunked forward (docs/streaming.md) and the states it carries, each
+  // with its shape per sample.
+  if (plan.chunk) {
+    layer["entry_points"].getAsObject()->try_emplace(
+        "forward_chunk", entryPointName(name, "forward_chunk"));
+    llvm::json::Array states;
+    for (const LayerPlan::State &state : plan.chunk->states) {
+      llvm::json::Array shape;
+      for (const Extent &extent : llvm::drop_begin(state.shape.extents))
+        shape.push_back(extent.size);
+      states.push_back(llvm::json::Object{{"name", state.name},
+                                          {"shape", std::move(shape)}});
+    }
+    layer["chunk"] = llvm::json::Object{{"states", std::move(states)}};
+  }
   if (plan.solver) {
     SolverAttr solver = plan.solver.getSolver();
     layer["solver"] = llvm::json::Object{

@@ -698,6 +698,79 @@ LogicalResult CausalConvOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Chunked forms
+//===----------------------------------------------------------------------===//
+
+/// Checks the state of a chunked op whose state is `rows` rows of the
+/// activation `token` (shift, scan, causal convolution): its rank, its
+/// batch, its static dimension 1 of size `rows`, and the feature dimensions
+/// of `token`.
+static LogicalResult verifyRowState(Operation *op, Value token, Value state,
+                                    int64_t rows) {
+  if (failed(verifySameElementType(op, token, {state})))
+    return failure();
+  RankedTensorType t = getTensorType(token), s = getTensorType(state);
+  if (s.getRank() != t.getRank())
+    return op->emitOpError("expects a state of rank ")
+           << t.getRank() << " (batch, rows, features...), got " << s;
+  if (!areCompatible(s.getDimSize(0), t.getDimSize(0)))
+    return op->emitOpError("expects the state to have the batch size of the "
+                           "input (")
+           << formatDim(t.getDimSize(0)) << "), got "
+           << formatDim(s.getDimSize(0));
+  if (s.getDimSize(1) != rows)
+    return op->emitOpError("expects the state to hold ")
+           << rows << " row(s) along dimension 1, got "
+           << formatDim(s.getDimSize(1));
+  for (int64_t i = 2; i < t.getRank(); ++i)
+    if (!areCompatible(s.getDimSize(i), t.getDimSize(i)))
+      return op->emitOpError("expects the state's dimension ")
+             << i << " to be the input's (" << formatDim(t.getDimSize(i))
+             << "), got " << formatDim(s.getDimSize(i));
+  return success();
+}
+
+LogicalResult ChunkShiftOp::verify() {
+  const auto offset = static_cast<int64_t>(getOffset());
+  if (offset < 1)
+    return emitOpError("expects a causal offset >= 1, got ") << offset;
+  return verifyRowState(*this, getInput(), getState(), offset);
+}
+
+LogicalResult ChunkScanOp::verify() {
+  return verifyRowState(*this, getInput(), getState(), 1);
+}
+
+LogicalResult ChunkSelectiveScanOp::verify() {
+  if (failed(
+          verifySelectiveScanOperands(*this, getU(), getA(), getB(), getD())) ||
+      failed(verifySameElementType(*this, getU(), {getState()})))
+    return failure();
+  RankedTensorType u = getTensorType(getU()), a = getTensorType(getA()),
+                   state = getTensorType(getState());
+  if (!areCompatible(state.getDimSize(0), u.getDimSize(0)) ||
+      !areCompatible(state.getDimSize(1), a.getDimSize(0)) ||
+      !areCompatible(state.getDimSize(2), a.getDimSize(1)) ||
+      state.isDynamicDim(1) || state.isDynamicDim(2))
+    return emitOpError("expects a state of shape (batch, ")
+           << formatDim(a.getDimSize(0)) << ", " << formatDim(a.getDimSize(1))
+           << ") with static channels and states, got " << state;
+  return success();
+}
+
+LogicalResult ChunkCausalConvOp::verify() {
+  if (failed(
+          verifyCausalConvOperands(*this, getInput(), getWeight(), getBias())))
+    return failure();
+  int64_t width = getTensorType(getWeight()).getDimSize(1);
+  if (width < 2)
+    return emitOpError("expects a kernel width >= 2 (a width of 1 carries no "
+                       "state), got ")
+           << width;
+  return verifyRowState(*this, getInput(), getState(), width - 1);
+}
+
+//===----------------------------------------------------------------------===//
 // Normalisations
 //===----------------------------------------------------------------------===//
 

@@ -76,6 +76,9 @@ void mlir::fp::addKernelScheduling(OpPassManager &pm, bool stageInputs) {
 
 void mlir::fp::buildFpPipeline(OpPassManager &pm,
                                const FpPipelineOptions &options) {
+  // While the maps are still calls (before the inliner).
+  if (options.chunked)
+    pm.addPass(createFpDeriveChunked());
   addFrontendCleanup(pm);
   if (options.hoist)
     addHoisting(pm);

@@ -311,7 +311,8 @@ struct FpPlanBuffersPass
 
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
-    if (!(fn->hasAttr("fp.layer") || fn->hasAttr("fp.backward_of")) ||
+    if (!(fn->hasAttr("fp.layer") || fn->hasAttr("fp.backward_of") ||
+          fn->hasAttr("fp.chunk_of")) ||
         fn.isExternal())
       return markAllAnalysesPreserved();
     if (failed(planLayer(fn)))

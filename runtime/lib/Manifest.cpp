@@ -412,6 +412,27 @@ LayerInfo parseLayer(const Node &node) {
     layer.entryPoints.schedule = symbol("schedule");
   if (std::optional<Node> schedule = node.find("schedule"))
     layer.schedule = schedule->nonEmptyString();
+  // The chunked forward and its states come together.
+  std::optional<Node> chunk = node.find("chunk");
+  if (entryPoints.find("forward_chunk")) {
+    layer.entryPoints.forwardChunk = symbol("forward_chunk");
+    if (!chunk)
+      entryPoints.get("forward_chunk")
+          .fail("is given, but the layer has no 'chunk' states");
+    std::set<std::string> names;
+    for (const Node &stateNode : chunk->object().get("states").array()) {
+      stateNode.object();
+      ChunkStateInfo state;
+      state.name = stateNode.get("name").nonEmptyString();
+      if (!names.insert(state.name).second)
+        stateNode.get("name").fail("repeats state name '" + state.name + "'");
+      for (const Node &extent : stateNode.get("shape").array())
+        state.shape.push_back(extent.positiveInt64());
+      layer.chunkStates.push_back(std::move(state));
+    }
+  } else if (chunk) {
+    chunk->fail("is given, but 'entry_points' has no 'forward_chunk'");
+  }
 
   std::set<std::string> paramNames;
   std::vector<Node> paramNodes = node.get("params").array();

@@ -212,6 +212,9 @@ ModelLibrary ModelLibrary::open(const std::string &path) {
     if (!layer.entryPoints.schedule.empty())
       entryPoints.schedule = reinterpret_cast<fp_schedule_fn>(
           resolve(layer.entryPoints.schedule, "schedule"));
+    if (layer.hasChunkedForward())
+      entryPoints.forwardChunk = reinterpret_cast<fp_forward_chunk_fn>(
+          resolve(layer.entryPoints.forwardChunk, "forward_chunk"));
     library.layerEntryPoints.push_back(entryPoints);
   }
   return library;

@@ -24,7 +24,7 @@ namespace {
 
 /// The example manifest of docs/abi.md.
 constexpr const char *goodManifest = R"json({
-  "abi_version": 4, "generator": "fpc 0.1.0", "source": "models/x.fp",
+  "abi_version": 5, "generator": "fpc 0.1.0", "source": "models/x.fp",
   "targets": ["cpu", "cuda"], "dtypes": ["f32", "f64"],
   "layers": [{"name": "fp_mamba", "d_model": 512,
               "entry_points": {"buffer_sizes": "fp_fp_mamba_buffer_sizes",
@@ -70,7 +70,7 @@ std::string parseError(const std::string &text) {
 
 TEST(ManifestTest, ParsesEveryField) {
   Manifest manifest = parseManifest(goodManifest);
-  EXPECT_EQ(manifest.abiVersion, 4u);
+  EXPECT_EQ(manifest.abiVersion, 5u);
   EXPECT_EQ(manifest.generator, "fpc 0.1.0");
   EXPECT_EQ(manifest.source, "models/x.fp");
   EXPECT_THAT(manifest.targets, ElementsAre(FP_TARGET_CPU, FP_TARGET_CUDA));
@@ -205,6 +205,25 @@ TEST(ManifestTest, ParsesTheSchedules) {
   ASSERT_EQ(layer.splitIterationCost.size(), 1u);
   EXPECT_EQ(layer.splitIterationCost[0].op, "fp.selective_scan");
   EXPECT_DOUBLE_EQ(layer.splitIterationCost[0].flops.at(2, 3), 96.0 * 6);
+}
+
+TEST(ManifestTest, ParsesTheChunkedForward) {
+  const LayerInfo &plain = parseManifest(goodManifest).layers[0];
+  EXPECT_FALSE(plain.hasChunkedForward());
+  EXPECT_TRUE(plain.chunkStates.empty());
+  Manifest manifest = parseManifest(edited([](Json &m) {
+    m["layers"][0]["entry_points"]["forward_chunk"] =
+        "fp_fp_mamba_forward_chunk";
+    m["layers"][0]["chunk"] = Json::parse(R"json({"states": [
+        {"name": "fp_mamba.f.shift", "shape": [1, 1024]},
+        {"name": "fp_mamba.f.selective_scan", "shape": [1024, 16]}]})json");
+  }));
+  const LayerInfo &layer = manifest.layers[0];
+  EXPECT_TRUE(layer.hasChunkedForward());
+  EXPECT_EQ(layer.entryPoints.forwardChunk, "fp_fp_mamba_forward_chunk");
+  ASSERT_EQ(layer.chunkStates.size(), 2u);
+  EXPECT_EQ(layer.chunkStates[1].name, "fp_mamba.f.selective_scan");
+  EXPECT_EQ(layer.chunkStates[1].shape, (std::vector<int64_t>{1024, 16}));
 }
 
 TEST(ManifestTest, IgnoresUnknownKeys) {
@@ -417,6 +436,30 @@ const InvalidCase invalidCases[] = {
      [](Json &m) { layer0(m)["entry_points"]["backward"] = "fp-backward"; },
      "field 'layers[0].entry_points.backward' must be a C identifier, got "
      "'fp-backward'"},
+    {"ChunkEntryWithoutStates",
+     [](Json &m) { layer0(m)["entry_points"]["forward_chunk"] = "fp_chunk"; },
+     "field 'layers[0].entry_points.forward_chunk' is given, but the layer "
+     "has no 'chunk' states"},
+    {"ChunkStatesWithoutEntry",
+     [](Json &m) { layer0(m)["chunk"] = Json::parse(R"({"states": []})"); },
+     "field 'layers[0].chunk' is given, but 'entry_points' has no "
+     "'forward_chunk'"},
+    {"RepeatedChunkState",
+     [](Json &m) {
+       layer0(m)["entry_points"]["forward_chunk"] = "fp_chunk";
+       layer0(m)["chunk"] = Json::parse(
+           R"({"states": [{"name": "s", "shape": [1]},
+                          {"name": "s", "shape": [2]}]})");
+     },
+     "field 'layers[0].chunk.states[1].name' repeats state name 's'"},
+    {"ZeroChunkStateExtent",
+     [](Json &m) {
+       layer0(m)["entry_points"]["forward_chunk"] = "fp_chunk";
+       layer0(m)["chunk"] =
+           Json::parse(R"({"states": [{"name": "s", "shape": [0]}]})");
+     },
+     "field 'layers[0].chunk.states[0].shape[0]' must be a positive integer, "
+     "got 0"},
     {"MissingParams", [](Json &m) { layer0(m).erase("params"); },
      "missing required field 'layers[0].params'"},
     // Parameters.

@@ -37,7 +37,7 @@
 // GEMM-NOT: kernels::transpose(
 // GEMM-COUNT-3: kernels::linearTransposed(
 // GEMM-NOT: kernels::transpose(
-// CHECK: const fp::host::LayerDescriptor kLayer = {"head", 11, kBuffers, {{[0-9]+}}, {&forward<float>, &forward<double>, &forward<fp::bf16>}, {}, nullptr, 0, kBackwardBuffers, {{[0-9]+}}, {&backward<float>, &backward<double>, &backward<fp::bf16>}, {}, "fused", nullptr};
+// CHECK: const fp::host::LayerDescriptor kLayer = {"head", 11, kBuffers, {{[0-9]+}}, {&forward<float>, &forward<double>, &forward<fp::bf16>}, {}, nullptr, 0, kBackwardBuffers, {{[0-9]+}}, {&backward<float>, &backward<double>, &backward<fp::bf16>}, {}, "fused", nullptr, nullptr};
 // CHECK: FP_MODEL_EXPORT fp_status fp_head_backward(const fp_backward_args *args) {
 // CHECK-NEXT:   return fp::host::backward(args, layer_head::kLayer);
 

@@ -55,7 +55,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK:     kernels::unary(kernels::Silu(), B * T * 4, [[Y]], [[OUT]]);
 //   CHECK-NOT:     args.output
 //   CHECK-NOT: namespace cuda
-//       CHECK:   const fp::host::LayerDescriptor kLayer = {"tiny", 1, kBuffers, {{[0-9]+}}, {&forward<float>, &forward<double>, &forward<fp::bf16>}, {}, nullptr, 0, nullptr, 0, {}, {}, "fused", nullptr};
+//       CHECK:   const fp::host::LayerDescriptor kLayer = {"tiny", 1, kBuffers, {{[0-9]+}}, {&forward<float>, &forward<double>, &forward<fp::bf16>}, {}, nullptr, 0, nullptr, 0, {}, {}, "fused", nullptr, nullptr};
 //       CHECK: } // namespace layer_tiny
 //       CHECK: FP_MODEL_EXPORT fp_status fp_tiny_buffer_sizes(
 //       CHECK: FP_MODEL_EXPORT fp_status fp_tiny_forward(const fp_forward_args *args) {
@@ -63,7 +63,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK: FP_MODEL_EXPORT fp_status fp_tiny_backward(
 //       CHECK: FP_MODEL_EXPORT uint32_t fp_model_abi_version(void) {
 //       CHECK: FP_MODEL_EXPORT const char *fp_model_manifest(void) {
-//  CHECK-NEXT:   return "{\"abi_version\":4,
+//  CHECK-NEXT:   return "{\"abi_version\":5,
 //  CHECK-SAME:   \"layers\":[{\"backward_targets\":[],
 //  CHECK-SAME:   \"call_cost\":{\"forward\":{\"launches\":[{\"elements\":{\"fixed\":32,\"per_sample\":0,\"per_token\":12},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":64},\"op\":\"fp.linear\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"fp.slice\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":4},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"tensor.splat\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"scf.while\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":20},\"op\":\"fp.silu\"}]}},
 //  CHECK-SAME:   \"d_model\":4,\"entry_points\":{\"backward\":\"fp_tiny_backward\",\"buffer_sizes\":\"fp_tiny_buffer_sizes\",\"forward\":\"fp_tiny_forward\",\"schedule\":\"fp_tiny_schedule\"},

@@ -139,6 +139,12 @@ cl::opt<bool> noFuseScans(
              "own, parallel over samples and channels (the split schedule "
              "alone, on every target)"),
     cl::cat(fpcCategory));
+cl::opt<bool> noChunked(
+    "no-chunked",
+    cl::desc("Leave out each layer's chunked entry point (fp-derive-chunked), "
+             "which runs a chunk of each sequence from a carried state: "
+             "streaming inference and generation (docs/streaming.md)"),
+    cl::cat(fpcCategory));
 cl::opt<bool> noSplitSchedule(
     "no-split-schedule",
     cl::desc("Compile only the fused schedule for CUDA. By default a CUDA "
@@ -717,7 +723,8 @@ int main(int argc, char **argv) {
     return emitText(parsed);
 
   const bool withCuda = target != Target::CPU || emit == EmitStage::Cuda;
-  auto lower = [&](ModuleOp lowering, bool fuseScans) -> LogicalResult {
+  auto lower = [&](ModuleOp lowering, bool fuseScans,
+                   bool chunked) -> LogicalResult {
     PassManager pm(&context);
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
@@ -728,6 +735,7 @@ int main(int argc, char **argv) {
     pipelineOptions.backward = withBackward;
     pipelineOptions.saveProducts = saveProducts;
     pipelineOptions.stageInputs = !noStageInputs;
+    pipelineOptions.chunked = chunked;
     fp::buildFpPipeline(pm, pipelineOptions);
     return pm.run(lowering);
   };
@@ -738,10 +746,10 @@ int main(int argc, char **argv) {
   if (withCuda && fusedScans && !noSplitSchedule &&
       emit != EmitStage::Lowered) {
     splitModule = module->clone();
-    if (failed(lower(*splitModule, /*fuseScans=*/false)))
+    if (failed(lower(*splitModule, /*fuseScans=*/false, !noChunked)))
       return 1;
   }
-  if (failed(lower(*module, fusedScans)))
+  if (failed(lower(*module, fusedScans, !noChunked)))
     return 1;
   std::string lowered = printed(*module);
   if (failed(dump(".2-lowered.mlir", lowered)))

@@ -352,8 +352,26 @@ torch::Tensor CompiledLayer::forward(const torch::Tensor &input) {
   return call(input.to(*computeDtype), cast).to(input.scalar_type());
 }
 
+torch::Tensor CompiledLayer::forwardChunk(const torch::Tensor &input,
+                                          ref::ChunkState &state) {
+  torch::NoGradGuard noGrad;
+  if (!entry.forwardChunk)
+    throw std::logic_error(
+        "layer '" + layerInfo->name + "' of '" + lib->path() +
+        "' has no chunked forward (compiled with `fpc --no-chunked`)");
+  if (!computeDtype || !input.defined() || input.scalar_type() == *computeDtype)
+    return call(input, params, &state.carried);
+  std::vector<torch::Tensor> cast;
+  cast.reserve(params.size());
+  for (const torch::Tensor &param : params)
+    cast.push_back(param.to(*computeDtype));
+  return call(input.to(*computeDtype), cast, &state.carried)
+      .to(input.scalar_type());
+}
+
 torch::Tensor CompiledLayer::call(const torch::Tensor &input,
-                                  const std::vector<torch::Tensor> &values) {
+                                  const std::vector<torch::Tensor> &values,
+                                  std::vector<torch::Tensor> *states) {
   const Manifest &manifest = lib->manifest();
   const std::string where =
       "layer '" + layerInfo->name + "' of '" + lib->path() + "'";
@@ -383,7 +401,7 @@ torch::Tensor CompiledLayer::call(const torch::Tensor &input,
             " (the input is on " + input.device().str() + ")");
 
   bool differentiable = false;
-  if (torch::GradMode::is_enabled()) {
+  if (torch::GradMode::is_enabled() && !states) {
     differentiable = input.requires_grad();
     for (const torch::Tensor &param : values)
       differentiable = differentiable || param.requires_grad();
@@ -413,8 +431,9 @@ torch::Tensor CompiledLayer::call(const torch::Tensor &input,
   const int64_t batch = input.size(0), length = input.size(1);
   LayerCall call{lib, entry, where, target, dtype};
   fp_buffer_sizes sizes = call.sizes(batch, length);
-  AlignedBytes workspace =
-      alignedBytes(sizes.forward_workspace_bytes, input.device());
+  AlignedBytes workspace = alignedBytes(states ? sizes.chunk_workspace_bytes
+                                               : sizes.forward_workspace_bytes,
+                                        input.device());
   AlignedBytes saved;
   if (differentiable)
     saved = alignedBytes(sizes.saved_bytes, input.device());
@@ -454,25 +473,76 @@ torch::Tensor CompiledLayer::call(const torch::Tensor &input,
   if (is_training() && std::isnan(overrides.quantile))
     overrides.quantile = trainQuantile;
 
-  fp_forward_args args{};
-  args.struct_size = sizeof(fp_forward_args);
-  args.target = target;
-  args.dtype = dtype;
-  args.stream = streamFor(input.device());
-  args.batch = batch;
-  args.seq_len = length;
-  args.training = is_training() ? 1 : 0;
-  args.num_params = static_cast<int32_t>(pointers.size());
-  args.params = pointers.data();
-  args.input = in.data_ptr();
-  args.output = out.data_ptr();
-  args.saved = saved.data;
-  args.workspace = workspace.data;
-  args.workspace_bytes = sizes.forward_workspace_bytes;
-  args.solver = &overrides;
-  args.stats = &stats;
-  args.device_stats = statsOnDevice ? &deviceStats : nullptr;
-  call.check(entry.forward(&args), "forward");
+  if (states) {
+    // A fresh sequence starts from zeros; a carried state must match the
+    // manifest's shapes and the call's dtype and device.
+    const std::vector<ChunkStateInfo> &infos = layerInfo->chunkStates;
+    if (states->empty())
+      for (const ChunkStateInfo &info : infos) {
+        std::vector<int64_t> shape = {batch};
+        shape.insert(shape.end(), info.shape.begin(), info.shape.end());
+        states->push_back(torch::zeros(shape, in.options()));
+      }
+    if (states->size() != infos.size())
+      invalid("expects " + std::to_string(infos.size()) +
+              " chunk states, got " + std::to_string(states->size()));
+    std::vector<const void *> stateIn;
+    std::vector<void *> stateOut;
+    for (size_t i = 0; i < infos.size(); ++i) {
+      torch::Tensor &carried = (*states)[i];
+      std::vector<int64_t> shape = {batch};
+      shape.insert(shape.end(), infos[i].shape.begin(), infos[i].shape.end());
+      if (!carried.defined() || carried.sizes() != at::IntArrayRef(shape))
+        invalid("chunk state '" + infos[i].name + "' must be " +
+                c10::str(at::IntArrayRef(shape)) + ", got " +
+                (carried.defined() ? c10::str(carried.sizes())
+                                   : std::string("undefined")));
+      carried = carried.to(in.options()).contiguous();
+      stateIn.push_back(carried.data_ptr());
+      stateOut.push_back(carried.data_ptr());
+    }
+    fp_chunk_args args{};
+    args.struct_size = sizeof(fp_chunk_args);
+    args.target = target;
+    args.dtype = dtype;
+    args.stream = streamFor(input.device());
+    args.batch = batch;
+    args.seq_len = length;
+    args.training = is_training() ? 1 : 0;
+    args.num_params = static_cast<int32_t>(pointers.size());
+    args.params = pointers.data();
+    args.input = in.data_ptr();
+    args.output = out.data_ptr();
+    args.num_states = static_cast<int32_t>(infos.size());
+    args.state_in = stateIn.data();
+    args.state_out = stateOut.data();
+    args.workspace = workspace.data;
+    args.workspace_bytes = sizes.chunk_workspace_bytes;
+    args.solver = &overrides;
+    args.stats = &stats;
+    args.device_stats = statsOnDevice ? &deviceStats : nullptr;
+    call.check(entry.forwardChunk(&args), "forward_chunk");
+  } else {
+    fp_forward_args args{};
+    args.struct_size = sizeof(fp_forward_args);
+    args.target = target;
+    args.dtype = dtype;
+    args.stream = streamFor(input.device());
+    args.batch = batch;
+    args.seq_len = length;
+    args.training = is_training() ? 1 : 0;
+    args.num_params = static_cast<int32_t>(pointers.size());
+    args.params = pointers.data();
+    args.input = in.data_ptr();
+    args.output = out.data_ptr();
+    args.saved = saved.data;
+    args.workspace = workspace.data;
+    args.workspace_bytes = sizes.forward_workspace_bytes;
+    args.solver = &overrides;
+    args.stats = &stats;
+    args.device_stats = statsOnDevice ? &deviceStats : nullptr;
+    call.check(entry.forward(&args), "forward");
+  }
 
   if (differentiable) {
     auto node = std::shared_ptr<CompiledLayerBackward>(
@@ -595,6 +665,28 @@ torch::Tensor CompiledModel::forward(const torch::Tensor &tokens) {
   stats = ForwardStats{};
   for (size_t i = 0; i < layers.size(); ++i) {
     residual = residual + layers[i]->forward(norms[i]->forward(residual));
+    if (layers[i]->lastIterations.defined())
+      stats.add(layers[i]->lastIterations, layers[i]->lastResiduals);
+  }
+  torch::Tensor out = applyFinalNorm ? applyFinalNorm(residual) : residual;
+  return torch::matmul(out, head.t());
+}
+
+torch::Tensor CompiledModel::forwardChunk(const torch::Tensor &tokens,
+                                          std::vector<ref::ChunkState> &state) {
+  torch::NoGradGuard noGrad;
+  if (state.empty())
+    state.resize(layers.size());
+  if (state.size() != layers.size())
+    throw std::invalid_argument(
+        "CompiledModel::forwardChunk: expected one state per layer (" +
+        std::to_string(layers.size()) + "), got " +
+        std::to_string(state.size()));
+  torch::Tensor residual = torch::embedding(embedding, tokens);
+  stats = ForwardStats{};
+  for (size_t i = 0; i < layers.size(); ++i) {
+    residual = residual +
+               layers[i]->forwardChunk(norms[i]->forward(residual), state[i]);
     if (layers[i]->lastIterations.defined())
       stats.add(layers[i]->lastIterations, layers[i]->lastResiduals);
   }

@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TestSeed.h"
+#include "fp/Runtime/CompiledLayer.h"
 #include "fp/Runtime/Reference/LanguageModel.h"
 #include "fp/Runtime/Reference/Layers.h"
 #include "fp/Runtime/ReferenceImport.h"
@@ -36,6 +37,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <random>
 #include <stdexcept>
 
@@ -92,7 +94,8 @@ ChunkedRun runInChunks(ref::BlockMixer &layer, const torch::Tensor &u,
     outputs.push_back(layer.forwardChunk(u.narrow(1, begin, size), state));
     begin += size;
     if (layer.lastIterations.defined()) {
-      solutions.push_back(layer.lastSolution);
+      if (layer.lastSolution.defined()) // not kept by a compiled layer
+        solutions.push_back(layer.lastSolution);
       run.worstResidual =
           std::max(run.worstResidual, layer.lastResiduals.max().item<double>());
       run.iterations.push_back(
@@ -210,6 +213,89 @@ TEST_P(Streaming, ChunksSolveTheWholeSequencesEquations) {
       "from the whole sequence by {:.1e} relative\n",
       GetParam(), own.solver.tolerance,
       relativeDifference(ownRun.output, ownWhole));
+}
+
+TEST_P(Streaming, CompiledChunksMatchTheReferencesChunks) {
+  const std::string directory = FP_TEST_STREAM_MODELS_DIR;
+  if (directory.empty())
+    GTEST_SKIP() << "the compiler is not part of this build: no library";
+  const std::string path = directory + "/" + GetParam() + ".so";
+  ASSERT_TRUE(std::filesystem::exists(path))
+      << path << " is missing; build the target FpTestStreamModels";
+  std::shared_ptr<const ModelLibrary> library = loadModelLibrary(path);
+  const Manifest &manifest = library->manifest();
+  const LayerInfo &info = referenceLayerOf(manifest);
+  ASSERT_TRUE(info.hasChunkedForward()) << path << " has no chunked forward";
+  const uint64_t seed = fp::test::testSeed();
+  const int64_t length = 11;
+
+  for (torch::Dtype dtype : {torch::kFloat64, torch::kFloat32}) {
+    const bool f64 = dtype == torch::kFloat64;
+    const double tolerance = f64 ? kTolerance : 1e-6;
+    const double bound = f64 ? kBound : 1e-5;
+    const std::string what =
+        fmt::format("{} (compiled, {})", GetParam(), f64 ? "f64" : "f32");
+    SCOPED_TRACE(what);
+    torch::manual_seed(seed);
+    ModelConfig config = referenceConfigFor(manifest, "", dtype);
+    config.nBackwards = 1;
+    config.solver.tolerance = tolerance;
+    config.solver.maxIterEval = 100000;
+    std::shared_ptr<ref::BlockMixer> reference = ref::makeBlockMixer(config);
+    reference->eval();
+    CompiledLayer compiled(library, info.name, seed, dtype);
+    importReferenceWeights(*reference, compiled);
+    compiled.eval();
+    compiled.solverOverrides.tolerance = tolerance;
+    compiled.solverOverrides.max_iter = 100000;
+    torch::NoGradGuard noGrad;
+    torch::Tensor u =
+        torch::randn({2, length, info.dModel}, torch::kFloat64).to(dtype);
+    torch::Tensor whole = compiled.forward(u);
+    const bool fixedPoint = compiled.lastIterations.defined();
+    if (fixedPoint && compiled.lastResiduals.max().item<double>() > tolerance) {
+      std::cout << fmt::format(
+          "[ stream   ] {}: the whole sequence's solve stops at a relative "
+          "residual of {:.1e}, above {:.0e}; not compared\n",
+          what, compiled.lastResiduals.max().item<double>(), tolerance);
+      continue;
+    }
+    // Unique fixed points (no FP-Mamba map): chunks give the whole
+    // sequence's output, and the same solution on both sides even in f32.
+    const bool unique = config.kind != "fp_mamba";
+
+    std::mt19937_64 rng(seed);
+    std::vector<std::vector<int64_t>> splits = {std::vector<int64_t>(length, 1),
+                                                {length},
+                                                randomSplit(length, rng),
+                                                randomSplit(length, rng)};
+    for (const std::vector<int64_t> &sizes : splits) {
+      SCOPED_TRACE(fmt::format("chunks {}", fmt::join(sizes, " ")));
+      ChunkedRun run = runInChunks(compiled, u, sizes);
+      ChunkedRun expected = runInChunks(*reference, u, sizes);
+      if (run.worstResidual > tolerance || expected.worstResidual > tolerance) {
+        std::cout << fmt::format(
+            "[ stream   ] {}: chunks {}: a chunk's solve stops at a relative "
+            "residual of {:.1e}; not compared\n",
+            what, fmt::join(sizes, " "),
+            std::max(run.worstResidual, expected.worstResidual));
+        continue;
+      }
+      const double fromReference =
+          relativeDifference(run.output, expected.output);
+      const double fromWhole = relativeDifference(run.output, whole);
+      if (f64 || unique)
+        EXPECT_LE(fromReference, bound);
+      if (unique || sizes.size() == 1)
+        EXPECT_LE(fromWhole, bound);
+      if (sizes.size() == size_t(length))
+        std::cout << fmt::format(
+            "[ stream   ] {}: one token per chunk: {:.1e} from the "
+            "reference's chunks, {:.1e} from the whole sequence; iterations "
+            "per token {:.0f}\n",
+            what, fromReference, fromWhole, fmt::join(run.iterations, " "));
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Streaming, ::testing::ValuesIn(modelNames()),

@@ -78,7 +78,8 @@ struct Storage {
     Iterations, ///< per-sample counts of a solve; no data
     Saved,      ///< a backward's saved value `index` (the forward's
                 ///< fp.saved result of that rank)
-    GradOutput  ///< a backward's cotangent of the layer output
+    GradOutput, ///< a backward's cotangent of the layer output
+    StateIn     ///< a chunked forward's state_in[index]
   } kind = Buffer;
   int64_t index = -1;
   Value aliasOf;
@@ -105,6 +106,10 @@ public:
   /// Analyses the backward function of the layer planned as `forward`.
   static FailureOr<LayerPlan> buildBackward(func::FuncOp backward,
                                             const LayerPlan &forward);
+  /// Analyses the chunked form (fp-derive-chunked) of the layer planned as
+  /// `forward`.
+  static FailureOr<LayerPlan> buildChunk(func::FuncOp chunk,
+                                         const LayerPlan &forward);
 
   /// Op handles are mutable so that const plans can query them.
   mutable func::FuncOp layer;
@@ -122,8 +127,18 @@ public:
   /// forward's order) of each result after the input's cotangent.
   llvm::SmallVector<int64_t> gradientParams;
   bool isBackward = false;
+  /// For a chunked forward: each state's name (fp.state) and shape; the
+  /// states are its arguments after the input and its last results.
+  struct State {
+    std::string name;
+    Shape shape;
+  };
+  llvm::SmallVector<State> states;
+  bool isChunk = false;
   /// The plan of the layer's derived backward, if it has one.
   std::shared_ptr<LayerPlan> backward;
+  /// The plan of the layer's chunked form, if it has one.
+  std::shared_ptr<LayerPlan> chunk;
   int64_t dModel = 0;
 
   const Shape &shape(Value value) const { return shapes.find(value)->second; }
@@ -137,6 +152,12 @@ public:
   /// The position in `saved` of the forward's result `index`, which must be
   /// marked fp.saved.
   int64_t savedIndex(unsigned result) const;
+  /// The C++ name of the layer's solver settings in emitted code.
+  const char *solverSettingsName() const {
+    return isBackward ? "kBackwardSolver"
+           : isChunk  ? "kChunkSolver"
+                      : "kSolver";
+  }
   /// Whether function result `index` is computed in the caller's memory (in
   /// a slot whose `result` it is) rather than copied there.
   bool computedInPlace(unsigned result) const;

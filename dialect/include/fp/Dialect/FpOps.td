@@ -546,6 +546,115 @@ def FP_CausalConvOp : FP_Op<"causal_conv", [
 }
 
 //===----------------------------------------------------------------------===//
+// Chunked forms of the time-coupling ops
+//===----------------------------------------------------------------------===//
+
+// A chunk of a sequence continues the tokens before it: each op that couples
+// tokens reads a `state` those tokens left and returns the state `next` the
+// chunk leaves for the one after it. fp-derive-chunked rewrites a layer's
+// time-coupling ops into these forms (docs/streaming.md); with a zero state,
+// each computes what its plain form does. The states are per sample: their
+// dimension 0 is the batch.
+
+def FP_ChunkShiftOp : FP_Op<"chunk_shift", [
+    Pure, AllTypesMatch<["input", "result"]>, AllTypesMatch<["state", "next"]>]> {
+  let summary = "fp.shift of a chunk, continuing its sequence";
+  let description = [{
+    `result[b, t] = input[b, t − offset]` for `t ≥ offset`, and
+    `state[b, t]` for `t < offset`: `state` holds the `offset` rows before
+    the chunk, oldest first. `next` holds the last `offset` rows of the
+    sequence `state` then `input`, the state of the next chunk.
+
+    ```mlir
+    %ybar, %next = fp.chunk_shift %y by 1 from %s
+        : tensor<?x?x64xf32>, tensor<?x1x64xf32>
+    ```
+  }];
+  let arguments = (ins FP_TokenTensor:$input, FP_TokenTensor:$state,
+                       I64Attr:$offset);
+  let results = (outs FP_TokenTensor:$result, FP_TokenTensor:$next);
+  let assemblyFormat = [{
+    $input `by` $offset `from` $state attr-dict `:` type($input) `,`
+    type($state)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_ChunkScanOp : FP_Op<"chunk_scan", [
+    Pure, AllTypesMatch<["coeff", "input", "result"]>,
+    AllTypesMatch<["state", "next"]>]> {
+  let summary = "fp.scan of a chunk, from a carried state";
+  let description = [{
+    `h_t = coeff_t ⊙ h_{t−1} + input_t` forward in time from
+    `h_{−1} = state[:, 0]`; `next[:, 0] = h_{T−1}`. The state is one token's
+    row: `(batch, 1, features...)`.
+
+    ```mlir
+    %h, %next = fp.chunk_scan %lambda, %u from %s
+        : tensor<?x?x256xf32>, tensor<?x1x256xf32>
+    ```
+  }];
+  let arguments = (ins FP_TokenTensor:$coeff, FP_TokenTensor:$input,
+                       FP_TokenTensor:$state);
+  let results = (outs FP_TokenTensor:$result, FP_TokenTensor:$next);
+  let assemblyFormat = [{
+    $coeff `,` $input `from` $state attr-dict `:` type($result) `,`
+    type($state)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_ChunkSelectiveScanOp : FP_Op<"chunk_selective_scan", [
+    Pure, AllTypesMatch<["u", "delta", "result"]>, AllTypesMatch<["B", "C"]>,
+    AllTypesMatch<["state", "next"]>]> {
+  let summary = "fp.selective_scan of a chunk, from a carried state";
+  let description = [{
+    fp.selective_scan from `S_{−1} = state` (`(batch, d, N)`, the state
+    matrix of every sample) rather than zero; `next` is `S_{T−1}`.
+
+    ```mlir
+    %s, %next = fp.chunk_selective_scan %u, %dt, %A, %B, %C skip %D from %h
+        : tensor<?x?x64xf32>, tensor<64x16xf32>, tensor<?x?x16xf32>,
+          tensor<64xf32>, tensor<?x64x16xf32>
+    ```
+  }];
+  let arguments = (ins FP_ChannelTensor:$u, FP_ChannelTensor:$delta,
+                       FP_Matrix:$A, FP_ChannelTensor:$B, FP_ChannelTensor:$C,
+                       Optional<FP_Vector>:$D, FP_ChannelTensor:$state);
+  let results = (outs FP_ChannelTensor:$result, FP_ChannelTensor:$next);
+  let assemblyFormat = [{
+    $u `,` $delta `,` $A `,` $B `,` $C (`skip` $D^)? `from` $state attr-dict
+    `:` type($u) `,` type($A) `,` type($B) (`,` type($D)^)? `,` type($state)
+  }];
+  let hasVerifier = 1;
+}
+
+def FP_ChunkCausalConvOp : FP_Op<"chunk_causal_conv", [
+    Pure, AllTypesMatch<["input", "result"]>, AllTypesMatch<["state", "next"]>]> {
+  let summary = "fp.causal_conv of a chunk, continuing its sequence";
+  let description = [{
+    fp.causal_conv of the sequence `state` then `input`, at the chunk's
+    tokens: `state` holds the `K − 1` input rows before the chunk, oldest
+    first, where fp.causal_conv pads with zeros; `next` holds the last
+    `K − 1` rows of that sequence.
+
+    ```mlir
+    %x, %next = fp.chunk_causal_conv %xr, %w bias %b from %tail
+        : tensor<?x?x256xf32>, tensor<256x4xf32>, tensor<256xf32>,
+          tensor<?x3x256xf32>
+    ```
+  }];
+  let arguments = (ins FP_ChannelTensor:$input, FP_Matrix:$weight,
+                       Optional<FP_Vector>:$bias, FP_ChannelTensor:$state);
+  let results = (outs FP_ChannelTensor:$result, FP_ChannelTensor:$next);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? `from` $state attr-dict `:`
+    type($input) `,` type($weight) (`,` type($bias)^)? `,` type($state)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Normalisations
 //===----------------------------------------------------------------------===//
 

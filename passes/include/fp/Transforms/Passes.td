@@ -52,6 +52,41 @@ def FpHoistInvariants : Pass<"fp-hoist-invariants", "func::FuncOp"> {
   ];
 }
 
+def FpDeriveChunked : Pass<"fp-derive-chunked", "ModuleOp"> {
+  let summary = "derive the chunked, stateful form of every layer";
+  let description = [{
+    For every layer function `@L` (`fp.layer`) with ops that couple tokens
+    (`fp.shift`, `fp.scan`, `fp.selective_scan`, `fp.causal_conv`), creates
+    `@L.chunk`: the layer run on a chunk of each sequence from the state the
+    tokens before it left, returning the state it leaves.
+
+    ```mlir
+    func.func @L.chunk(%x: tensor<?x?xDxf32>,
+                       %s0: tensor<?x1x128xf32> {fp.state = "L.f.shift"}, ...)
+        -> (tensor<?x?xDxf32>, tensor<?xi32>, tensor<?x1x128xf32>, ...)
+        attributes {fp.chunk_of = @L}
+    ```
+
+    Each such op becomes its chunked form (`fp.chunk_shift`, ...), reading
+    a new argument and adding its next state to the results; a function
+    calling one gets a chunked copy `@f.chunk` with the callee's states, so
+    every state is an argument and a result of `@L.chunk`, named by the
+    function and op it belongs to (`fp.state`). A call of a map in an
+    `fp.fixed_point` body shares the states of the call after the loop that
+    applies the same map to the loop's fixed points (`ŷ = f(y*)`): every
+    iteration starts from the chunk's initial state, and the chunk leaves
+    the state of that application; the body's next states are dropped. A
+    layer that returns the fixed point itself gets one more application of
+    the map after the loop, for the state alone.
+
+    Anti-causal ops (a negative shift, a reverse scan) and an op coupling
+    tokens directly in a fixed-point body (not in a map it calls) are
+    errors. Run before the inliner.
+  }];
+  let dependentDialects = ["::mlir::fp::FPDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def FpDeriveBackward : Pass<"fp-derive-backward", "ModuleOp"> {
   let summary = "derive the backward function of every layer";
   let description = [{

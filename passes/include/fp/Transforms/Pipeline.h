@@ -46,6 +46,11 @@ struct FpPipelineOptions : public PassPipelineOptions<FpPipelineOptions> {
                      "token-wise linear products the backward reads, which "
                      "the backward then does not recompute"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> chunked{
+      *this, "chunked",
+      llvm::cl::desc("derive every layer's chunked, stateful form "
+                     "(fp-derive-chunked)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> stageInputs{
       *this, "stage-inputs",
       llvm::cl::desc("kernels run in time order read each token's input rows "

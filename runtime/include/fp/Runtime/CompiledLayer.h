@@ -82,6 +82,16 @@ public:
   /// std::invalid_argument for an input or parameters it cannot pass.
   torch::Tensor forward(const torch::Tensor &input) override;
 
+  /// The library's chunked forward (docs/streaming.md) on the chunk `input`
+  /// [B, T, D] of sequences whose earlier tokens `state.carried` summarises
+  /// (empty: the chunk starts them), which it updates in place: one tensor
+  /// per state of the manifest's `chunk.states`, [B, shape...], in the
+  /// call's dtype on the input's device. Without gradient; statistics as
+  /// forward(). Throws std::logic_error for a library compiled with
+  /// `fpc --no-chunked`.
+  torch::Tensor forwardChunk(const torch::Tensor &input,
+                             ref::ChunkState &state) override;
+
   /// The library and this layer's manifest entry.
   const ModelLibrary &library() const { return *lib; }
   const std::shared_ptr<const ModelLibrary> &sharedLibrary() const {
@@ -135,9 +145,11 @@ public:
 private:
   void registerParameters(std::vector<torch::Tensor> values);
   /// One call of the library's forward on `input` with parameters
-  /// `values` (manifest order), all of the call's dtype.
+  /// `values` (manifest order), all of the call's dtype; with `states`, of
+  /// its chunked forward, updating them.
   torch::Tensor call(const torch::Tensor &input,
-                     const std::vector<torch::Tensor> &values);
+                     const std::vector<torch::Tensor> &values,
+                     std::vector<torch::Tensor> *states = nullptr);
   size_t indexOf(const std::string &name) const;
 
   std::shared_ptr<const ModelLibrary> lib;
@@ -178,6 +190,12 @@ public:
 
   /// Logits [B, T, V_pad] for tokens [B, T].
   torch::Tensor forward(const torch::Tensor &tokens) override;
+  /// The logits of the chunk `tokens` [B, T] of sequences whose earlier
+  /// tokens `state` summarises (one ChunkState per layer; empty at the
+  /// start), which it updates: CompiledLayer::forwardChunk through the
+  /// stack. Without gradient.
+  torch::Tensor forwardChunk(const torch::Tensor &tokens,
+                             std::vector<ref::ChunkState> &state);
   void setTrainIterationCap(int64_t cap) override;
 
   int64_t vocabSize, paddedVocab;

@@ -129,6 +129,17 @@ struct EntryPointNames {
   std::string backward;
   /// Optional (`fp_schedule_fn`); empty where the manifest names none.
   std::string schedule;
+  /// Optional (`fp_forward_chunk_fn`); empty where the library has no
+  /// chunked forward for the layer.
+  std::string forwardChunk;
+};
+
+/// One state a layer's chunked forward carries from a chunk to the next
+/// (`chunk.states`, docs/streaming.md).
+struct ChunkStateInfo {
+  std::string name;
+  /// The shape per sample: the state is batch x shape.
+  std::vector<int64_t> shape;
 };
 
 /// One layer definition of the library.
@@ -155,8 +166,11 @@ struct LayerInfo {
   bool hasCudaSplit = false;
   std::vector<LaunchCost> splitIterationCost;
   CallCost splitCallCost;
+  /// The states of the chunked forward (`chunk.states`), where there is one.
+  std::vector<ChunkStateInfo> chunkStates;
 
   bool hasBackward(fp_target target) const;
+  bool hasChunkedForward() const { return !entryPoints.forwardChunk.empty(); }
 };
 
 /// The final normalisation of a language model.

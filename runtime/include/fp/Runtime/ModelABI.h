@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /// The ABI version this header describes.
-#define FP_MODEL_ABI_VERSION 4u
+#define FP_MODEL_ABI_VERSION 5u
 
 /// Library-level symbols every model.so exports.
 #define FP_SYMBOL_ABI_VERSION "fp_model_abi_version"
@@ -152,11 +152,44 @@ typedef struct fp_backward_args {
   fp_solver_stats *stats; /* may be NULL */
 } fp_backward_args;
 
+/// Arguments of one chunked layer forward (docs/streaming.md): the forward
+/// of the next `seq_len` tokens of each of `batch` sequences, given the
+/// state the tokens before them left, writing the state they leave. The
+/// states are listed in the manifest (`layers[i].chunk.states`, each of
+/// `batch` times its per-sample shape) and are buffers of the call's target
+/// and dtype; zeros are the state before a sequence's first token.
+/// `state_out[i]` may be `state_in[i]`: the call reads every state before
+/// it writes any. Fields shared with fp_forward_args mean what they mean
+/// there; a chunked call saves nothing for a backward.
+typedef struct fp_chunk_args {
+  uint32_t struct_size; /* sizeof(fp_chunk_args), checked by the library */
+  fp_target target;
+  fp_dtype dtype;
+  void *stream;     /* cudaStream_t on FP_TARGET_CUDA, else NULL */
+  int64_t batch;    /* B */
+  int64_t seq_len;  /* T: tokens in the chunk, >= 1 */
+  int32_t training; /* nonzero: training-mode solver rule and caps */
+  int32_t num_params;
+  const void *const *params;
+  const void *input; /* B x T x D */
+  void *output;      /* B x T x D */
+  int32_t num_states;
+  const void *const *state_in; /* one per state, in manifest order */
+  void *const *state_out;      /* one per state, in manifest order */
+  void *workspace;
+  size_t workspace_bytes;
+  const fp_solver_overrides *solver; /* may be NULL */
+  fp_solver_stats *stats;            /* may be NULL */
+  fp_device_stats *device_stats;     /* as in fp_forward_args */
+} fp_chunk_args;
+
 /// Sizes a caller must allocate for a call shape.
 typedef struct fp_buffer_sizes {
   size_t forward_workspace_bytes;
   size_t saved_bytes;
   size_t backward_workspace_bytes;
+  size_t chunk_workspace_bytes; /* a chunked forward of seq_len tokens; 0
+                                   where the library has no chunked call */
 } fp_buffer_sizes;
 
 /// Library-level entry points.
@@ -166,12 +199,17 @@ typedef uint64_t (*fp_manifest_checksum_fn)(void);
 typedef const char *(*fp_last_error_fn)(void);
 
 /// Per-layer entry points; their symbol names are listed in the manifest
-/// (`layers[i].entry_points.{buffer_sizes,forward,backward,schedule}`).
+/// (`layers[i].entry_points.{buffer_sizes,forward,backward,schedule,
+/// forward_chunk}`).
 typedef fp_status (*fp_buffer_sizes_fn)(fp_target target, fp_dtype dtype,
                                         int64_t batch, int64_t seq_len,
                                         fp_buffer_sizes *sizes);
 typedef fp_status (*fp_forward_fn)(const fp_forward_args *args);
 typedef fp_status (*fp_backward_fn)(const fp_backward_args *args);
+/// Optional: listed as `layers[i].entry_points.forward_chunk` where the
+/// library has it (fpc without --no-chunked, for a layer whose ops couple
+/// tokens; a layer whose ops do not runs any chunk with `forward`).
+typedef fp_status (*fp_forward_chunk_fn)(const fp_chunk_args *args);
 /// The schedule a call of this shape runs ("fused", "split" or "unfused";
 /// a CUDA library may hold two), or NULL with the error recorded. Optional:
 /// listed as `layers[i].entry_points.schedule` where the library has it.

@@ -36,6 +36,8 @@ struct LayerEntryPoints {
   fp_backward_fn backward = nullptr;
   /// Null where the library exports none.
   fp_schedule_fn schedule = nullptr;
+  /// Null where the library has no chunked forward for the layer.
+  fp_forward_chunk_fn forwardChunk = nullptr;
 };
 
 /// A loaded model library. Movable, not copyable; the library is dlclose()d

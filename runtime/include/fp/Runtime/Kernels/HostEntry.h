@@ -93,6 +93,19 @@ struct SplitSchedule {
   PerDType<ChunksFn> fusedChunks = {};
 };
 
+/// A layer's chunked forward (fp-derive-chunked, docs/streaming.md): its
+/// workspace, functions and states (per-sample sizes; perBatch set). It
+/// runs the layer's own schedule; on CUDA the fused one where it has one.
+using ChunkForwards = TargetFunctions<fp_chunk_args>;
+struct ChunkSchedule {
+  const BufferSpec *buffers = nullptr;
+  int numBuffers = 0;
+  ChunkForwards cpu = {};
+  ChunkForwards cuda = {};
+  int numStates = 0;
+  const BufferSpec *states = nullptr;
+};
+
 /// What the entry points need to know about one layer.
 struct LayerDescriptor {
   const char *name;
@@ -115,6 +128,8 @@ struct LayerDescriptor {
   const char *schedule = "fused";
   /// The CUDA split schedule, where the library holds one next to the fused.
   const SplitSchedule *split = nullptr;
+  /// The chunked forward, where the library holds one.
+  const ChunkSchedule *chunk = nullptr;
 };
 
 /// The buffers and functions one call of a layer runs.
@@ -279,7 +294,7 @@ inline fp_status bufferSizes(const LayerDescriptor &layer, fp_target target,
   if (!sizes)
     return fail(FP_ERROR_INVALID_ARGUMENT, where + "sizes is NULL");
   auto sizesOf = [&](const CallSchedule &schedule) {
-    fp_buffer_sizes scheduled;
+    fp_buffer_sizes scheduled = {};
     scheduled.forward_workspace_bytes =
         layoutBuffers(schedule.buffers, schedule.numBuffers, batch, length,
                       scalarSize(dtype), nullptr);
@@ -291,6 +306,10 @@ inline fp_status bufferSizes(const LayerDescriptor &layer, fp_target target,
                       batch, length, scalarSize(dtype), nullptr);
     return scheduled;
   };
+  sizes->chunk_workspace_bytes =
+      layer.chunk ? layoutBuffers(layer.chunk->buffers, layer.chunk->numBuffers,
+                                  batch, length, scalarSize(dtype), nullptr)
+                  : 0;
   CallSchedule schedule;
   try {
     schedule = chooseSchedule(layer, target, dtype, batch, length);
@@ -310,7 +329,9 @@ inline fp_status bufferSizes(const LayerDescriptor &layer, fp_target target,
   } catch (const std::exception &e) {
     return fail(FP_ERROR_INVALID_ARGUMENT, where + e.what());
   }
+  const size_t chunkBytes = sizes->chunk_workspace_bytes;
   *sizes = sizesOf(schedule);
+  sizes->chunk_workspace_bytes = chunkBytes;
   return FP_OK;
 }
 
@@ -328,6 +349,29 @@ inline const char *scheduleName(const LayerDescriptor &layer, fp_target target,
   return schedule.name;
 }
 
+/// The checks a forward's and a chunked forward's arguments share.
+template <typename Args>
+fp_status checkForwardArgs(const std::string &where,
+                           const LayerDescriptor &layer, const Args &args) {
+  if (args.num_params != layer.numParams)
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "expected " + std::to_string(layer.numParams) +
+                    " parameters, got " + std::to_string(args.num_params));
+  if (layer.numParams > 0 && !args.params)
+    return fail(FP_ERROR_INVALID_ARGUMENT, where + "params is NULL");
+  for (int32_t i = 0; i < layer.numParams; ++i)
+    if (!args.params[i])
+      return fail(FP_ERROR_INVALID_ARGUMENT,
+                  where + "parameter " + std::to_string(i) + " is NULL");
+  if (!args.input || !args.output)
+    return fail(FP_ERROR_INVALID_ARGUMENT, where + "input or output is NULL");
+  if (args.device_stats && args.target != FP_TARGET_CUDA)
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "device_stats is set on a CPU call; a CPU call "
+                        "reports its statistics in stats");
+  return FP_OK;
+}
+
 inline fp_status forward(const fp_forward_args *args,
                          const LayerDescriptor &layer) {
   std::string where = std::string(layer.name) + " forward: ";
@@ -341,22 +385,8 @@ inline fp_status forward(const fp_forward_args *args,
   if (fp_status status = checkCall("forward", layer, args->target, args->dtype,
                                    args->batch, args->seq_len))
     return status;
-  if (args->num_params != layer.numParams)
-    return fail(FP_ERROR_INVALID_ARGUMENT,
-                where + "expected " + std::to_string(layer.numParams) +
-                    " parameters, got " + std::to_string(args->num_params));
-  if (layer.numParams > 0 && !args->params)
-    return fail(FP_ERROR_INVALID_ARGUMENT, where + "params is NULL");
-  for (int32_t i = 0; i < layer.numParams; ++i)
-    if (!args->params[i])
-      return fail(FP_ERROR_INVALID_ARGUMENT,
-                  where + "parameter " + std::to_string(i) + " is NULL");
-  if (!args->input || !args->output)
-    return fail(FP_ERROR_INVALID_ARGUMENT, where + "input or output is NULL");
-  if (args->device_stats && args->target != FP_TARGET_CUDA)
-    return fail(FP_ERROR_INVALID_ARGUMENT,
-                where + "device_stats is set on a CPU call; a CPU call "
-                        "reports its statistics in stats");
+  if (fp_status status = checkForwardArgs(where, layer, *args))
+    return status;
   CallSchedule schedule;
   if (fp_status status = guarded(where, [&] {
         schedule = chooseSchedule(layer, args->target, args->dtype, args->batch,
@@ -435,6 +465,60 @@ inline fp_status backward(const fp_backward_args *args,
   return guarded(where, [&] {
     schedule.backward(*args, static_cast<char *>(args->workspace),
                       offsets.data());
+  });
+}
+
+inline fp_status forwardChunk(const fp_chunk_args *args,
+                              const LayerDescriptor &layer) {
+  std::string where = std::string(layer.name) + " forward_chunk: ";
+  if (!args)
+    return fail(FP_ERROR_INVALID_ARGUMENT, where + "args is NULL");
+  if (args->struct_size != sizeof(fp_chunk_args))
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "struct_size " + std::to_string(args->struct_size) +
+                    " does not match this library's fp_chunk_args (" +
+                    std::to_string(sizeof(fp_chunk_args)) + " bytes)");
+  const ChunkSchedule *chunk = layer.chunk;
+  if (!chunk)
+    return fail(FP_ERROR_UNSUPPORTED,
+                where + "this library has no chunked forward (fpc "
+                        "--no-chunked)");
+  if (fp_status status = checkCall("forward_chunk", layer, args->target,
+                                   args->dtype, args->batch, args->seq_len))
+    return status;
+  if (fp_status status = checkForwardArgs(where, layer, *args))
+    return status;
+  if (args->num_states != chunk->numStates)
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "expected " + std::to_string(chunk->numStates) +
+                    " states, got " + std::to_string(args->num_states));
+  if (chunk->numStates > 0 && (!args->state_in || !args->state_out))
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "state_in or state_out is NULL");
+  for (int32_t i = 0; i < chunk->numStates; ++i)
+    if (!args->state_in[i] || !args->state_out[i])
+      return fail(FP_ERROR_INVALID_ARGUMENT,
+                  where + "state " + std::to_string(i) + " is NULL");
+  EntryFn<fp_chunk_args> fn =
+      (args->target == FP_TARGET_CUDA ? chunk->cuda : chunk->cpu)
+          .get(args->dtype);
+  if (!fn)
+    return fail(FP_ERROR_UNSUPPORTED,
+                where + "the chunked forward is not compiled for this target "
+                        "and dtype");
+  std::vector<size_t> offsets(chunk->numBuffers);
+  size_t needed =
+      layoutBuffers(chunk->buffers, chunk->numBuffers, args->batch,
+                    args->seq_len, scalarSize(args->dtype), offsets.data());
+  if (needed > 0 && (!args->workspace || args->workspace_bytes < needed))
+    return fail(
+        FP_ERROR_WORKSPACE,
+        where + "the workspace has " +
+            std::to_string(args->workspace ? args->workspace_bytes : 0) +
+            " bytes; buffer_sizes() asks for " + std::to_string(needed) +
+            " (chunk_workspace_bytes)");
+  return guarded(where, [&] {
+    fn(*args, static_cast<char *>(args->workspace), offsets.data());
   });
 }
 

@@ -83,6 +83,10 @@
 //   kernels::scan                   h_t = a_t * h_t-1 + x_t along time
 //   kernels::selectiveScan          Mamba-1's selective scan
 //   kernels::causalConvStrided      a depthwise causal convolution
+//   kernels::shiftFrom              shift continuing a sequence (a chunk's)
+//   kernels::scanFrom               scan from a carried state
+//   kernels::selectiveScanFrom      selectiveScan from a carried state
+//   kernels::causalConvFrom         causalConvStrided continuing a sequence
 // Host/Norms.h, Device/Norms.cuh
 //   kernels::l2norm                 x / max(|x|, eps) per row
 //   kernels::layerNorm              layer normalisation per row
@@ -156,9 +160,11 @@
 // HostEntry.h
 //   fp::host::LayerDescriptor       what the entry points know of a layer
 //   fp::host::SplitSchedule         a layer's second CUDA schedule
+//   fp::host::ChunkSchedule         a layer's chunked forward
 //   fp::host::forward               fp_<layer>_forward
 //   fp::host::backward              fp_<layer>_backward
 //   fp::host::backwardNotCompiled   fp_<layer>_backward without --backward
+//   fp::host::forwardChunk          fp_<layer>_forward_chunk
 //   fp::host::bufferSizes           fp_<layer>_buffer_sizes
 //   fp::host::scheduleName          fp_<layer>_schedule
 //   fp::host::lastError             fp_model_last_error's message

@@ -30,6 +30,9 @@ struct ChunkState {
   /// FP-RNN's readout convolution's.
   torch::Tensor convTail;
   torch::Tensor readoutTail;
+  /// A compiled layer's states, in the order of its manifest's
+  /// `chunk.states` (CompiledLayer::forwardChunk).
+  std::vector<torch::Tensor> carried;
 };
 
 /// A sequence-mixing layer of the residual stack.

@@ -2,7 +2,9 @@
 //
 // The ops that couple the tokens of a sample, on [B, T, F] buffers: shift,
 // scan, selectiveScan with the choice among its kernels, and the depthwise
-// causal convolution (causalConv, causalConvStrided).
+// causal convolution (causalConv, causalConvStrided), and their forms for a
+// chunk of a sequence (shiftFrom, scanFrom, selectiveScanFrom,
+// causalConvFrom).
 //
 // Counterpart: Host/TimeCoupling.h.
 //
@@ -18,46 +20,75 @@ namespace fp::cuda {
 
 namespace detail {
 
+/// With `state` ([B, offset, F], offset > 0), the rows before the chunk
+/// where fp.shift has zeros.
 template <typename Real>
-__global__ void shiftKernel(const Real *in, int64_t batch, int64_t length,
-                            int64_t features, int64_t offset, Real *out) {
+__global__ void shiftKernel(const Real *in, const Real *state, int64_t batch,
+                            int64_t length, int64_t features, int64_t offset,
+                            Real *out) {
   const int64_t n = batch * length * features;
   for (int64_t index = firstThread(); index < n; index += allThreads()) {
-    const int64_t source = index / features % length - offset;
-    out[index] = source < 0 || source >= length ? Real(0)
-                                                : in[index - offset * features];
+    const int64_t t = index / features % length, source = t - offset;
+    if (source >= 0 && source < length)
+      out[index] = in[index - offset * features];
+    else if (state && source < 0)
+      out[index] = state[(index / features / length * offset + t) * features +
+                         index % features];
+    else
+      out[index] = Real(0);
   }
 }
 
-/// One thread per (sample, feature), its state h in a register.
+/// The last `rows` rows of each sample's sequence `state` then `in` (rows
+/// `inStride` elements apart), into `next` ([B, rows, F]).
 template <typename Real>
-__global__ void scanKernel(const Real *coeff, const Real *input, int64_t batch,
-                           int64_t length, int64_t features, bool reverse,
-                           Real *out) {
+__global__ void carryRowsKernel(const Real *state, const Real *in,
+                                int64_t inStride, int64_t batch, int64_t length,
+                                int64_t rows, int64_t features, Real *next) {
+  const int64_t n = batch * rows * features;
+  for (int64_t index = firstThread(); index < n; index += allThreads()) {
+    const int64_t f = index % features, br = index / features;
+    const int64_t b = br / rows, r = br % rows;
+    const int64_t t = length - rows + r;
+    next[index] = t >= 0 ? in[(b * length + t) * inStride + f]
+                         : state[(b * rows + rows + t) * features + f];
+  }
+}
+
+/// One thread per (sample, feature), its state h in a register: from zero,
+/// or forward from `state` ([B, 1, F]) leaving h_{T−1} in `next`.
+template <typename Real>
+__global__ void scanKernel(const Real *coeff, const Real *input,
+                           const Real *state, int64_t batch, int64_t length,
+                           int64_t features, bool reverse, Real *out,
+                           Real *next) {
   using C = Compute<Real>;
   for (int64_t index = firstThread(); index < batch * features;
        index += allThreads()) {
     const int64_t base = index / features * length * features,
                   f = index % features;
-    C h = 0;
+    C h = state ? C(state[index]) : C(0);
     for (int64_t s = 0; s < length; ++s) {
       const int64_t t = reverse ? length - 1 - s : s;
       const int64_t at = base + t * features + f;
-      h = s == 0 ? C(input[at]) : C(coeff[at]) * h + C(input[at]);
+      h = s == 0 && !state ? C(input[at]) : C(coeff[at]) * h + C(input[at]);
       out[at] = Real(h);
     }
+    if (next)
+      next[index] = Real(h);
   }
 }
 
 /// Per thread (one channel of one sample), the state S[:, c] and A[c, :]
 /// live in dynamic shared memory as Compute<Real>, element n at
-/// [n · blockDim.x].
+/// [n · blockDim.x]; S starts from `init` ([B, d, N]) where it is not null
+/// and ends in `last` where that is not null.
 template <typename Real>
 __global__ void
 selectiveScanKernel(const Real *u, const Real *delta, const Real *a,
                     const Real *bm, const Real *cm, const Real *skip,
-                    int64_t batch, int64_t length, int64_t channels,
-                    int64_t state, Real *out) {
+                    const Real *init, int64_t batch, int64_t length,
+                    int64_t channels, int64_t state, Real *out, Real *last) {
   using C = Compute<Real>;
   const int64_t stride = blockDim.x;
   C *st = reinterpret_cast<C *>(sharedBytes()) + threadIdx.x;
@@ -70,7 +101,7 @@ selectiveScanKernel(const Real *u, const Real *delta, const Real *a,
     if (c >= channels)
       continue;
     for (int64_t n = 0; n < state; ++n) {
-      st[n * stride] = C(0);
+      st[n * stride] = init ? C(init[(b * channels + c) * state + n]) : C(0);
       at[n * stride] = C(a[c * state + n]);
     }
     for (int64_t t = 0; t < length; ++t) {
@@ -87,6 +118,9 @@ selectiveScanKernel(const Real *u, const Real *delta, const Real *a,
       }
       out[bt * channels + c] = Real(skip ? y + C(skip[c]) * ut : y);
     }
+    if (last)
+      for (int64_t n = 0; n < state; ++n)
+        last[(b * channels + c) * state + n] = Real(st[n * stride]);
   }
 }
 
@@ -261,22 +295,27 @@ template <typename Real> inline ScanKernel chooseScanKernel(int64_t pairs) {
   return ScanKernel::Lanes16;
 }
 
+/// With `state` ([B, K − 1, C]), the inputs before the chunk where
+/// fp.causal_conv pads with zeros.
 template <typename Real>
-__global__ void causalConvKernel(const Real *in, int64_t inStride,
-                                 const Real *weight, const Real *bias,
-                                 int64_t batch, int64_t length,
-                                 int64_t channels, int64_t width, Real *out) {
+__global__ void
+causalConvKernel(const Real *in, int64_t inStride, const Real *state,
+                 const Real *weight, const Real *bias, int64_t batch,
+                 int64_t length, int64_t channels, int64_t width, Real *out) {
   using C = Compute<Real>;
   const int64_t n = batch * length * channels;
   for (int64_t index = firstThread(); index < n; index += allThreads()) {
     const int64_t c = index % channels, bt = index / channels;
-    const int64_t t = bt % length;
+    const int64_t t = bt % length, b = bt / length;
     C sum = bias ? C(bias[c]) : C(0);
     for (int64_t k = 0; k < width; ++k) {
       const int64_t source = t - width + 1 + k;
       if (source >= 0)
         sum +=
             C(weight[c * width + k]) * C(in[(bt - t + source) * inStride + c]);
+      else if (state)
+        sum += C(weight[c * width + k]) *
+               C(state[(b * (width - 1) + width - 1 + source) * channels + c]);
     }
     out[index] = Real(sum);
   }
@@ -294,7 +333,32 @@ inline void shift(In<Real> in, int64_t batch, int64_t length, int64_t features,
                   int64_t offset, Real *out) {
   detail::launch("shift", detail::shiftKernel<Real>,
                  detail::blocksFor(batch * length * features), detail::kThreads,
-                 0, detail::stream(), in, batch, length, features, offset, out);
+                 0, detail::stream(), in, static_cast<const Real *>(nullptr),
+                 batch, length, features, offset, out);
+}
+
+/// The last `rows` rows of each sample's sequence `state` then `in`.
+template <typename Real>
+inline void carryRows(In<Real> state, In<Real> in, int64_t inStride,
+                      int64_t batch, int64_t length, int64_t rows,
+                      int64_t features, Real *next) {
+  detail::launch("carryRows", detail::carryRowsKernel<Real>,
+                 detail::blocksFor(batch * rows * features), detail::kThreads,
+                 0, detail::stream(), state, in, inStride, batch, length, rows,
+                 features, next);
+}
+
+/// shift of a chunk (fp.chunk_shift): the rows before it from `state`
+/// ([B, offset, F]); `next` gets the last `offset` rows of state then in.
+template <typename Real>
+inline void shiftFrom(In<Real> in, In<Real> state, int64_t batch,
+                      int64_t length, int64_t features, int64_t offset,
+                      Real *out, Real *next) {
+  detail::launch("shift", detail::shiftKernel<Real>,
+                 detail::blocksFor(batch * length * features), detail::kThreads,
+                 0, detail::stream(), in, state, batch, length, features,
+                 offset, out);
+  carryRows<Real>(state, in, features, batch, length, offset, features, next);
 }
 
 /// h_t = coeff_t ⊙ h_{t∓1} + input_t along time, from zero. One thread per
@@ -304,8 +368,45 @@ inline void scan(In<Real> coeff, In<Real> input, int64_t batch, int64_t length,
                  int64_t features, bool reverse, Real *out) {
   detail::launch("scan", detail::scanKernel<Real>,
                  detail::blocksFor(batch * features), detail::kThreads, 0,
-                 detail::stream(), coeff, input, batch, length, features,
-                 reverse, out);
+                 detail::stream(), coeff, input,
+                 static_cast<const Real *>(nullptr), batch, length, features,
+                 reverse, out, static_cast<Real *>(nullptr));
+}
+
+/// scan of a chunk (fp.chunk_scan): forward from h_{−1} = state
+/// ([B, 1, F]); `next` gets h_{T−1}.
+template <typename Real>
+inline void scanFrom(In<Real> coeff, In<Real> input, In<Real> state,
+                     int64_t batch, int64_t length, int64_t features, Real *out,
+                     Real *next) {
+  detail::launch("scan", detail::scanKernel<Real>,
+                 detail::blocksFor(batch * features), detail::kThreads, 0,
+                 detail::stream(), coeff, input, state, batch, length, features,
+                 false, out, next);
+}
+
+/// The selective scan from S_{−1} = `init` ([B, d, N]; zero where null),
+/// leaving S_{T−1} in `last` where that is not null (fp.chunk_selective_scan
+/// and the general case of selectiveScanWith): one thread per (sample,
+/// channel) with its states in shared memory.
+template <typename Real>
+inline void selectiveScanFrom(In<Real> u, In<Real> delta, In<Real> a,
+                              In<Real> bm, In<Real> cm, In<Real> skip,
+                              In<Real> init, int64_t batch, int64_t length,
+                              int64_t channels, int64_t state, Real *out,
+                              Real *last) {
+  const size_t perThread = 2 * size_t(state) * sizeof(Compute<Real>);
+  int threads = 128;
+  while (threads > 1 && perThread * threads > detail::kMaxSharedBytes)
+    threads /= 2;
+  if (perThread * threads > detail::kMaxSharedBytes)
+    throw DeviceError("fp::cuda::selectiveScan: a state of " +
+                      std::to_string(state) + " does not fit in shared memory");
+  const int64_t blocksPerSample = (channels + threads - 1) / threads;
+  detail::launch("selectiveScan", detail::selectiveScanKernel<Real>,
+                 batch * blocksPerSample, threads, perThread * threads,
+                 detail::stream(), u, delta, a, bm, cm, skip, init, batch,
+                 length, channels, state, out, last);
 }
 
 /// Mamba-1's selective scan (fp.selective_scan): state S [d, N] per sample,
@@ -360,18 +461,8 @@ inline void selectiveScanWith(ScanKernel kind, In<Real> u, In<Real> delta,
                    delta, a, bm, cm, skip, batch, length, channels, state, out);
     return;
   }
-  const size_t perThread = 2 * size_t(state) * sizeof(Compute<Real>);
-  int threads = 128;
-  while (threads > 1 && perThread * threads > detail::kMaxSharedBytes)
-    threads /= 2;
-  if (perThread * threads > detail::kMaxSharedBytes)
-    throw DeviceError("fp::cuda::selectiveScan: a state of " +
-                      std::to_string(state) + " does not fit in shared memory");
-  const int64_t blocksPerSample = (channels + threads - 1) / threads;
-  detail::launch("selectiveScan", detail::selectiveScanKernel<Real>,
-                 batch * blocksPerSample, threads, perThread * threads,
-                 detail::stream(), u, delta, a, bm, cm, skip, batch, length,
-                 channels, state, out);
+  selectiveScanFrom<Real>(u, delta, a, bm, cm, skip, nullptr, batch, length,
+                          channels, state, out, nullptr);
 }
 
 /// selectiveScanWith the kernel detail::chooseScanKernel picks.
@@ -398,8 +489,25 @@ inline void causalConvStrided(In<Real> in, int64_t inStride, In<Real> weight,
                               int64_t channels, int64_t width, Real *out) {
   detail::launch("causalConv", detail::causalConvKernel<Real>,
                  detail::blocksFor(batch * length * channels), detail::kThreads,
-                 0, detail::stream(), in, inStride, weight, bias, batch, length,
-                 channels, width, out);
+                 0, detail::stream(), in, inStride,
+                 static_cast<const Real *>(nullptr), weight, bias, batch,
+                 length, channels, width, out);
+}
+
+/// causalConvStrided of a chunk (fp.chunk_causal_conv): the inputs before it
+/// from `state` ([B, K − 1, C]); `next` gets the last K − 1 rows of state
+/// then in.
+template <typename Real>
+inline void causalConvFrom(In<Real> in, int64_t inStride, In<Real> state,
+                           In<Real> weight, In<Real> bias, int64_t batch,
+                           int64_t length, int64_t channels, int64_t width,
+                           Real *out, Real *next) {
+  detail::launch("causalConv", detail::causalConvKernel<Real>,
+                 detail::blocksFor(batch * length * channels), detail::kThreads,
+                 0, detail::stream(), in, inStride, state, weight, bias, batch,
+                 length, channels, width, out);
+  carryRows<Real>(state, in, inStride, batch, length, width - 1, channels,
+                  next);
 }
 
 /// causalConvStrided of packed rows.
