@@ -128,13 +128,13 @@ Value rewriteOp(OpBuilder &b, Operation *op, Value state) {
       .Case([&](SelectiveScanOp scan) {
         return replace(ChunkSelectiveScanOp::create(
             b, loc, scan.getType(), state.getType(), scan.getU(),
-            scan.getDelta(), scan.getA(), scan.getB(), scan.getC(), scan.getD(),
-            state));
+            scan.getDelta(), scan.getA(), scan.getB(), scan.getC(), state,
+            scan.getD()));
       })
       .Case([&](CausalConvOp conv) {
         return replace(ChunkCausalConvOp::create(
             b, loc, conv.getType(), state.getType(), conv.getInput(),
-            conv.getWeight(), conv.getBias(), state));
+            conv.getWeight(), state, conv.getBias()));
       });
 }
 

@@ -1040,3 +1040,63 @@ func.func @causal_conv_grad_rows(%x: tensor<?x?x8xf32>, %w: tensor<4x4xf32>) {
   %c:2 = fp.causal_conv_grad %x, %w grad %x : tensor<?x?x8xf32>, tensor<4x4xf32>
   return
 }
+
+// -----
+
+func.func @chunk_shift_offset(%x: tensor<?x?x8xf32>, %s: tensor<?x1x8xf32>) {
+  // expected-error @below {{'fp.chunk_shift' op expects a causal offset >= 1, got -1}}
+  %0:2 = fp.chunk_shift %x by -1 from %s : tensor<?x?x8xf32>, tensor<?x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_shift_rows(%x: tensor<?x?x8xf32>, %s: tensor<?x1x8xf32>) {
+  // expected-error @below {{'fp.chunk_shift' op expects the state to hold 2 row(s) along dimension 1, got 1}}
+  %0:2 = fp.chunk_shift %x by 2 from %s : tensor<?x?x8xf32>, tensor<?x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_scan_features(%x: tensor<?x?x8xf32>, %s: tensor<?x1x4xf32>) {
+  // expected-error @below {{'fp.chunk_scan' op expects the state's dimension 2 to be the input's (8), got 4}}
+  %0:2 = fp.chunk_scan %x, %x from %s : tensor<?x?x8xf32>, tensor<?x1x4xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_scan_batch(%x: tensor<2x?x8xf32>, %s: tensor<3x1x8xf32>) {
+  // expected-error @below {{'fp.chunk_scan' op expects the state to have the batch size of the input (2), got 3}}
+  %0:2 = fp.chunk_scan %x, %x from %s : tensor<2x?x8xf32>, tensor<3x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_selective_scan_state(%x: tensor<?x?x8xf32>, %a: tensor<8x4xf32>,
+                                      %bc: tensor<?x?x4xf32>, %h: tensor<?x8x2xf32>) {
+  // expected-error @below {{'fp.chunk_selective_scan' op expects a state of shape (batch, 8, 4) with static channels and states, got 'tensor<?x8x2xf32>'}}
+  %0:2 = fp.chunk_selective_scan %x, %x, %a, %bc, %bc from %h
+      : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x?x4xf32>, tensor<?x8x2xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_causal_conv_width(%x: tensor<?x?x8xf32>, %w: tensor<8x1xf32>,
+                                   %s: tensor<?x1x8xf32>) {
+  // expected-error @below {{'fp.chunk_causal_conv' op expects a kernel width >= 2 (a width of 1 carries no state), got 1}}
+  %0:2 = fp.chunk_causal_conv %x, %w from %s : tensor<?x?x8xf32>, tensor<8x1xf32>, tensor<?x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_causal_conv_tail(%x: tensor<?x?x8xf32>, %w: tensor<8x4xf32>,
+                                  %s: tensor<?x2x8xf32>) {
+  // expected-error @below {{'fp.chunk_causal_conv' op expects the state to hold 3 row(s) along dimension 1, got 2}}
+  %0:2 = fp.chunk_causal_conv %x, %w from %s : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x2x8xf32>
+  return
+}

@@ -127,6 +127,29 @@ func.func @time_ops(%x: tensor<?x?x8xf32>, %c: tensor<?x?x8x4xf32>,
   return
 }
 
+// CHECK-LABEL: func.func @chunk_ops
+func.func @chunk_ops(%x: tensor<?x?x8xf32>, %s1: tensor<?x1x8xf32>,
+                     %s2: tensor<?x2x8xf32>, %s3: tensor<?x3x8xf32>,
+                     %dt: tensor<?x?x8xf32>, %a: tensor<8x4xf32>,
+                     %bc: tensor<?x?x4xf32>, %d: tensor<8xf32>,
+                     %h: tensor<?x8x4xf32>, %cw: tensor<8x4xf32>) {
+  // CHECK: fp.chunk_shift %{{.*}} by 2 from %{{.*}} : tensor<?x?x8xf32>, tensor<?x2x8xf32>
+  %0:2 = fp.chunk_shift %x by 2 from %s2 : tensor<?x?x8xf32>, tensor<?x2x8xf32>
+  // CHECK: fp.chunk_scan %{{.*}}, %{{.*}} from %{{.*}} : tensor<?x?x8xf32>, tensor<?x1x8xf32>
+  %1:2 = fp.chunk_scan %x, %x from %s1 : tensor<?x?x8xf32>, tensor<?x1x8xf32>
+  // CHECK: fp.chunk_selective_scan %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} from %{{.*}} skip %{{.*}} : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x?x4xf32>, tensor<?x8x4xf32>, tensor<8xf32>
+  %2:2 = fp.chunk_selective_scan %x, %dt, %a, %bc, %bc from %h skip %d
+      : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x?x4xf32>,
+        tensor<?x8x4xf32>, tensor<8xf32>
+  // CHECK: fp.chunk_selective_scan %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} from %{{.*}} : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x?x4xf32>, tensor<?x8x4xf32>
+  %3:2 = fp.chunk_selective_scan %x, %dt, %a, %bc, %bc from %h
+      : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x?x4xf32>, tensor<?x8x4xf32>
+  // CHECK: fp.chunk_causal_conv %{{.*}}, %{{.*}} from %{{.*}} bias %{{.*}} : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x3x8xf32>, tensor<8xf32>
+  %4:2 = fp.chunk_causal_conv %x, %cw from %s3 bias %d
+      : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x3x8xf32>, tensor<8xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @norms_and_activations
 func.func @norms_and_activations(%x: tensor<?x?x8xf32>, %w: tensor<8xf32>) {
   // CHECK: fp.l2norm %{{.*}} eps 1.000000e-05 : tensor<?x?x8xf32>

@@ -303,4 +303,66 @@ TEST_F(ScheduleTest, AScheduleTheLibraryLacksIsAClearError) {
   EXPECT_TRUE(ran.empty());
 }
 
+/// A chunked forward that records what it was called with.
+void cpuChunk(const fp_chunk_args &, char *, const size_t *) {
+  ran = "cpu chunk";
+}
+
+const fp::host::BufferSpec kChunkBuffers[] = {{7, true, true}};
+const fp::host::BufferSpec kChunkStates[] = {{4, true, false},
+                                             {6, true, false}};
+const fp::host::ChunkSchedule kChunk = {
+    kChunkBuffers, 1, {&cpuChunk, nullptr, nullptr}, {}, 2, kChunkStates};
+
+TEST_F(ScheduleTest, ChunkedForwardChecksItsStatesAndWorkspace) {
+  fp::host::LayerDescriptor chunked = layer(nullptr);
+  chunked.chunk = &kChunk;
+  const fp_buffer_sizes sizes = sizesOf(chunked, FP_TARGET_CPU, 2, 3);
+  EXPECT_EQ(sizes.chunk_workspace_bytes, 7u * 2 * 3 * sizeof(float));
+  EXPECT_EQ(sizesOf(layer(nullptr), FP_TARGET_CPU, 2, 3).chunk_workspace_bytes,
+            0u);
+
+  std::vector<char> workspace(sizes.chunk_workspace_bytes);
+  float dummy = 0, state0[8] = {}, state1[12] = {};
+  const void *in[] = {state0, state1};
+  void *out[] = {state0, state1};
+  fp_chunk_args args{};
+  args.struct_size = sizeof(args);
+  args.target = FP_TARGET_CPU;
+  args.dtype = FP_DTYPE_F32;
+  args.batch = 2;
+  args.seq_len = 3;
+  args.input = &dummy;
+  args.output = &dummy;
+  args.num_states = 2;
+  args.state_in = in;
+  args.state_out = out;
+  args.workspace = workspace.data();
+  args.workspace_bytes = workspace.size();
+  EXPECT_EQ(fp::host::forwardChunk(&args, chunked), FP_OK)
+      << fp::host::lastError;
+  EXPECT_EQ(ran, "cpu chunk");
+
+  fp_chunk_args wrong = args;
+  wrong.num_states = 1;
+  EXPECT_EQ(fp::host::forwardChunk(&wrong, chunked), FP_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fp::host::lastError,
+            "layer forward_chunk: expected 2 states, got 1");
+  wrong = args;
+  wrong.state_out = nullptr;
+  EXPECT_EQ(fp::host::forwardChunk(&wrong, chunked), FP_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(fp::host::lastError,
+            "layer forward_chunk: state_in or state_out is NULL");
+  wrong = args;
+  wrong.workspace_bytes = 8;
+  EXPECT_EQ(fp::host::forwardChunk(&wrong, chunked), FP_ERROR_WORKSPACE);
+  EXPECT_NE(fp::host::lastError.find("(chunk_workspace_bytes)"),
+            std::string::npos)
+      << fp::host::lastError;
+  EXPECT_EQ(fp::host::forwardChunk(&args, layer(nullptr)),
+            FP_ERROR_UNSUPPORTED);
+  EXPECT_EQ(fp::host::lastError, "layer forward_chunk: this library has no "
+                                 "chunked forward (fpc --no-chunked)");
+}
+
 } // namespace

@@ -385,6 +385,139 @@ TEST(HostKernels, CausalConvReadsColumnRangesWhereTheyLie) {
       }
 }
 
+/// Tokens [t0, t0 + count) of every sample of a [B, T, F] buffer.
+std::vector<double> tokens(const std::vector<double> &x, int64_t batch,
+                           int64_t length, int64_t features, int64_t t0,
+                           int64_t count) {
+  std::vector<double> out(batch * count * features);
+  for (int64_t b = 0; b < batch; ++b)
+    std::copy_n(x.begin() + (b * length + t0) * features, count * features,
+                out.begin() + b * count * features);
+  return out;
+}
+
+TEST(HostKernels, ChunkedKernelsContinueTheWholeSequence) {
+  // Each time-coupling kernel run on chunks of 3, 1 and 3 tokens, every
+  // chunk from the state the one before left (zeros first), gives the whole
+  // sequence's output bit for bit, and its last state is the whole
+  // sequence's (for the scans, their last row or state).
+  std::mt19937_64 rng(testSeed());
+  const int64_t batch = 2, length = 7, channels = 4, state = 3, width = 3;
+  const std::vector<int64_t> chunks = {3, 1, 3};
+  const int64_t F = channels;
+  std::vector<double> x = randomValues(rng, batch * length * F),
+                      c = randomValues(rng, batch * length * F),
+                      delta = randomValues(rng, batch * length * F),
+                      bm = randomValues(rng, batch * length * state),
+                      cm = randomValues(rng, batch * length * state),
+                      a = randomValues(rng, channels * state),
+                      skip = randomValues(rng, channels),
+                      weight = randomValues(rng, channels * width),
+                      bias = randomValues(rng, channels);
+  for (double &d : delta)
+    d = std::abs(d) * 0.5;
+  for (double &v : a)
+    v = -std::abs(v);
+
+  // Runs `step(t0, count, in, stateIn, out, stateOut)` over the chunks.
+  auto inChunks = [&](int64_t features, int64_t stateSize, auto step,
+                      std::vector<double> &carried) {
+    std::vector<double> out(batch * length * features);
+    carried.assign(batch * stateSize, 0.0);
+    int64_t t0 = 0;
+    for (int64_t count : chunks) {
+      std::vector<double> piece(batch * count * features), next(carried);
+      step(t0, count, carried.data(), piece.data(), next.data());
+      for (int64_t b = 0; b < batch; ++b)
+        std::copy_n(piece.begin() + b * count * features, count * features,
+                    out.begin() + (b * length + t0) * features);
+      carried = next;
+      t0 += count;
+    }
+    return out;
+  };
+
+  {
+    const int64_t offset = 2;
+    std::vector<double> whole(x.size()), carried;
+    fp::host::shift(x.data(), batch, length, F, offset, whole.data());
+    std::vector<double> chunked = inChunks(
+        F, offset * F,
+        [&](int64_t t0, int64_t n, const double *in, double *out, double *nx) {
+          std::vector<double> part = tokens(x, batch, length, F, t0, n);
+          fp::host::shiftFrom(part.data(), in, batch, n, F, offset, out, nx);
+        },
+        carried);
+    EXPECT_EQ(chunked, whole) << "shiftFrom";
+    EXPECT_EQ(carried, tokens(x, batch, length, F, length - offset, offset))
+        << "shiftFrom's state";
+  }
+  {
+    std::vector<double> whole(x.size()), carried;
+    fp::host::scan(c.data(), x.data(), batch, length, F, false, whole.data());
+    std::vector<double> chunked = inChunks(
+        F, F,
+        [&](int64_t t0, int64_t n, const double *in, double *out, double *nx) {
+          std::vector<double> cp = tokens(c, batch, length, F, t0, n),
+                              xp = tokens(x, batch, length, F, t0, n);
+          fp::host::scanFrom(cp.data(), xp.data(), in, batch, n, F, out, nx);
+        },
+        carried);
+    EXPECT_EQ(chunked, whole) << "scanFrom";
+    EXPECT_EQ(carried, tokens(whole, batch, length, F, length - 1, 1))
+        << "scanFrom's state";
+  }
+  {
+    std::vector<double> whole(x.size()), last(batch * channels * state),
+        carried;
+    fp::host::selectiveScanFrom(x.data(), delta.data(), a.data(), bm.data(),
+                                cm.data(), skip.data(), nullptr, batch, length,
+                                channels, state, whole.data(), last.data());
+    std::vector<double> chunked = inChunks(
+        F, channels * state,
+        [&](int64_t t0, int64_t n, const double *in, double *out, double *nx) {
+          std::vector<double> up = tokens(x, batch, length, F, t0, n),
+                              dp = tokens(delta, batch, length, F, t0, n),
+                              bp = tokens(bm, batch, length, state, t0, n),
+                              cp = tokens(cm, batch, length, state, t0, n);
+          fp::host::selectiveScanFrom(up.data(), dp.data(), a.data(), bp.data(),
+                                      cp.data(), skip.data(), in, batch, n,
+                                      channels, state, out, nx);
+        },
+        carried);
+    EXPECT_EQ(chunked, whole) << "selectiveScanFrom";
+    EXPECT_EQ(carried, last) << "selectiveScanFrom's state";
+  }
+  {
+    // The input a column range of a wider matrix, read in place.
+    const int64_t inStride = 6, inStart = 1;
+    std::vector<double> wide = randomValues(rng, batch * length * inStride);
+    std::vector<double> whole(batch * length * channels), carried;
+    fp::host::causalConvStrided(wide.data() + inStart, inStride, weight.data(),
+                                bias.data(), batch, length, channels, width,
+                                whole.data());
+    std::vector<double> chunked = inChunks(
+        F, (width - 1) * F,
+        [&](int64_t t0, int64_t n, const double *in, double *out, double *nx) {
+          std::vector<double> part =
+              tokens(wide, batch, length, inStride, t0, n);
+          fp::host::causalConvFrom(part.data() + inStart, inStride, in,
+                                   weight.data(), bias.data(), batch, n,
+                                   channels, width, out, nx);
+        },
+        carried);
+    EXPECT_EQ(chunked, whole) << "causalConvFrom";
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t r = 0; r < width - 1; ++r)
+        for (int64_t ch = 0; ch < channels; ++ch)
+          EXPECT_EQ(carried[(b * (width - 1) + r) * channels + ch],
+                    wide[(b * length + length - width + 1 + r) * inStride +
+                         inStart + ch])
+              << "causalConvFrom's state [" << b << ", " << r << ", " << ch
+              << "]";
+  }
+}
+
 TEST(HostKernels, BroadcastPlacesEveryElement) {
   std::mt19937_64 rng(testSeed());
   std::normal_distribution<double> normal;

@@ -613,18 +613,18 @@ def FP_ChunkSelectiveScanOp : FP_Op<"chunk_selective_scan", [
     matrix of every sample) rather than zero; `next` is `S_{T−1}`.
 
     ```mlir
-    %s, %next = fp.chunk_selective_scan %u, %dt, %A, %B, %C skip %D from %h
+    %s, %next = fp.chunk_selective_scan %u, %dt, %A, %B, %C from %h skip %D
         : tensor<?x?x64xf32>, tensor<64x16xf32>, tensor<?x?x16xf32>,
-          tensor<64xf32>, tensor<?x64x16xf32>
+          tensor<?x64x16xf32>, tensor<64xf32>
     ```
   }];
   let arguments = (ins FP_ChannelTensor:$u, FP_ChannelTensor:$delta,
                        FP_Matrix:$A, FP_ChannelTensor:$B, FP_ChannelTensor:$C,
-                       Optional<FP_Vector>:$D, FP_ChannelTensor:$state);
+                       FP_ChannelTensor:$state, Optional<FP_Vector>:$D);
   let results = (outs FP_ChannelTensor:$result, FP_ChannelTensor:$next);
   let assemblyFormat = [{
-    $u `,` $delta `,` $A `,` $B `,` $C (`skip` $D^)? `from` $state attr-dict
-    `:` type($u) `,` type($A) `,` type($B) (`,` type($D)^)? `,` type($state)
+    $u `,` $delta `,` $A `,` $B `,` $C `from` $state (`skip` $D^)? attr-dict
+    `:` type($u) `,` type($A) `,` type($B) `,` type($state) (`,` type($D)^)?
   }];
   let hasVerifier = 1;
 }
@@ -639,17 +639,17 @@ def FP_ChunkCausalConvOp : FP_Op<"chunk_causal_conv", [
     `K − 1` rows of that sequence.
 
     ```mlir
-    %x, %next = fp.chunk_causal_conv %xr, %w bias %b from %tail
-        : tensor<?x?x256xf32>, tensor<256x4xf32>, tensor<256xf32>,
-          tensor<?x3x256xf32>
+    %x, %next = fp.chunk_causal_conv %xr, %w from %tail bias %b
+        : tensor<?x?x256xf32>, tensor<256x4xf32>, tensor<?x3x256xf32>,
+          tensor<256xf32>
     ```
   }];
   let arguments = (ins FP_ChannelTensor:$input, FP_Matrix:$weight,
-                       Optional<FP_Vector>:$bias, FP_ChannelTensor:$state);
+                       FP_ChannelTensor:$state, Optional<FP_Vector>:$bias);
   let results = (outs FP_ChannelTensor:$result, FP_ChannelTensor:$next);
   let assemblyFormat = [{
-    $input `,` $weight (`bias` $bias^)? `from` $state attr-dict `:`
-    type($input) `,` type($weight) (`,` type($bias)^)? `,` type($state)
+    $input `,` $weight `from` $state (`bias` $bias^)? attr-dict `:`
+    type($input) `,` type($weight) `,` type($state) (`,` type($bias)^)?
   }];
   let hasVerifier = 1;
 }
