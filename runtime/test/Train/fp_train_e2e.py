@@ -378,6 +378,29 @@ def main():
             check(r.returncode == 0, "the compiled run resumes")
             check(steps_of(read_metrics(compiled_dir), "train")[-1] == 3,
                   "the resumed compiled run reaches its new end")
+        # The library as a byte-level language model, and generation from it
+        # in chunks through its chunked forward (docs/streaming.md).
+        fortune = "/usr/share/games/fortunes/fortunes"
+        if os.path.exists(fortune):
+            lm_dir = os.path.join(work, "lm-compiled")
+            r = run(binary, ["--task", "lm", "--data", fortune, "--doc-sep",
+                             "%", "--context-len", "16", "--model", library,
+                             "--batch", "2", "--eval-count", "2",
+                             "--max-iter", "3", "--max-iter-eval", "20",
+                             "--steps", "2", "--threads", "1",
+                             "--progress", "none", "--out", lm_dir],
+                    timeout=300)
+            check(r.returncode == 0, f"a compiled lm run: {r.stderr}")
+            generate = os.path.join(os.path.dirname(binary), "fp-generate")
+            sample = [generate, lm_dir, "--prompt", "The ", "--tokens", "6",
+                      "--seed", "1", "--threads", "1", "--temperature", "0"]
+            chunked = subprocess.run(sample + ["--chunked"],
+                                     capture_output=True, timeout=300)
+            check(chunked.returncode == 0
+                  and chunked.stdout.startswith(b"The ")
+                  and b"per token" in chunked.stderr,
+                  f"fp-generate --chunked of a compiled model: "
+                  f"{chunked.stderr}")
         r = run(binary, compiled + ["--mixer", "householder", "--steps", "2",
                                     "--out", os.path.join(work, "x")])
         check(r.returncode == 2 and "does not apply to a compiled model"

@@ -5,11 +5,13 @@
 // temperature, top-k and a seed, printing each token as it comes.
 //
 // Each new token's logits come from the model on the whole sequence so far,
-// the computation the model was trained and validated with. --chunked runs an
-// eager reference model in chunks instead (the prompt, then one token at a
-// time, carrying each layer's state; docs/streaming.md): linear rather than
-// quadratic in the length, and for FP-Mamba a different computation, since
-// the sequential solver may reach another fixed point.
+// the computation the model was trained and validated with. --chunked runs
+// the model in chunks instead (the prompt, then one token at a time, carrying
+// each layer's state; docs/streaming.md): an eager reference model through
+// its forwardChunk, a compiled one through its library's chunked forward.
+// That is linear rather than quadratic in the length, and for FP-Mamba a
+// different computation, since the sequential solver may reach another
+// fixed point.
 //
 // Exit status: 0 done; 1 an error while running; 2 a bad command line or a
 // run that cannot generate (one line on stderr).
@@ -29,6 +31,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -60,8 +63,8 @@ constexpr const char *kUsage =
     "  --seed N             seed of the sampling [default: 0]\n"
     "  --device NAME        cpu, cuda or cuda:<index> [default: cpu]\n"
     "  --threads N          LibTorch intra-op threads [default: LibTorch's]\n"
-    "  --chunked            run an eager reference model in chunks carrying\n"
-    "                       its state, one token at a time\n"
+    "  --chunked            run the model in chunks carrying its state, one\n"
+    "                       token at a time (docs/streaming.md)\n"
     "  --ignore-eos         keep going past the end of a document\n";
 
 struct Options {
@@ -245,13 +248,33 @@ int run(const std::vector<std::string> &args) {
   model->to(device);
   loadCheckpointModel(checkpoint, *model, device);
   model->eval();
-  std::shared_ptr<ref::LanguageModel> chunkable;
+  // The chunked call, where --chunked asks for one.
+  std::function<torch::Tensor(const torch::Tensor &,
+                              std::vector<ref::ChunkState> &)>
+      forwardChunk;
   if (options.chunked) {
-    chunkable = std::dynamic_pointer_cast<ref::LanguageModel>(model);
-    if (!chunkable)
-      usage(fmt::format("--chunked runs the eager reference models; this "
-                        "run's model is {}",
+    if (auto eager = std::dynamic_pointer_cast<ref::LanguageModel>(model)) {
+      forwardChunk = [eager](const torch::Tensor &tokens,
+                             std::vector<ref::ChunkState> &state) {
+        return eager->forwardChunk(tokens, state);
+      };
+    } else if (auto compiled =
+                   std::dynamic_pointer_cast<CompiledModel>(model)) {
+      for (const auto &layer : compiled->layers)
+        if (!layer->info().hasChunkedForward())
+          usage(fmt::format("--chunked: {} has no chunked forward (it was "
+                            "compiled with `fpc --no-chunked`); recompile "
+                            "it, or generate without --chunked",
+                            config.modelSource));
+      forwardChunk = [compiled](const torch::Tensor &tokens,
+                                std::vector<ref::ChunkState> &state) {
+        return compiled->forwardChunk(tokens, state);
+      };
+    } else {
+      usage(fmt::format("--chunked runs language models; this run's model "
+                        "is {}",
                         config.modelSource));
+    }
   }
 
   // A byte-level document starts with EOS (docs/tasks.md).
@@ -279,8 +302,8 @@ int run(const std::vector<std::string> &args) {
   auto start = std::chrono::steady_clock::now();
   for (; generated < options.tokens; ++generated) {
     torch::Tensor logits;
-    if (chunkable) {
-      logits = chunkable->forwardChunk(pending.to(device), state);
+    if (forwardChunk) {
+      logits = forwardChunk(pending.to(device), state);
     } else {
       logits = model->forward(
           torch::tensor(ids, torch::kLong).unsqueeze(0).to(device));
@@ -321,7 +344,7 @@ int run(const std::vector<std::string> &args) {
   if (solves > 0)
     note += fmt::format(", fixed-point iterations {:.1f} per {}",
                         iterations / double(solves),
-                        chunkable ? "token" : "forward");
+                        forwardChunk ? "token" : "forward");
   fmt::print(stderr, "{}\n", note);
   return 0;
 }
