@@ -265,7 +265,7 @@ FailureOr<const ChunkedFunction *> ChunkDeriver::derive(func::FuncOp fn) {
                  "before the inliner, while maps are calls)")
                  << kWithout,
              failure();
-    auto partner = llvm::find_if(couplings, [&](const Coupling &other) {
+    auto *partner = llvm::find_if(couplings, [&](const Coupling &other) {
       auto outer = dyn_cast<func::CallOp>(other.op);
       return outer && !enclosingLoop(outer) &&
              appliesMapAtFixedPoint(inner, outer, loop);
