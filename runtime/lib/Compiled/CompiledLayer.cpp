@@ -473,16 +473,30 @@ torch::Tensor CompiledLayer::call(const torch::Tensor &input,
   if (is_training() && std::isnan(overrides.quantile))
     overrides.quantile = trainQuantile;
 
+  // The fields fp_forward_args and fp_chunk_args share.
+  auto fillShared = [&](auto &args) {
+    args.struct_size = sizeof(args);
+    args.target = target;
+    args.dtype = dtype;
+    args.stream = streamFor(input.device());
+    args.batch = batch;
+    args.seq_len = length;
+    args.training = is_training() ? 1 : 0;
+    args.num_params = static_cast<int32_t>(pointers.size());
+    args.params = pointers.data();
+    args.input = in.data_ptr();
+    args.output = out.data_ptr();
+    args.solver = &overrides;
+    args.stats = &stats;
+    args.device_stats = statsOnDevice ? &deviceStats : nullptr;
+  };
   if (states) {
     // A fresh sequence starts from zeros; a carried state must match the
     // manifest's shapes and the call's dtype and device.
     const std::vector<ChunkStateInfo> &infos = layerInfo->chunkStates;
-    if (states->empty())
-      for (const ChunkStateInfo &info : infos) {
-        std::vector<int64_t> shape = {batch};
-        shape.insert(shape.end(), info.shape.begin(), info.shape.end());
-        states->push_back(torch::zeros(shape, in.options()));
-      }
+    const bool fresh = states->empty();
+    if (fresh)
+      states->resize(infos.size());
     if (states->size() != infos.size())
       invalid("expects " + std::to_string(infos.size()) +
               " chunk states, got " + std::to_string(states->size()));
@@ -492,6 +506,8 @@ torch::Tensor CompiledLayer::call(const torch::Tensor &input,
       torch::Tensor &carried = (*states)[i];
       std::vector<int64_t> shape = {batch};
       shape.insert(shape.end(), infos[i].shape.begin(), infos[i].shape.end());
+      if (fresh)
+        carried = torch::zeros(shape, in.options());
       if (!carried.defined() || carried.sizes() != at::IntArrayRef(shape))
         invalid("chunk state '" + infos[i].name + "' must be " +
                 c10::str(at::IntArrayRef(shape)) + ", got " +
@@ -502,45 +518,19 @@ torch::Tensor CompiledLayer::call(const torch::Tensor &input,
       stateOut.push_back(carried.data_ptr());
     }
     fp_chunk_args args{};
-    args.struct_size = sizeof(fp_chunk_args);
-    args.target = target;
-    args.dtype = dtype;
-    args.stream = streamFor(input.device());
-    args.batch = batch;
-    args.seq_len = length;
-    args.training = is_training() ? 1 : 0;
-    args.num_params = static_cast<int32_t>(pointers.size());
-    args.params = pointers.data();
-    args.input = in.data_ptr();
-    args.output = out.data_ptr();
+    fillShared(args);
     args.num_states = static_cast<int32_t>(infos.size());
     args.state_in = stateIn.data();
     args.state_out = stateOut.data();
     args.workspace = workspace.data;
     args.workspace_bytes = sizes.chunk_workspace_bytes;
-    args.solver = &overrides;
-    args.stats = &stats;
-    args.device_stats = statsOnDevice ? &deviceStats : nullptr;
     call.check(entry.forwardChunk(&args), "forward_chunk");
   } else {
     fp_forward_args args{};
-    args.struct_size = sizeof(fp_forward_args);
-    args.target = target;
-    args.dtype = dtype;
-    args.stream = streamFor(input.device());
-    args.batch = batch;
-    args.seq_len = length;
-    args.training = is_training() ? 1 : 0;
-    args.num_params = static_cast<int32_t>(pointers.size());
-    args.params = pointers.data();
-    args.input = in.data_ptr();
-    args.output = out.data_ptr();
+    fillShared(args);
     args.saved = saved.data;
     args.workspace = workspace.data;
     args.workspace_bytes = sizes.forward_workspace_bytes;
-    args.solver = &overrides;
-    args.stats = &stats;
-    args.device_stats = statsOnDevice ? &deviceStats : nullptr;
     call.check(entry.forward(&args), "forward");
   }
 
