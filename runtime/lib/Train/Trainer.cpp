@@ -223,6 +223,7 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<SequenceModel> model,
     throw std::invalid_argument(
         fmt::format("--device {}: only {} CUDA device(s) visible",
                     trainConfig.device, torch::cuda::device_count()));
+  windowMemory = DevicePeakMemory(device);
   if (trainConfig.gammaCap && this->task->options().trainLength <= 0)
     throw std::invalid_argument(
         "--gamma-cap needs the training length, which the task does not "
@@ -355,6 +356,8 @@ RunOutcome Trainer::train() {
     if (options.handleSignals && stopRequested() != 0)
       return interrupted("");
     auto stepStart = std::chrono::steady_clock::now();
+    if (window.steps == 0 && windowMemory.available())
+      windowMemory.begin();
 
     int64_t cap = 0;
     if (trainConfig.gammaCap) {
@@ -476,6 +479,9 @@ RunOutcome Trainer::train() {
     }
   }
   progress->finish();
+  if (sessionPeakBytes > 0)
+    progress->note(fmt::format("peak device memory while training: {:.0f} MiB",
+                               sessionPeakBytes / (1024.0 * 1024.0)));
 
   if (lastCheckpointStep != currentStep)
     saveCheckpoint();
@@ -532,6 +538,11 @@ void Trainer::logTrainingStep(double lr, int64_t cap) {
   };
   if (trainConfig.gammaCap)
     record["iter_cap"] = cap;
+  if (windowMemory.available()) {
+    double peak = windowMemory.peakBytes();
+    sessionPeakBytes = std::max(sessionPeakBytes, peak);
+    record["peak_mem_mib"] = peak / (1024.0 * 1024.0);
+  }
   appendMetrics(record);
   window = Window{};
 }

@@ -31,6 +31,7 @@
 #include "DeviceCounters.h"
 #include "Roofline.h"
 
+#include "fp/Runtime/DeviceMemory.h"
 #include "fp/Runtime/HostMemory.h"
 #include "fp/Runtime/Reference/Autocast.h"
 #include "fp/Runtime/Reference/Primitives.h"
@@ -38,12 +39,6 @@
 
 #include <fmt/format.h>
 #include <torch/cuda.h>
-
-#if FP_TORCH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <cuda.h> // cuuint64_t, the type of a pool's memory attributes
-#include <cuda_runtime.h>
-#endif
 
 #include <dlfcn.h>
 
@@ -363,65 +358,6 @@ struct Call {
   std::function<int64_t()> solverWaits;
 };
 
-/// Measures device memory of one call: the most allocated at once beyond
-/// what was allocated when it started, through LibTorch's CUDA allocator and
-/// the device's default stream-ordered pool (which model libraries use for
-/// short-lived scratch).
-class PeakMemory {
-public:
-  explicit PeakMemory(const torch::Device &device) : device(device) {}
-
-  bool available() const {
-#if FP_TORCH_CUDA
-    return device.is_cuda();
-#else
-    return false;
-#endif
-  }
-
-  void begin() {
-#if FP_TORCH_CUDA
-    const int index = device.index();
-    c10::cuda::CUDACachingAllocator::resetPeakStats(index);
-    start = c10::cuda::CUDACachingAllocator::getDeviceStats(index)
-                .allocated_bytes[0]
-                .current;
-    if (cudaDeviceGetDefaultMemPool(&pool, index) == cudaSuccess) {
-      cuuint64_t zero = 0;
-      (void)cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero);
-    } else {
-      (void)cudaGetLastError();
-      pool = nullptr;
-    }
-#endif
-  }
-
-  double end() {
-#if FP_TORCH_CUDA
-    torch::cuda::synchronize(device.index());
-    double peak =
-        double(c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
-                   .allocated_bytes[0]
-                   .peak -
-               start);
-    cuuint64_t high = 0;
-    if (pool && cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh,
-                                        &high) == cudaSuccess)
-      peak += double(high);
-    return peak;
-#else
-    return 0;
-#endif
-  }
-
-private:
-  torch::Device device;
-#if FP_TORCH_CUDA
-  int64_t start = 0;
-  cudaMemPool_t pool = nullptr;
-#endif
-};
-
 void synchronize(const torch::Device &device) {
   if (device.is_cuda())
     torch::cuda::synchronize(device.index());
@@ -456,7 +392,7 @@ Timing measure(const Call &call, const Options &options,
     timing.meanIterations = timing.batchIterations = 1;
   }
 
-  PeakMemory memory(device);
+  fp::rt::DevicePeakMemory memory(device);
   if (counter || memory.available()) {
     if (memory.available())
       memory.begin();
@@ -466,7 +402,7 @@ Timing measure(const Call &call, const Options &options,
     if (counter)
       timing.counts = counter->end();
     if (memory.available())
-      timing.peakBytes = memory.end();
+      timing.peakBytes = memory.peakBytesBeyondStart();
     timing.solverWaits = call.solverWaits();
   }
   return timing;
@@ -1103,7 +1039,7 @@ int run(const Options &options) {
   else
     fmt::print("kernels and host syncs: not counted ({}).\n",
                countsUnavailable);
-  if (!PeakMemory(device).available())
+  if (!fp::rt::DevicePeakMemory(device).available())
     fmt::print("peak MiB: measured on CUDA only.\n");
   else
     fmt::print("peak MiB: device memory of one call beyond what was "

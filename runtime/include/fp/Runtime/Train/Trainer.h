@@ -16,6 +16,7 @@
 #ifndef FP_RUNTIME_TRAIN_TRAINER_H
 #define FP_RUNTIME_TRAIN_TRAINER_H
 
+#include "fp/Runtime/DeviceMemory.h"
 #include "fp/Runtime/Reference/SequenceModel.h"
 #include "fp/Runtime/Tasks/Task.h"
 #include "fp/Runtime/Train/Progress.h"
@@ -189,6 +190,10 @@ private:
   std::filesystem::path directory;
   TrainerOptions options;
   torch::Device device;
+  /// Peak device memory of the current --log-every window (CUDA only).
+  DevicePeakMemory windowMemory{torch::kCPU};
+  /// The largest of the windows' peaks in this session, in bytes.
+  double sessionPeakBytes = 0;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   /// The trainer's own RNG (Gamma iteration caps).
   std::mt19937_64 rng;
