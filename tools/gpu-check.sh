@@ -20,7 +20,9 @@
 #                                   then test-cpu), test-cuda, test-cpu,
 #                                   bench [CONFIG...] (all configurations,
 #                                   or those named), profile [CONFIG...]
-#                                   (Nsight Compute on the fused kernels)
+#                                   (Nsight Compute on the fused kernels),
+#                                   train-lm (the 12-layer LM trained in
+#                                   bf16, compiled and eager)
 #                                   or all (the default:
 #                                   test-cuda, bench, test-cpu), logs under
 #                                   $OUT (else build-gpu/out)
@@ -53,7 +55,13 @@
 # FP_CUDA_KEEP_SCRATCH=0, and its training step in bf16 and f32 on the
 # split schedule, FP_CUDA_SCHEDULE=split), summarised into one table
 # (tools/bench-summary.py,
-# $OUT/bench-summary.md). Each stage
+# $OUT/bench-summary.md). The train-lm stage trains the paper's language
+# model (models/fp_mamba_lm.fp: 12 layers, D = 768) with fp-train in bf16
+# at context 2048 on English text (Debian's fortunes, carried in the
+# bundle), micro-batches of 16 accumulated to --batch, for a few steps:
+# the compiled library, then the eager reference of the same architecture,
+# and tabulates tokens/s (the first step left out as warm-up), peak device
+# memory and fixed-point iterations ($OUT/train-lm-summary.md). Each stage
 # prints a one-line verdict; the exit status is that of the first stage that
 # failed.
 #
@@ -64,7 +72,8 @@
 # FP_BENCH_EXTRAS=0 (run) leaves out the benchmarks' comparisons with the
 # loop queued from the host and config LM's fused-schedule runs;
 # FP_STALE_BUNDLE=1 (run) runs a bundle prepared from other sources than
-# the tree's (run refuses it otherwise).
+# the tree's (run refuses it otherwise); FP_LM_STEPS (run; default 3),
+# FP_LM_BATCH (default 64) and FP_LM_ACCUM (default 4) size train-lm.
 #
 #===------------------------------------------------------------------------===#
 
@@ -150,6 +159,17 @@ prepare() {
     "$fpc" "$root/models/$name.fp" --no-fuse-scans "${flags[@]}" \
       -o "$bundle/models-split/$name.so"
   done
+  # The language model at full size for train-lm, and English text for it.
+  if [[ -z "${FP_PREPARE_MODELS:-}" || "$models" == *" fp_mamba_lm "* ]]; then
+    mkdir -p "$bundle/lm/data"
+    cp "$bundle/models/fp_mamba_lm.so" "$bundle/lm/"
+    local text
+    for text in computers science people literature humorists wisdom; do
+      cp "/usr/share/games/fortunes/$text" "$bundle/lm/data/" ||
+        die "no /usr/share/games/fortunes/$text (scripts/install-deps.sh" \
+          "installs the fortunes package)"
+    done
+  fi
   local source set args
   while IFS='|' read -r name source set args; do
     [[ $# -eq 0 || "$only" == *" $name "* ]] || continue
@@ -157,8 +177,8 @@ prepare() {
     # shellcheck disable=SC2086 # $set holds separate words
     "$fpc" "$root/$source" $set "${flags[@]}" -o "$bundle/bench/$name.so"
   done < <(bench_configs)
-  find "$bundle/models" "$bundle/models-split" "$bundle/bench" -name '*.so' \
-    -exec strip --strip-unneeded {} +
+  find "$bundle/models" "$bundle/models-split" "$bundle/bench" "$bundle/lm" \
+    -name '*.so' -exec strip --strip-unneeded {} +
 
   # Shared libraries the model libraries need beyond glibc, the C++
   # runtime and CUDA's own (which the GPU machine has).
@@ -530,6 +550,43 @@ stage_profile() {
   done < <(bench_configs)
 }
 
+# The 12-layer LM trained with fp-train in bf16 at context 2048, compiled
+# and eager, a few steps each; tokens/s, peak device memory, iterations.
+stage_train_lm() {
+  local lib="$bundle/lm/fp_mamba_lm.so"
+  [[ -f "$lib" ]] || die "the bundle has no lm/fp_mamba_lm.so; prepare it" \
+    "with fp_mamba_lm among FP_PREPARE_MODELS"
+  stage_build fp-train || return 0
+  local steps="${FP_LM_STEPS:-3}" batch="${FP_LM_BATCH:-64}"
+  local accum="${FP_LM_ACCUM:-4}" data model code started
+  data=$(find "$bundle/lm/data" -type f | sort | paste -sd, -)
+  local common=(--task lm --data "$data" --doc-sep % --context-len 2048
+    --dtype bf16 --batch "$batch" --grad-accum "$accum" --steps "$steps"
+    --log-every 1 --eval-every 0 --eval-count 16 --device cuda
+    --progress lines)
+  # The eager reference of the library's architecture (its .fp source).
+  local eager=(--model reference:fp_mamba --layers 12 --d-model 768
+    --d-state 16 --short-conv --glu-in-loop --no-bc-norm --mixer householder
+    --mixer-rank 2)
+  for model in compiled eager; do
+    code=0
+    started=$SECONDS
+    rm -rf "$out/lm-$model"
+    if [[ $model == compiled ]]; then
+      "$root/build-gpu/bin/fp-train" "${common[@]}" --model "$lib" \
+        --out "$out/lm-$model" >"$out/lm-$model.log" 2>&1 || code=$?
+    else
+      "$root/build-gpu/bin/fp-train" "${common[@]}" "${eager[@]}" \
+        --out "$out/lm-$model" >"$out/lm-$model.log" 2>&1 || code=$?
+    fi
+    verdict "LM training, $model (cuda, bf16)" $code "$out/lm-$model.log" \
+      "$started"
+    tail -3 "$out/lm-$model.log"
+  done
+  python3 "$root/tools/train-lm-summary.py" "$out" "$batch" "$accum" \
+    >"$out/train-lm-summary.md" && cat "$out/train-lm-summary.md"
+}
+
 run() {
   local stage=${1:-all}
   [[ $# -eq 0 ]] || shift
@@ -571,13 +628,14 @@ run() {
   test-cuda) stage_test_cuda ;;
   bench) stage_bench "$@" ;;
   profile) stage_profile "$@" ;;
+  train-lm) stage_train_lm ;;
   all)
     stage_test_cuda
     stage_bench
     stage_test_cpu
     ;;
   *) die "unknown stage '$stage'; one of build, test, test-cpu, test-cuda," \
-    "bench, profile, all" ;;
+    "bench, profile, train-lm, all" ;;
   esac
   return "$status"
 }
@@ -594,7 +652,7 @@ run)
 *)
   echo "usage: tools/gpu-check.sh prepare [CONFIG...] |" \
     "run [build [TARGET...]|test|test-cpu|test-cuda|bench [CONFIG...]|profile" \
-    "[CONFIG...]|all]" >&2
+    "[CONFIG...]|train-lm|all]" >&2
   exit 2
   ;;
 esac
