@@ -17,8 +17,8 @@ packages=(
   # Build and test.
   cmake ninja-build ccache g++ googletest libgtest-dev libgmock-dev
   python3 clang-format clang-tidy git
-  # Plots.
-  python3-matplotlib
+  # Plots, and PyTorch for the fpc Python package's tests.
+  python3-matplotlib python3-torch
   # English text for the language-model tests and examples (fortune files).
   fortunes
 )

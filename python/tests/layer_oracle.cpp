@@ -1,0 +1,98 @@
+//===- layer_oracle.cpp - CompiledLayer's results for the Python tests ----===//
+//
+// usage: fpc-layer-oracle REQUEST.pt RESPONSE.pt
+//
+// Reads a dict saved by Python's torch.save: "library" and "layer" (str),
+// "seed" (int), "dtype" ("f32" or "f64"), "training" (bool), "input"
+// [B, T, D], optionally "grad_output" (then the backward runs too) and
+// "params" (a dict of the layer's parameters by manifest name; without it
+// the layer keeps those drawn with the seed). Runs the C++ runtime's
+// CompiledLayer and writes, with torch::pickle_save, a dict of tensors that
+// Python's torch.load reads: "output", "iterations", "param.<name>" for
+// every parameter used, and with a backward "grad_input" and
+// "grad.<name>". Exit 1 with a message on any error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fp/Runtime/CompiledLayer.h"
+
+#include <torch/torch.h>
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+namespace {
+
+c10::IValue field(const c10::impl::GenericDict &dict, const char *key) {
+  auto it = dict.find(c10::IValue(std::string(key)));
+  if (it == dict.end())
+    throw std::runtime_error(std::string("the request has no '") + key + "'");
+  return it->value();
+}
+
+bool has(const c10::impl::GenericDict &dict, const char *key) {
+  return dict.find(c10::IValue(std::string(key))) != dict.end();
+}
+
+int run(const char *requestPath, const char *responsePath) {
+  std::ifstream in(requestPath, std::ios::binary);
+  if (!in)
+    throw std::runtime_error(std::string("cannot read ") + requestPath);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  c10::impl::GenericDict request = torch::pickle_load(bytes).toGenericDict();
+
+  const std::string dtypeName = field(request, "dtype").toStringRef();
+  torch::Dtype dtype = dtypeName == "f64" ? torch::kFloat64 : torch::kFloat32;
+  auto library =
+      fp::rt::loadModelLibrary(field(request, "library").toStringRef());
+  fp::rt::CompiledLayer layer(
+      library, field(request, "layer").toStringRef(),
+      static_cast<uint64_t>(field(request, "seed").toInt()), dtype);
+  layer.train(field(request, "training").toBool());
+  if (has(request, "params")) {
+    torch::NoGradGuard noGrad;
+    for (const auto &entry : field(request, "params").toGenericDict())
+      layer.parameter(entry.key().toStringRef())
+          .copy_(entry.value().toTensor());
+  }
+
+  c10::Dict<std::string, torch::Tensor> response;
+  torch::Tensor input = field(request, "input").toTensor().to(dtype);
+  const bool backward = has(request, "grad_output");
+  if (backward)
+    input.requires_grad_(true);
+  torch::Tensor output = layer.forward(input);
+  response.insert("output", output.detach());
+  response.insert("iterations", layer.lastIterations);
+  for (const fp::rt::ParamInfo &param : layer.info().params)
+    response.insert("param." + param.name,
+                    layer.parameter(param.name).detach().clone());
+  if (backward) {
+    output.backward(field(request, "grad_output").toTensor().to(dtype));
+    response.insert("grad_input", input.grad());
+    for (const fp::rt::ParamInfo &param : layer.info().params)
+      response.insert("grad." + param.name, layer.parameter(param.name).grad());
+  }
+  std::vector<char> out = torch::pickle_save(c10::IValue(response));
+  std::ofstream file(responsePath, std::ios::binary);
+  file.write(out.data(), static_cast<std::streamsize>(out.size()));
+  if (!file)
+    throw std::runtime_error(std::string("cannot write ") + responsePath);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    std::cerr << "usage: fpc-layer-oracle REQUEST.pt RESPONSE.pt\n";
+    return 2;
+  }
+  try {
+    return run(argv[1], argv[2]);
+  } catch (const std::exception &error) {
+    std::cerr << "fpc-layer-oracle: " << error.what() << "\n";
+    return 1;
+  }
+}
