@@ -57,7 +57,9 @@ def load_run(directory: str, library: Optional[str] = None) -> CompiledModel:
     """The compiled model of an fp-train run directory with the weights of
     its checkpoint.pt, in evaluation mode with the run's solver settings.
     `library` replaces the model library the run names (config.json's
-    `model.source`), e.g. one compiled for another target."""
+    `model.source`), e.g. one compiled for another target. For a run
+    trained with --dtype bf16 the layers compute in bf16; call the model
+    under torch.autocast(device, dtype=torch.bfloat16) as fp-train did."""
     directory = os.fspath(directory)
     config_path = os.path.join(directory, "config.json")
     try:
@@ -73,11 +75,14 @@ def load_run(directory: str, library: Optional[str] = None) -> CompiledModel:
         raise FpcError(f"the run in '{directory}' trained "
                        f"'{model_config.get('source', '?')}', not a compiled "
                        "model library; fpc loads compiled models only")
-    dtype = {"f32": torch.float32, "f64": torch.float64,
-             "bf16": torch.float32}[model_config.get("dtype", "f32")]
+    dtype = {"f32": torch.float32, "f64": torch.float64}.get(
+        model_config.get("dtype", "f32"), torch.float32)
     model = CompiledModel(library or model_config["source"],
                           model_config.get("vocab_size"), dtype=dtype)
-    if model_config.get("dtype") == "bf16":
+    # A --dtype bf16 run keeps f32 weights and computes in bf16: the
+    # layers cast per call; the embedding, norms and head follow autocast,
+    # which the caller enables as fp-train did (torch.autocast).
+    if model_config.get("autocast") == "bf16":
         for block in model.blocks:
             block.compute_dtype = torch.bfloat16
     solver = model_config.get("solver", {})
