@@ -172,7 +172,17 @@ class CompiledLayer(torch.nn.Module):
         return overrides
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        values = self.ordered_parameters()
+        return self.forward_with(input, self.ordered_parameters())
+
+    def forward_with(self, input: torch.Tensor,
+                     values: Sequence[torch.Tensor]) -> torch.Tensor:
+        """forward() with the parameters `values` (manifest order) in place
+        of the module's own, differentiable in each: what
+        torch.autograd.gradcheck and functional training loops call."""
+        values = list(values)
+        if len(values) != len(self.info.params):
+            raise FpcError(f"{self._where}: expects {len(self.info.params)} "
+                           f"parameters, got {len(values)}")
         cast = self.compute_dtype is not None and input.dtype != self.compute_dtype
         x = input.to(self.compute_dtype) if cast else input
         if cast:
