@@ -3,7 +3,7 @@
 // usage: fpc-layer-oracle REQUEST.pt RESPONSE.pt
 //
 // Reads a dict saved by Python's torch.save: "library" and "layer" (str),
-// "seed" (int), "dtype" ("f32" or "f64"), "training" (bool), "input"
+// "seed" (int), "dtype" ("f32", "f64" or "bf16"), "training" (bool), "input"
 // [B, T, D], optionally "grad_output" (then the backward runs too) and
 // "params" (a dict of the layer's parameters by manifest name; without it
 // the layer keeps those drawn with the seed). Runs the C++ runtime's
@@ -43,7 +43,9 @@ int run(const char *requestPath, const char *responsePath) {
   c10::impl::GenericDict request = torch::pickle_load(bytes).toGenericDict();
 
   const std::string dtypeName = field(request, "dtype").toStringRef();
-  torch::Dtype dtype = dtypeName == "f64" ? torch::kFloat64 : torch::kFloat32;
+  torch::Dtype dtype = dtypeName == "f64"    ? torch::kFloat64
+                       : dtypeName == "bf16" ? torch::kBFloat16
+                                             : torch::kFloat32;
   auto library =
       fp::rt::loadModelLibrary(field(request, "library").toStringRef());
   fp::rt::CompiledLayer layer(

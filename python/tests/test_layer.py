@@ -2,9 +2,9 @@
 #
 # The Python module and the C++ runtime's CompiledLayer call the same
 # library, so on the host they must agree bit for bit: the parameters drawn
-# from one seed, the output, the iteration counts and every gradient, in f64
-# and f32, in training and evaluation mode, for a model of each mixer
-# family. Then what users get wrong: shapes, dtypes, devices, a library
+# from one seed, the output, the iteration counts and every gradient, in
+# f64, f32 and bf16, in training and evaluation mode, for a model of each
+# mixer family. Then what users get wrong: shapes, dtypes, devices, a library
 # without a backward, a library's own error, files that are no library.
 #
 #===------------------------------------------------------------------------===#
@@ -24,8 +24,7 @@ MODELS = ["fp_mamba_kronecker", "fp_mamba_householder2", "fp_mamba_dplr",
 
 def library(name: str) -> str:
     return support.compile_model(support.model_path(name), name + "_d8",
-                                 "--set", "d_model=8", "--backward",
-                                 "--dtypes=f32,f64")
+                                 "--set", "d_model=8", "--backward")
 
 
 class MatchesTheRuntime(unittest.TestCase):
@@ -42,7 +41,8 @@ class MatchesTheRuntime(unittest.TestCase):
         out.backward(w.to(dtype))
         theirs = support.oracle({
             "library": path, "layer": layer.info.name, "seed": support.SEED,
-            "dtype": "f64" if dtype == torch.float64 else "f32",
+            "dtype": {torch.float64: "f64", torch.float32: "f32",
+                      torch.bfloat16: "bf16"}[dtype],
             "training": training, "input": x.detach(), "grad_output": w})
         where = f"{name} {dtype} {'train' if training else 'eval'}"
         for param in layer.info.params:
@@ -66,7 +66,7 @@ class MatchesTheRuntime(unittest.TestCase):
 
     def test_every_family_bit_for_bit(self):
         for name in MODELS:
-            for dtype in (torch.float64, torch.float32):
+            for dtype in (torch.float64, torch.float32, torch.bfloat16):
                 for training in (True, False):
                     with self.subTest(model=name, dtype=dtype,
                                       training=training):
@@ -133,10 +133,13 @@ class RefusesBadUse(unittest.TestCase):
             self.layer.half()(torch.zeros(2, 3, 8, dtype=torch.float16))
 
     def test_dtype_not_compiled(self):
-        self.layer.to(torch.bfloat16)
+        path = support.compile_model(support.model_path("fp_mamba_kronecker"),
+                                     "fp_mamba_kronecker_f32", "--set",
+                                     "d_model=8", "--dtypes=f32")
+        layer = fpc.load(path, "fp_mamba", dtype=torch.float64)
         with self.assertRaisesRegex(fpc.FpcError, "not compiled for dtype "
-                                    "bf16"):
-            self.layer(torch.zeros(2, 3, 8, dtype=torch.bfloat16))
+                                    "f64"), torch.no_grad():
+            layer(torch.zeros(2, 3, 8, dtype=torch.float64))
 
     def test_forward_only_library_refuses_gradients(self):
         path = support.compile_model(support.model_path("fp_mamba_kronecker"),
