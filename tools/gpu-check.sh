@@ -22,7 +22,8 @@
 #                                   or those named), profile [CONFIG...]
 #                                   (Nsight Compute on the fused kernels),
 #                                   train-lm (the 12-layer LM trained in
-#                                   bf16, compiled and eager)
+#                                   bf16, compiled and eager), python (the
+#                                   fpc package on CUDA)
 #                                   or all (the default:
 #                                   test-cuda, bench, test-cpu), logs under
 #                                   $OUT (else build-gpu/out)
@@ -550,6 +551,19 @@ stage_profile() {
   done < <(bench_configs)
 }
 
+# The fpc Python package on CUDA with the machine's PyTorch
+# (python/tests/test_cuda.py): layers against the host, a side stream, and
+# training steps of the LM under torch.autocast.
+stage_python() {
+  local log="$out/python.log" code=0 started=$SECONDS
+  (cd "$root/python/tests" &&
+    PYTHONPATH="$root/python" FPC_TEST_CUDA_MODELS="$bundle/models" \
+      FPC_TEST_SOURCE="$root" FPC_TEST_WORK="$out/python-work" \
+      python3 -m unittest -v test_cuda) >"$log" 2>&1 || code=$?
+  verdict "fpc Python package (cuda)" $code "$log" "$started"
+  tail -8 "$log"
+}
+
 # The 12-layer LM trained with fp-train in bf16 at context 2048, compiled
 # and eager, a few steps each; tokens/s, peak device memory, iterations.
 stage_train_lm() {
@@ -629,13 +643,14 @@ run() {
   bench) stage_bench "$@" ;;
   profile) stage_profile "$@" ;;
   train-lm) stage_train_lm ;;
+  python) stage_python ;;
   all)
     stage_test_cuda
     stage_bench
     stage_test_cpu
     ;;
   *) die "unknown stage '$stage'; one of build, test, test-cpu, test-cuda," \
-    "bench, profile, train-lm, all" ;;
+    "bench, profile, train-lm, python, all" ;;
   esac
   return "$status"
 }
@@ -652,7 +667,7 @@ run)
 *)
   echo "usage: tools/gpu-check.sh prepare [CONFIG...] |" \
     "run [build [TARGET...]|test|test-cpu|test-cuda|bench [CONFIG...]|profile" \
-    "[CONFIG...]|train-lm|all]" >&2
+    "[CONFIG...]|train-lm|python|all]" >&2
   exit 2
   ;;
 esac
