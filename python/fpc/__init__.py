@@ -20,13 +20,14 @@ from .errors import (FpcError, LibraryError, LoadError, ManifestError,
 from .layer import CompiledLayer
 from .library import Library
 from .model import CompiledModel
+from .reference import from_reference, naming_table, to_reference
 from .weights import load_state_dict
 
 __all__ = [
     "ABI_VERSION", "CompiledLayer", "CompiledModel", "FpcError",
     "Library", "LibraryError", "LoadError", "ManifestError", "WeightsError",
-    "checkpoint_config", "load", "load_checkpoint", "load_run",
-    "load_state_dict",
+    "checkpoint_config", "from_reference", "load", "load_checkpoint",
+    "load_run", "load_state_dict", "naming_table", "to_reference",
 ]
 
 

@@ -6,21 +6,26 @@
 // "seed" (int), "dtype" ("f32", "f64" or "bf16"), "training" (bool), "input"
 // [B, T, D], optionally "grad_output" (then the backward runs too) and
 // "params" (a dict of the layer's parameters by manifest name; without it
-// the layer keeps those drawn with the seed). Runs the C++ runtime's
-// CompiledLayer and writes, with torch::pickle_save, a dict of tensors that
-// Python's torch.load reads: "output", "iterations", "param.<name>" for
-// every parameter used, and with a backward "grad_input" and
-// "grad.<name>". Exit 1 with a message on any error.
+// the layer keeps those drawn with the seed), and "reference" (bool,
+// optional). Runs the C++ runtime's CompiledLayer and writes, with
+// torch::pickle_save, a dict of tensors that Python's torch.load reads:
+// "output", "iterations", "param.<name>" for every parameter used, and with
+// a backward "grad_input" and "grad.<name>". With "reference", also the
+// eager reference layer of the library's model (referenceConfigFor) on the
+// same weights and input: "reference_output", "reference_iterations".
+// Exit 1 with a message on any error.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fp/Runtime/CompiledLayer.h"
+#include "fp/Runtime/ReferenceImport.h"
 
 #include <torch/torch.h>
 
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 
 namespace {
 
@@ -64,7 +69,14 @@ int run(const char *requestPath, const char *responsePath) {
   const bool backward = has(request, "grad_output");
   if (backward)
     input.requires_grad_(true);
-  torch::Tensor output = layer.forward(input);
+  torch::Tensor output;
+  {
+    // Without a backward, a library compiled without one runs too.
+    std::optional<torch::NoGradGuard> noGrad;
+    if (!backward)
+      noGrad.emplace();
+    output = layer.forward(input);
+  }
   response.insert("output", output.detach());
   response.insert("iterations", layer.lastIterations);
   for (const fp::rt::ParamInfo &param : layer.info().params)
@@ -75,6 +87,19 @@ int run(const char *requestPath, const char *responsePath) {
     response.insert("grad_input", input.grad());
     for (const fp::rt::ParamInfo &param : layer.info().params)
       response.insert("grad." + param.name, layer.parameter(param.name).grad());
+  }
+  if (has(request, "reference") && field(request, "reference").toBool()) {
+    torch::NoGradGuard noGrad;
+    auto reference = fp::rt::ref::makeBlockMixer(
+        fp::rt::referenceConfigFor(library->manifest(), "", dtype));
+    std::vector<torch::Tensor> views =
+        fp::rt::referenceWeightsFor(*reference, layer.info());
+    for (size_t i = 0; i < views.size(); ++i)
+      views[i].copy_(layer.orderedParameters()[i]);
+    reference->train(layer.is_training());
+    response.insert("reference_output", reference->forward(input.detach()));
+    if (reference->lastIterations.defined())
+      response.insert("reference_iterations", reference->lastIterations);
   }
   std::vector<char> out = torch::pickle_save(c10::IValue(response));
   std::ofstream file(responsePath, std::ios::binary);
