@@ -174,6 +174,21 @@ class RefusesBadUse(unittest.TestCase):
                                     "not a loadable shared library"):
             fpc.load(text)
 
+    def test_fixture_libraries(self):
+        # Hand-written libraries, each broken in one way.
+        for name, message in (
+                ("wrong_abi", "built for model ABI version 99, but this "
+                 "package speaks version 5"),
+                ("manifest_abi_mismatch", "field 'abi_version' is 6"),
+                ("no_abi_symbol", "not an fpc model library"),
+                ("missing_entry_point", "lacks entry point"),
+                ("malformed_manifest", "has an invalid manifest"),
+                ("no_checksum", "lacks symbol 'fp_model_manifest_checksum'"),
+                ("edited_manifest", "does not match the checksum")):
+            with self.subTest(fixture=name):
+                with self.assertRaisesRegex(fpc.LoadError, message):
+                    fpc.Library(support.fixture(name))
+
     def test_edited_manifest(self):
         copy = support.copy_file(self.path, "edited.so")
         with open(copy, "rb") as file:
