@@ -14,6 +14,8 @@ packages=(
   "llvm-${LLVM_MAJOR}-dev" "llvm-${LLVM_MAJOR}-tools"
   # Runtime: LibTorch (CPU), fmt, a BLAS for the host kernels.
   libtorch-dev libfmt-dev libopenblas-dev nlohmann-json3-dev
+  # c10d's Gloo process group (several fp-train processes) includes these.
+  libgloo-dev
   # Build and test.
   cmake ninja-build ccache g++ googletest libgtest-dev libgmock-dev
   python3 clang-format clang-tidy git

@@ -209,6 +209,13 @@ const std::vector<FlagInfo> &trainFlags() {
       {"progress", "MODE", "auto",
        "auto (a bar on a terminal, log lines otherwise), bar, lines or none",
        "Run"},
+      {"nproc-per-node", "N", "1",
+       "train in N processes on this machine (Gloo), each on its share of "
+       "every batch; leave it out under torchrun or srun, which start the "
+       "processes",
+       "Run"},
+      {"dist-timeout", "S", "300",
+       "seconds a process of a job waits for the others before failing", "Run"},
       {"help", nullptr, "", "print this help and exit", "Run"},
   };
   return flags;
@@ -633,13 +640,16 @@ void applyFlag(TrainConfig &config, const std::string &name,
     config.checkpointEvery = integer();
   } else if (name == "nonfinite-limit") {
     config.nonFiniteLimit = integer();
+  } else if (name == "dist-timeout") {
+    config.distTimeout = integer();
   }
 }
 
 /// Flags that are not part of the configuration.
 bool isRunFlag(const std::string &name) {
   return name == "out" || name == "resume" || name == "progress" ||
-         name == "epochs" || name == "steps-per-epoch" || name == "recipe";
+         name == "epochs" || name == "steps-per-epoch" || name == "recipe" ||
+         name == "nproc-per-node";
 }
 
 /// The flags of TaskOptions.
@@ -790,9 +800,9 @@ TrainConfig resumeTrainConfig(const CommandLine &commandLine,
   const nlohmann::ordered_json storedJson = toJson(stored);
   auto resumeDir = commandLine.value("resume");
   for (const auto &[name, value] : commandLine.flags()) {
-    if (name == "resume" || name == "progress")
+    if (name == "resume" || name == "progress" || name == "nproc-per-node")
       continue;
-    if (name == "steps") {
+    if (name == "steps" || name == "dist-timeout") {
       applyFlag(config, name, value);
       continue;
     }
@@ -932,6 +942,7 @@ void validateTrainConfig(const TrainConfig &config) {
   atLeast("checkpoint-every", config.checkpointEvery, 0);
   atLeast("nonfinite-limit", config.nonFiniteLimit, 1);
   atLeast("threads", config.threads, 0);
+  atLeast("dist-timeout", config.distTimeout, 1);
 
   const std::string &device = config.device;
   bool deviceOk = device == "cpu" || device == "cuda";

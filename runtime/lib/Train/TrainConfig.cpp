@@ -189,6 +189,8 @@ nlohmann::ordered_json toJson(const TrainConfig &config) {
   json["runtime"] = {
       {"device", config.device},
       {"threads", config.threads},
+      {"world_size", config.worldSize},
+      {"dist_timeout", config.distTimeout},
   };
   return json;
 }
@@ -359,6 +361,8 @@ TrainConfig trainConfigFromJson(const nlohmann::json &json) {
   SectionReader runtime(json, "runtime");
   config.device = runtime.get<std::string>("device");
   config.threads = runtime.get<int64_t>("threads");
+  config.worldSize = runtime.get<int64_t>("world_size", 1);
+  config.distTimeout = runtime.get<int64_t>("dist_timeout", 300);
   return config;
 }
 

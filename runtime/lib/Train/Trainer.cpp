@@ -204,8 +204,8 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<SequenceModel> model,
                  std::shared_ptr<const Task> task, fs::path directory,
                  TrainerOptions options)
     : trainConfig(std::move(config)), seqModel(std::move(model)),
-      task(std::move(task)), directory(std::move(directory)), options(options),
-      device(torch::kCPU),
+      task(std::move(task)), directory(std::move(directory)),
+      options(std::move(options)), device(torch::kCPU),
       rng(splitMix64(trainConfig.seed ^ 0x47414D4D41ull)) { // "GAMMA"
   try {
     device = torch::Device(trainConfig.device);
@@ -228,6 +228,19 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<SequenceModel> model,
     throw std::invalid_argument(
         "--gamma-cap needs the training length, which the task does not "
         "report; pass --train-len");
+  if (this->options.collectives &&
+      this->options.collectives->worldSize() != trainConfig.worldSize)
+    throw std::invalid_argument(fmt::format(
+        "the run is configured for {} processes but the job has {}",
+        trainConfig.worldSize, this->options.collectives->worldSize()));
+  if (trainConfig.worldSize > 1 &&
+      trainConfig.batchSize % (trainConfig.worldSize * trainConfig.gradAccum) !=
+          0)
+    throw std::invalid_argument(fmt::format(
+        "--batch {} does not split into {} processes x --grad-accum {} "
+        "micro-batches of the same size; pass a multiple of {}",
+        trainConfig.batchSize, trainConfig.worldSize, trainConfig.gradAccum,
+        trainConfig.worldSize * trainConfig.gradAccum));
   if (trainConfig.gradAccum < 1 ||
       trainConfig.batchSize % trainConfig.gradAccum != 0)
     throw std::invalid_argument(fmt::format(
@@ -252,12 +265,25 @@ double Trainer::elapsedSeconds() const {
 }
 
 RunOutcome Trainer::start() {
-  fs::create_directories(directory);
-  writeFileAtomically(file(RunFiles::config),
-                      configFileJson(trainConfig, *task).dump(2) + "\n");
-  // A fresh run starts a fresh log.
-  writeFileAtomically(file(RunFiles::metrics), "");
+  if (writes()) {
+    fs::create_directories(directory);
+    writeFileAtomically(file(RunFiles::config),
+                        configFileJson(trainConfig, *task).dump(2) + "\n");
+    // A fresh run starts a fresh log.
+    writeFileAtomically(file(RunFiles::metrics), "");
+  }
+  synchroniseParameters();
   return train();
+}
+
+void Trainer::synchroniseParameters() {
+  if (!options.collectives)
+    return;
+  std::vector<torch::Tensor> tensors = seqModel->parameters();
+  for (const torch::Tensor &buffer : seqModel->buffers())
+    tensors.push_back(buffer);
+  torch::NoGradGuard noGrad;
+  options.collectives->broadcastFromRoot(tensors);
 }
 
 void Trainer::restore() {
@@ -265,6 +291,8 @@ void Trainer::restore() {
   // its temporary file; the file it was to replace is whole.
   for (const char *kind : {RunFiles::checkpoint, RunFiles::config,
                            RunFiles::metrics, RunFiles::eval}) {
+    if (!writes())
+      break;
     fs::path partial = file(kind);
     partial += ".tmp";
     std::error_code error;
@@ -289,9 +317,12 @@ void Trainer::restore() {
 RunOutcome Trainer::resume() {
   if (!restored)
     restore();
-  truncateMetrics(file(RunFiles::metrics), currentStep);
-  writeFileAtomically(file(RunFiles::config),
-                      configFileJson(trainConfig, *task).dump(2) + "\n");
+  if (writes()) {
+    truncateMetrics(file(RunFiles::metrics), currentStep);
+    writeFileAtomically(file(RunFiles::config),
+                        configFileJson(trainConfig, *task).dump(2) + "\n");
+  }
+  synchroniseParameters();
   return train();
 }
 
@@ -353,8 +384,16 @@ RunOutcome Trainer::train() {
     return interrupted("during validation ");
   }
   while (currentStep < totalSteps) {
-    if (options.handleSignals && stopRequested() != 0)
+    if (options.handleSignals && stopRequested() != 0 && !options.collectives)
       return interrupted("");
+    if (options.collectives) {
+      // Every process stops at the same step, or none does.
+      std::vector<double> stop = {
+          options.handleSignals && stopRequested() != 0 ? 1.0 : 0.0};
+      options.collectives->allReduceMax(stop);
+      if (stop[0] != 0)
+        return interrupted("");
+    }
     auto stepStart = std::chrono::steady_clock::now();
     if (window.steps == 0 && windowMemory.available())
       windowMemory.begin();
@@ -376,20 +415,27 @@ RunOutcome Trainer::train() {
     // The batch's loss is the mean over all its supervised positions: each
     // micro-batch's mean is weighted by its share of them, so that the
     // gradients add up to the whole batch's.
+    // With several processes, each takes its rows of the batch (every
+    // process draws the whole batch from the same seed) and the gradients
+    // are summed over them after the backward.
     const int64_t parts = trainConfig.gradAccum;
-    const int64_t rows = trainConfig.batchSize / parts;
+    const int64_t world = worldSize();
+    const int64_t rows = trainConfig.batchSize / (parts * world);
+    const int64_t firstRow =
+        options.collectives ? options.collectives->rank() * rows * parts : 0;
     const double supervised =
         double(batch.targets.ne(kIgnoreIndex).sum().item<int64_t>());
     double lossValue = 0, itersSum = 0;
     int64_t itersMax = 0, nonFinite = 0;
     for (int64_t part = 0; part < parts; ++part) {
-      Batch micro = parts == 1
-                        ? batch
-                        : Batch{batch.inputs.narrow(0, part * rows, rows),
-                                batch.targets.narrow(0, part * rows, rows)};
+      Batch micro =
+          parts * world == 1
+              ? batch
+              : Batch{batch.inputs.narrow(0, firstRow + part * rows, rows),
+                      batch.targets.narrow(0, firstRow + part * rows, rows)};
       torch::Tensor logits = forward(micro.inputs);
       torch::Tensor loss = task->loss(logits, micro);
-      if (parts > 1) {
+      if (parts * world > 1) {
         const double share =
             double(micro.targets.ne(kIgnoreIndex).sum().item<int64_t>()) /
             std::max(supervised, 1.0);
@@ -401,6 +447,21 @@ RunOutcome Trainer::train() {
       itersSum += stats.meanIterations();
       itersMax = std::max(itersMax, stats.maxIterations());
       nonFinite += stats.nonFiniteSamples();
+    }
+    if (options.collectives) {
+      std::vector<torch::Tensor> grads;
+      for (const torch::Tensor &parameter : parameters)
+        if (parameter.grad().defined())
+          grads.push_back(parameter.grad());
+      options.collectives->allReduceSum(grads);
+      std::vector<double> sums = {lossValue, itersSum, double(nonFinite)};
+      options.collectives->allReduceSum(sums);
+      std::vector<double> most = {double(itersMax)};
+      options.collectives->allReduceMax(most);
+      lossValue = sums[0];
+      itersSum = sums[1];
+      nonFinite = static_cast<int64_t>(sums[2]);
+      itersMax = static_cast<int64_t>(most[0]);
     }
     double gradNorm = clipGradients(parameters, trainConfig.optimizer.clipNorm);
     // A non-finite loss or gradient makes no update (the parameters and the
@@ -423,7 +484,7 @@ RunOutcome Trainer::train() {
     window.steps += 1;
     window.lossSum += lossValue;
     window.gradNormSum += gradNorm;
-    window.itersSum += itersSum / double(parts);
+    window.itersSum += itersSum / double(parts * world);
     window.itersMax = std::max(window.itersMax, itersMax);
     window.nonFinite += nonFinite;
     window.tokens += batch.inputs.numel();
@@ -513,6 +574,8 @@ RunOutcome Trainer::train() {
 //===----------------------------------------------------------------------===//
 
 void Trainer::appendMetrics(const nlohmann::ordered_json &record) {
+  if (!writes())
+    return;
   std::ofstream out(file(RunFiles::metrics), std::ios::app);
   out << record.dump() << "\n";
   out.flush();
@@ -587,8 +650,16 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
   bool fixedPoint = false;
   const int64_t rows = batch.inputs.size(0);
   const int64_t chunkRows = std::max<int64_t>(trainConfig.evalBatch, 1);
-  for (int64_t first = 0; first < rows; first += chunkRows) {
-    if (options.handleSignals)
+  // With several processes, chunk c runs on process c mod world: each
+  // chunk is the computation one process would run, and the sums below
+  // are added over the processes.
+  const int64_t world = worldSize();
+  const int64_t rank = options.collectives ? options.collectives->rank() : 0;
+  for (int64_t first = 0, index = 0; first < rows;
+       first += chunkRows, ++index) {
+    if (index % world != rank)
+      continue;
+    if (options.handleSignals && !options.collectives)
       throwIfStopRequested();
     int64_t count = std::min(chunkRows, rows - first);
     Batch chunk{batch.inputs.narrow(0, first, count),
@@ -610,6 +681,32 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
     result.itersMax = std::max(result.itersMax, stats.maxIterations());
     result.nonFinite += diverged;
     finiteRows += count - diverged;
+  }
+  if (options.collectives) {
+    std::vector<double> sums = {lossSum,
+                                tokenHits,
+                                sequenceHits,
+                                extraSum,
+                                double(result.scores.tokens),
+                                double(result.scores.sequences),
+                                itersSum,
+                                double(result.nonFinite),
+                                double(finiteRows)};
+    options.collectives->allReduceSum(sums);
+    std::vector<double> most = {double(result.itersMax),
+                                fixedPoint ? 1.0 : 0.0};
+    options.collectives->allReduceMax(most);
+    lossSum = sums[0];
+    tokenHits = sums[1];
+    sequenceHits = sums[2];
+    extraSum = sums[3];
+    result.scores.tokens = static_cast<int64_t>(sums[4]);
+    result.scores.sequences = static_cast<int64_t>(sums[5]);
+    itersSum = sums[6];
+    result.nonFinite = static_cast<int64_t>(sums[7]);
+    finiteRows = static_cast<int64_t>(sums[8]);
+    result.itersMax = static_cast<int64_t>(most[0]);
+    fixedPoint = most[1] != 0;
   }
   const double nan = std::numeric_limits<double>::quiet_NaN();
   Scores &total = result.scores;
@@ -670,7 +767,8 @@ void Trainer::writeEvaluation(const std::vector<LengthScores> &results) {
   };
   if (task->isLanguageModel())
     json["tokens_seen"] = trainedTokens();
-  writeFileAtomically(file(RunFiles::eval), json.dump(2) + "\n");
+  if (writes())
+    writeFileAtomically(file(RunFiles::eval), json.dump(2) + "\n");
 }
 
 //===----------------------------------------------------------------------===//
@@ -691,6 +789,11 @@ void Trainer::saveCheckpoint() {
           "the parameters after step {} are not finite; '{}' keeps its last "
           "version",
           currentStep, file(RunFiles::checkpoint).string()));
+  // Every process holds the same state; rank 0 writes it.
+  if (!writes()) {
+    lastCheckpointStep = currentStep;
+    return;
+  }
 
   nlohmann::json state = {
       {"step", currentStep},

@@ -249,7 +249,8 @@ def main():
     check(config["task"]["eval_lengths"] == [10, 20, 30],
           "config.json: eval lengths")
     check(config["optimizer"]["name"] == "adamw", "config.json: optimizer")
-    check(config["runtime"] == {"device": "cpu", "threads": 1},
+    check(config["runtime"] == {"device": "cpu", "threads": 1,
+                                "world_size": 1, "dist_timeout": 300},
           "config.json: runtime")
     check("fpc_version" in config and "torch_version" in config,
           "config.json: versions")

@@ -4,7 +4,10 @@
 // CommandLine.h), resolves a fresh run's configuration from the task's
 // defaults and the flags, or a resumed run's from DIR/config.json, builds the
 // task and the model (an eager reference, a baseline, or a compiled model
-// library), and hands them to the Trainer.
+// library), and hands them to the Trainer. With --nproc-per-node N it
+// starts N workers of itself instead (Launcher.h); a worker, or a process
+// that torchrun or srun started, joins its job (Distributed.h) and trains
+// its share of every batch.
 //
 // Exit status: 0 done; 1 an error while running (a run whose loss stayed
 // non-finite too long included); 2 a bad command line, an impossible
@@ -20,13 +23,17 @@
 #include "fp/Runtime/Tasks/Task.h"
 #include "fp/Runtime/Tasks/TokenCorpus.h"
 #include "fp/Runtime/Train/CommandLine.h"
+#include "fp/Runtime/Train/Distributed.h"
 #include "fp/Runtime/Train/Interrupt.h"
 #include "fp/Runtime/Train/MemoryEstimate.h"
 #include "fp/Runtime/Train/Trainer.h"
 
+#include "Launcher.h"
+
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -84,6 +91,33 @@ int run(const std::vector<std::string> &args) {
   options.progress = progressModeFromFlags(commandLine);
   options.handleSignals = true;
 
+  // The local launcher, unless this process is one of its workers.
+  if (auto text = commandLine.value("nproc-per-node");
+      text && !std::getenv(fp::train::kLaunchedVariable)) {
+    char *end = nullptr;
+    long long processes = std::strtoll(text->c_str(), &end, 10);
+    if (text->empty() || *end != '\0' || processes < 1 || processes > 1024)
+      throw UsageError(fmt::format(
+          "--nproc-per-node: expected a number of processes from 1 to 1024, "
+          "got '{}'",
+          *text));
+    if (std::getenv("WORLD_SIZE"))
+      throw UsageError("--nproc-per-node starts its own processes, but "
+                       "WORLD_SIZE is set (torchrun or srun started this "
+                       "one); leave one of them out");
+    if (processes > 1)
+      return fp::train::launchWorkers(args, processes, /*graceSeconds=*/30);
+  }
+  DistributedEnv job;
+  try {
+    job = distributedEnvFromEnvironment();
+  } catch (const std::invalid_argument &error) {
+    throw UsageError(error.what());
+  }
+  // Rank 0 reports; the others work quietly.
+  if (job.rank != 0)
+    options.progress = ProgressMode::Quiet;
+
   const bool resuming = commandLine.has("resume");
   TrainConfig config;
   fs::path directory;
@@ -96,6 +130,14 @@ int run(const std::vector<std::string> &args) {
             "--resume {}: no run there ({} is missing)", directory.string(),
             (directory / RunFiles::config).string()));
       config = resumeTrainConfig(commandLine, readRunConfig(directory));
+      if (config.worldSize != job.worldSize)
+        throw UsageError(fmt::format(
+            "the run in {} trains in {} process(es), and its batches are "
+            "split that way; resume it in {} (fp-train --nproc-per-node {} "
+            "--resume {}, or WORLD_SIZE={} under torchrun or srun), not {}",
+            directory.string(), config.worldSize, config.worldSize,
+            config.worldSize, directory.string(), config.worldSize,
+            job.worldSize));
     } else {
       // The task's defaults are needed to resolve the flags.
       std::unique_ptr<Task> probe = makeTask(taskNameFromFlags(commandLine),
@@ -103,7 +145,19 @@ int run(const std::vector<std::string> &args) {
       config =
           makeTrainConfig(commandLine, probe->defaults(), probe->vocabSize());
       directory = *commandLine.value("out");
-      checkFreshOutputDirectory(directory);
+      config.worldSize = job.worldSize;
+      if (job.rank == 0)
+        checkFreshOutputDirectory(directory);
+    }
+    if (job.distributed()) {
+      if (config.batchSize % (job.worldSize * config.gradAccum) != 0)
+        throw UsageError(fmt::format(
+            "--batch {} does not split into {} processes x --grad-accum {} "
+            "micro-batches of the same size; pass a multiple of {}",
+            config.batchSize, job.worldSize, config.gradAccum,
+            job.worldSize * config.gradAccum));
+      options.collectives =
+          Collectives::connect(job, std::chrono::seconds(config.distTimeout));
     }
     // Building a run can take long (a large model, a task's data): a stop
     // request is honoured between its phases, before anything is written.

@@ -89,6 +89,11 @@ struct TrainConfig {
   std::string device = "cpu";
   /// LibTorch intra-op threads; 0: LibTorch's default.
   int64_t threads = 0;
+  /// Processes the run trains in (docs/training.md, "Several processes"):
+  /// each takes batchSize / worldSize sequences of every batch.
+  int64_t worldSize = 1;
+  /// Seconds a collective waits for the other processes before failing.
+  int64_t distTimeout = 300;
 
   /// The schedule over `steps`.
   ScheduleConfig schedule() const;

@@ -19,6 +19,7 @@
 #include "fp/Runtime/DeviceMemory.h"
 #include "fp/Runtime/Reference/SequenceModel.h"
 #include "fp/Runtime/Tasks/Task.h"
+#include "fp/Runtime/Train/Distributed.h"
 #include "fp/Runtime/Train/Progress.h"
 #include "fp/Runtime/Train/TrainConfig.h"
 
@@ -64,6 +65,10 @@ struct TrainerOptions {
   /// write a checkpoint and stop (RunOutcome::Interrupted) instead of dying;
   /// a second signal exits at once (Interrupt.h).
   bool handleSignals = false;
+  /// The job this process is part of (Distributed.h); null: a job of one.
+  /// Its world size must be the configuration's. Rank 0 alone writes the
+  /// run directory and reports progress.
+  std::shared_ptr<Collectives> collectives;
 };
 
 /// Thrown by the training loop when --nonfinite-limit steps in a row had a
@@ -180,6 +185,15 @@ private:
   void writeEvaluation(const std::vector<LengthScores> &results);
   void appendMetrics(const nlohmann::ordered_json &record);
   double elapsedSeconds() const;
+  /// Whether this process writes the run directory (rank 0).
+  bool writes() const {
+    return !options.collectives || options.collectives->isRoot();
+  }
+  int64_t worldSize() const {
+    return options.collectives ? options.collectives->worldSize() : 1;
+  }
+  /// Makes every process start from rank 0's parameters and buffers.
+  void synchroniseParameters();
   std::filesystem::path file(const char *name) const {
     return directory / name;
   }

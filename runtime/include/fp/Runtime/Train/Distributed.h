@@ -1,0 +1,93 @@
+//===- Distributed.h - Data parallelism over c10d process groups -*- C++
+//-*-===//
+//
+// Several fp-train processes train one model on shards of each batch
+// (docs/training.md, "Several processes"). They find each other the way
+// torchrun and SLURM launch jobs, through RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR and MASTER_PORT, meet at a c10d TCPStore served by rank 0,
+// and talk through a c10d ProcessGroupGloo: PyTorch's own transport, the one
+// torch.distributed uses on CPUs. Collectives is the little the trainer
+// needs of it: the parameters broadcast from rank 0, gradients and
+// statistics summed, a barrier; each failing with the rank and what to
+// suspect rather than hanging (every collective has the run's timeout).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FP_RUNTIME_TRAIN_DISTRIBUTED_H
+#define FP_RUNTIME_TRAIN_DISTRIBUTED_H
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fp::rt {
+
+/// Where this process stands in a job.
+struct DistributedEnv {
+  int64_t rank = 0;
+  int64_t worldSize = 1;
+  int64_t localRank = 0;
+  std::string masterAddr = "127.0.0.1";
+  int64_t masterPort = 29500;
+
+  bool distributed() const { return worldSize > 1; }
+};
+
+/// Reads the job from the environment: RANK, WORLD_SIZE, LOCAL_RANK
+/// (default RANK), MASTER_ADDR (default 127.0.0.1), MASTER_PORT (default
+/// 29500). Without WORLD_SIZE, a job of one. Throws std::invalid_argument
+/// naming a variable that is malformed or inconsistent (RANK outside
+/// [0, WORLD_SIZE), RANK missing from a job of several).
+DistributedEnv distributedEnvFromEnvironment();
+
+/// A collective failed: a peer died, hung past the timeout, or the job's
+/// processes could not meet. The message names this process's rank.
+class DistributedError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The collectives of one process of a job.
+class Collectives {
+public:
+  /// Meets the other processes of `env` (rank 0 serves the store) and opens
+  /// a Gloo process group; every later collective, and the meeting itself,
+  /// fails after `timeout`. Throws DistributedError, or
+  /// std::invalid_argument where this build has no Gloo.
+  static std::shared_ptr<Collectives>
+  connect(const DistributedEnv &env, std::chrono::milliseconds timeout);
+  virtual ~Collectives();
+
+  int64_t rank() const { return env.rank; }
+  int64_t worldSize() const { return env.worldSize; }
+  bool isRoot() const { return env.rank == 0; }
+
+  /// Overwrites `tensors` on every rank with rank 0's.
+  virtual void broadcastFromRoot(const std::vector<torch::Tensor> &tensors) = 0;
+  /// Sums `tensors` over the ranks, in place, in buckets of at most
+  /// bucketBytes each (one collective per bucket, all in flight at once).
+  virtual void allReduceSum(const std::vector<torch::Tensor> &tensors) = 0;
+  /// Sums, or takes the maximum of, a few numbers over the ranks.
+  virtual void allReduceSum(std::vector<double> &values) = 0;
+  virtual void allReduceMax(std::vector<double> &values) = 0;
+  virtual void barrier() = 0;
+
+  /// The largest bucket of allReduceSum, in bytes (PyTorch DDP's default).
+  int64_t bucketBytes = 25 * 1024 * 1024;
+
+protected:
+  explicit Collectives(DistributedEnv env) : env(std::move(env)) {}
+  DistributedEnv env;
+};
+
+/// Whether this build can run several processes (LibTorch's Gloo).
+bool distributedAvailable();
+
+} // namespace fp::rt
+
+#endif // FP_RUNTIME_TRAIN_DISTRIBUTED_H
