@@ -11,7 +11,8 @@
 #     reference); metrics.jsonl written once, with the same steps;
 #   - a worker killed mid-run: the other exits non-zero within the timeout,
 #     the launcher names the rank; --resume from the last checkpoint ends
-#     where an uninterrupted run ends;
+#     where an uninterrupted run ends; a worker that stops answering: the
+#     other fails after --dist-timeout and the job ends;
 #   - refusals: another world size on --resume, a batch that does not
 #     split, --nproc-per-node under an outer launcher.
 #
@@ -169,6 +170,44 @@ def killed_worker(binary, torch_python, work):
           "a resume in another world size is not refused")
 
 
+def hung_worker(binary, work):
+    """A worker that stops answering (SIGSTOP): the other fails after
+    --dist-timeout, and the launcher stops the job."""
+    hung = os.path.join(work, "hung")
+    process = subprocess.Popen(
+        [binary, "--task", "parity", "--model", "reference:lstm",
+         "--d-model", "64", "--batch", "16", "--steps", "100000",
+         "--schedule", "constant", "--warmup", "0", "--log-every", "1",
+         "--threads", "1", "--progress", "none", "--seed", SEED,
+         "--nproc-per-node", "2", "--dist-timeout", "5", "--out", hung],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    metrics = os.path.join(hung, "metrics.jsonl")
+    deadline = time.time() + 120
+    while (not os.path.exists(metrics) or os.path.getsize(metrics) == 0) \
+            and time.time() < deadline and process.poll() is None:
+        time.sleep(0.01)
+    children = []
+    tasks = f"/proc/{process.pid}/task"
+    for task in os.listdir(tasks):
+        with open(os.path.join(tasks, task, "children")) as f:
+            children += [int(pid) for pid in f.read().split()]
+    os.kill(max(children), signal.SIGSTOP)
+    started = time.time()
+    try:
+        _, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, stderr = process.communicate()
+    took = time.time() - started
+    print(stderr.rstrip()[-2000:])
+    print(f"stopped rank 1: the launcher exited {process.returncode} after "
+          f"{took:.1f} s")
+    check(process.returncode not in (0, None), "the launcher exited 0")
+    check(took < 5 + 15, f"the job took {took:.1f} s to stop")
+    check("did not answer within --dist-timeout (5 s)" in stderr,
+          "rank 0 does not report the timeout")
+
+
 def refusals(binary, work):
     result = run(binary, ["--task", "parity", "--model", "reference:lstm",
                           "--batch", "5", "--nproc-per-node", "2", "--out",
@@ -203,6 +242,7 @@ def main():
         print(f"no compiled library at '{library}': the compiled model's "
               "comparison is skipped")
     killed_worker(binary, torch_python, work)
+    hung_worker(binary, work)
     refusals(binary, work)
     if FAILURES:
         print(f"{len(FAILURES)} failure(s)", file=sys.stderr)

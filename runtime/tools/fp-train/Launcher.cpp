@@ -109,8 +109,12 @@ int fp::train::launchWorkers(const std::vector<std::string> &args,
   auto deadline = std::chrono::steady_clock::time_point::max();
   auto signalAll = [&](int signal) {
     for (pid_t pid : workers)
-      if (pid > 0)
+      if (pid > 0) {
         ::kill(pid, signal);
+        // A stopped worker (SIGSTOP, a debugger) handles it once resumed.
+        if (signal == SIGTERM)
+          ::kill(pid, SIGCONT);
+      }
   };
   while (running > 0) {
     // A stop request to the launcher goes to every worker, once.
