@@ -139,7 +139,7 @@ prepare() {
   local only=" $* "
   local arch="${FP_GPU_ARCH:-90}"
   rm -rf "$bundle"
-  mkdir -p "$bundle/models" "$bundle/bench" "$bundle/lib" \
+  mkdir -p "$bundle/models" "$bundle/bench" "$bundle/lib" "$bundle/lm" \
     "$bundle/deps/include" "$bundle/deps/share/cmake" "$bundle/deps/src"
   local cache="$root/build/gpu-check-cache"
   local flags=(--target=all --backward --cuda-arch="$arch" --cache-dir "$cache")
