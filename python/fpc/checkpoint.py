@@ -85,23 +85,20 @@ def load_run(directory: str, library: Optional[str] = None) -> CompiledModel:
     if model_config.get("autocast") == "bf16":
         for block in model.blocks:
             block.compute_dtype = torch.bfloat16
+    # Settings of the run that differ from a layer's compiled ones become
+    # its overrides, as fp-train's makeCompiledModel makes them.
+    overrides = (("max_iter_train", "train_iteration_cap"),
+                 ("max_iter_eval", "eval_iteration_cap"),
+                 ("tolerance", "tolerance"),
+                 ("train_quantile", "train_quantile"))
     solver = model_config.get("solver", {})
     for block in model.blocks:
         compiled = block.info.solver
         if compiled is None:
             continue
-        if solver.get("max_iter_train", compiled["max_iter_train"]) != \
-                compiled["max_iter_train"]:
-            block.train_iteration_cap = solver["max_iter_train"]
-        if solver.get("max_iter_eval", compiled["max_iter_eval"]) != \
-                compiled["max_iter_eval"]:
-            block.eval_iteration_cap = solver["max_iter_eval"]
-        if solver.get("tolerance", compiled["tolerance"]) != \
-                compiled["tolerance"]:
-            block.tolerance = solver["tolerance"]
-        if solver.get("train_quantile", compiled["train_quantile"]) != \
-                compiled["train_quantile"]:
-            block.train_quantile = solver["train_quantile"]
+        for field, attribute in overrides:
+            if solver.get(field, compiled[field]) != compiled[field]:
+                setattr(block, attribute, solver[field])
     from .weights import load_state_dict  # noqa: E402 (cycle)
     load_state_dict(model, load_checkpoint(os.path.join(directory,
                                                         "checkpoint.pt")))

@@ -296,6 +296,24 @@ class CompiledLayer(torch.nn.Module):
             self.last_iterations, self.last_residuals = iterations, residuals
             self._last_steps = steps
 
+    def _prepare(self, x: torch.Tensor, values: Sequence[torch.Tensor]):
+        """(target, dtype, x, values, sizes): a call's ABI target and element
+        type, its input and parameters made contiguous, and the buffer sizes
+        the library asks for at its shape."""
+        target, dtype = self._check_call(x, values)
+        x = x.contiguous()
+        values = [value.contiguous() for value in values]
+        sizes = self.library.buffer_sizes(self.info.name, target, dtype,
+                                          x.size(0), x.size(1))
+        return target, dtype, x, values, sizes
+
+    def _invoke(self, entry, args, device: torch.device, what: str):
+        """Calls the entry point on `args` on `device`'s CUDA device (when
+        it is one); raises LibraryError with the library's message."""
+        with _device_guard(device):
+            status = entry(ctypes.byref(args))
+        self.library.check(status, self._where, what)
+
     def _fill_shared(self, args, x, out, values, pointers, target, dtype,
                      overrides, stats, device_stats):
         args.struct_size = ctypes.sizeof(args)
@@ -317,11 +335,7 @@ class CompiledLayer(torch.nn.Module):
     def _forward(self, x: torch.Tensor, values: Sequence[torch.Tensor],
                  save: bool):
         """(output, saved buffer owner or None): one call of the forward."""
-        target, dtype = self._check_call(x, values)
-        x = x.contiguous()
-        values = [value.contiguous() for value in values]
-        sizes = self.library.buffer_sizes(self.info.name, target, dtype,
-                                          x.size(0), x.size(1))
+        target, dtype, x, values, sizes = self._prepare(x, values)
         workspace, workspace_at = _aligned(sizes.forward_workspace_bytes,
                                            x.device)
         saved, saved_at = (_aligned(sizes.saved_bytes, x.device) if save
@@ -336,23 +350,17 @@ class CompiledLayer(torch.nn.Module):
         args.saved = saved_at
         args.workspace = workspace_at
         args.workspace_bytes = sizes.forward_workspace_bytes
-        with _device_guard(x.device):
-            status = self._entry.forward(ctypes.byref(args))
-        self.library.check(status, self._where, "forward")
+        self._invoke(self._entry.forward, args, x.device, "forward")
         del workspace
         self._record(stats, keep)
         return out, (saved, saved_at)
 
     def _backward(self, x: torch.Tensor, values: Sequence[torch.Tensor],
                   saved_at, grad_output: torch.Tensor):
-        target, dtype = self._check_call(x, values)
-        x = x.contiguous()
-        values = [value.contiguous() for value in values]
+        target, dtype, x, values, sizes = self._prepare(x, values)
         grad_output = grad_output.to(x.dtype).contiguous()
         grad_input = torch.empty_like(x)
         grads = [torch.zeros_like(value) for value in values]
-        sizes = self.library.buffer_sizes(self.info.name, target, dtype,
-                                          x.size(0), x.size(1))
         workspace, workspace_at = _aligned(sizes.backward_workspace_bytes,
                                            x.device)
         pointers = _pointers(values)
@@ -376,18 +384,14 @@ class CompiledLayer(torch.nn.Module):
         args.workspace = workspace_at
         args.workspace_bytes = sizes.backward_workspace_bytes
         args.stats = ctypes.pointer(stats)
-        with _device_guard(x.device):
-            status = self._entry.backward(ctypes.byref(args))
-        self.library.check(status, self._where, "backward")
+        self._invoke(self._entry.backward, args, x.device, "backward")
         del workspace
         self.last_backward_steps = stats.backward_steps
         return grad_input, grads
 
     def _chunk(self, x: torch.Tensor, values: Sequence[torch.Tensor],
                states: Optional[List[torch.Tensor]]):
-        target, dtype = self._check_call(x, values)
-        x = x.contiguous()
-        values = [value.contiguous() for value in values]
+        target, dtype, x, values, sizes = self._prepare(x, values)
         infos = self.info.chunk_states
         batch = x.size(0)
         if states is None:
@@ -404,8 +408,6 @@ class CompiledLayer(torch.nn.Module):
                                f"must be {shape}, got {list(state.shape)}")
             carried.append(state.to(device=x.device, dtype=x.dtype)
                            .contiguous().clone())
-        sizes = self.library.buffer_sizes(self.info.name, target, dtype,
-                                          batch, x.size(1))
         workspace, workspace_at = _aligned(sizes.chunk_workspace_bytes,
                                            x.device)
         out = torch.empty_like(x)
@@ -423,9 +425,8 @@ class CompiledLayer(torch.nn.Module):
                                      ctypes.POINTER(ctypes.c_void_p))
         args.workspace = workspace_at
         args.workspace_bytes = sizes.chunk_workspace_bytes
-        with _device_guard(x.device):
-            status = self._entry.forward_chunk(ctypes.byref(args))
-        self.library.check(status, self._where, "forward_chunk")
+        self._invoke(self._entry.forward_chunk, args, x.device,
+                     "forward_chunk")
         del workspace
         self._record(stats, keep)
         return out, carried

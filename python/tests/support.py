@@ -83,6 +83,22 @@ def model_path(name: str) -> str:
     return os.path.join(source_dir(), "models", name + ".fp")
 
 
+def small_lm(*flags: str) -> str:
+    """models/fp_mamba_lm.fp at d_model 16 with 2 layers, built with
+    `flags`, in the work directory (one build per test module)."""
+    return compile_model(model_path("fp_mamba_lm"), "fp_mamba_lm_d16",
+                         "--set", "d_model=16", "--set", "n_layers=2", *flags)
+
+
+def fortune(name: str) -> str:
+    """A text file of Debian's fortunes package: real English text."""
+    path = os.path.join("/usr/share/games/fortunes", name)
+    if not os.path.isfile(path):
+        raise AssertionError(f"no {path}: scripts/install-deps.sh installs "
+                             "Debian's fortunes package")
+    return path
+
+
 def oracle(request: dict) -> dict:
     """The C++ runtime's CompiledLayer on `request` (layer_oracle.cpp)."""
     binary = require_env("FPC_TEST_ORACLE")

@@ -23,7 +23,6 @@ import torch
 import fpc
 import support
 
-FORTUNES = "/usr/share/games/fortunes"
 EOS = 256
 
 
@@ -66,13 +65,8 @@ def validation_blocks(config: dict):
 
 class RunFromPython(unittest.TestCase):
     def test_validation_loss_equals_fp_train(self):
-        text = os.path.join(FORTUNES, "computers")
-        if not os.path.isfile(text):
-            self.fail(f"no {text}: scripts/install-deps.sh installs Debian's "
-                      "fortunes package")
-        library = support.compile_model(
-            support.model_path("fp_mamba_lm"), "fp_mamba_lm_d16",
-            "--set", "d_model=16", "--set", "n_layers=2", "--backward")
+        text = support.fortune("computers")
+        library = support.small_lm("--backward")
         run = os.path.join(support.work_dir(), "run")
         subprocess.run(["rm", "-rf", run], check=True)
         subprocess.run(
@@ -125,9 +119,7 @@ class RunFromPython(unittest.TestCase):
             fpc.load_checkpoint(path)
 
     def test_weights_load_all_or_nothing(self):
-        library = support.compile_model(
-            support.model_path("fp_mamba_lm"), "fp_mamba_lm_d16",
-            "--set", "d_model=16", "--set", "n_layers=2", "--backward")
+        library = support.small_lm("--backward")
         model = fpc.CompiledModel(library, 257, seed=support.SEED)
         before = {k: v.clone() for k, v in model.state_dict().items()}
         state = {k: torch.zeros_like(v) for k, v in before.items()}

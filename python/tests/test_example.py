@@ -17,21 +17,16 @@ import torch
 import fpc
 import support
 
-TEXT = "/usr/share/games/fortunes/science"
 
 
 class Example(unittest.TestCase):
     def test_train_three_steps(self):
-        if not os.path.isfile(TEXT):
-            self.fail(f"no {TEXT}: scripts/install-deps.sh installs "
-                      "Debian's fortunes package")
-        library = support.compile_model(
-            support.model_path("fp_mamba_lm"), "fp_mamba_lm_d16",
-            "--set", "d_model=16", "--set", "n_layers=2", "--backward")
+        library = support.small_lm("--backward")
         out = os.path.join(support.work_dir(), "model.pt")
         script = os.path.join(support.source_dir(), "python", "examples",
                               "train_three_steps.py")
-        result = subprocess.run([sys.executable, script, library, TEXT, out],
+        result = subprocess.run([sys.executable, script, library,
+                                 support.fortune("science"), out],
                                 capture_output=True, text=True,
                                 env=dict(os.environ))
         self.assertEqual(result.returncode, 0, result.stderr)

@@ -63,9 +63,7 @@ class RoundTrip(unittest.TestCase):
                 self.assert_same(fpc.to_reference(layer), state)
 
     def test_language_model(self):
-        path = support.compile_model(
-            support.model_path("fp_mamba_lm"), "fp_mamba_lm_d16",
-            "--set", "d_model=16", "--set", "n_layers=2", "--dtypes=f32")
+        path = support.small_lm("--dtypes=f32")
         model = fpc.load(path, vocab_size=257, seed=support.SEED)
         state = random_reference_state(model, support.SEED + 2)
         state = {key: value.float() for key, value in state.items()}
@@ -121,9 +119,7 @@ class Refusals(unittest.TestCase):
             self.assertTrue(torch.equal(value, before[key]), key)
 
     def test_head_that_is_not_the_embedding(self):
-        path = support.compile_model(
-            support.model_path("fp_mamba_lm"), "fp_mamba_lm_d16",
-            "--set", "d_model=16", "--set", "n_layers=2", "--dtypes=f32")
+        path = support.small_lm("--dtypes=f32")
         model = fpc.load(path, vocab_size=257, seed=support.SEED)
         state = fpc.to_reference(model)
         state["lm_head.weight"] = state["lm_head.weight"] + 1
