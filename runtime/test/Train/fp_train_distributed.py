@@ -102,6 +102,42 @@ def same_training(binary, torch_python, work, name, model_args):
               f"{name}: config.json does not record world_size 2")
 
 
+def signal_second_worker(binary, args, ready, sent, name):
+    """Starts fp-train with `args` (a job of two), waits until the file
+    `ready` exists and is not empty, sends signal `sent` to rank 1 (the
+    second worker the launcher started) and waits for the launcher.
+    Returns its exit status, its stderr and the seconds it took to end."""
+    process = subprocess.Popen([binary] + args, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while (not os.path.exists(ready) or os.path.getsize(ready) == 0) \
+            and time.time() < deadline and process.poll() is None:
+        time.sleep(0.01)
+    check(os.path.exists(ready), f"{name}: no {os.path.basename(ready)} "
+          "was written")
+    children = []
+    tasks = f"/proc/{process.pid}/task"
+    for task in os.listdir(tasks):
+        with open(os.path.join(tasks, task, "children")) as f:
+            children += [int(pid) for pid in f.read().split()]
+    check(len(children) == 2,
+          f"{name}: the launcher has {len(children)} workers")
+    os.kill(max(children), sent)  # rank 1 was started second
+    started = time.time()
+    try:
+        _, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, stderr = process.communicate()
+    took = time.time() - started
+    print(stderr.rstrip()[-2000:])
+    print(f"{name}: the launcher exited {process.returncode} after "
+          f"{took:.1f} s")
+    check(process.returncode not in (0, None),
+          f"{name}: the launcher exited 0")
+    return process.returncode, stderr, took
+
+
 def killed_worker(binary, torch_python, work):
     # A constant learning rate, so that --steps may change on --resume
     # without changing the steps already taken.
@@ -112,35 +148,10 @@ def killed_worker(binary, torch_python, work):
               "1", "--progress", "none", "--seed", SEED, "--nproc-per-node",
               "2", "--dist-timeout", "20"]
     killed = os.path.join(work, "killed")
-    process = subprocess.Popen([binary] + common + ["--steps", "100000",
-                                                    "--out", killed],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
-    checkpoint = os.path.join(killed, "checkpoint.pt")
-    deadline = time.time() + 120
-    while not os.path.exists(checkpoint) and time.time() < deadline \
-            and process.poll() is None:
-        time.sleep(0.01)
-    check(os.path.exists(checkpoint), "no checkpoint was written")
-    children = []
-    tasks = f"/proc/{process.pid}/task"
-    for task in os.listdir(tasks):
-        with open(os.path.join(tasks, task, "children")) as f:
-            children += [int(pid) for pid in f.read().split()]
-    check(len(children) == 2, f"the launcher has {len(children)} workers")
-    victim = max(children)  # rank 1 was started second
-    os.kill(victim, signal.SIGKILL)
-    started = time.time()
-    try:
-        _, stderr = process.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        _, stderr = process.communicate()
-    took = time.time() - started
-    print(stderr.rstrip()[-2000:])
-    print(f"killed rank 1: the launcher exited {process.returncode} after "
-          f"{took:.1f} s")
-    check(process.returncode not in (0, None), "the launcher exited 0")
+    _, stderr, took = signal_second_worker(
+        binary, common + ["--steps", "100000", "--out", killed],
+        os.path.join(killed, "checkpoint.pt"), signal.SIGKILL,
+        "killed rank 1")
     check(took < 20 + 30, f"the job took {took:.1f} s to stop")
     check("worker rank 1" in stderr and "killed by signal 9" in stderr,
           "the launcher does not name the killed rank")
@@ -174,35 +185,15 @@ def hung_worker(binary, work):
     """A worker that stops answering (SIGSTOP): the other fails after
     --dist-timeout, and the launcher stops the job."""
     hung = os.path.join(work, "hung")
-    process = subprocess.Popen(
-        [binary, "--task", "parity", "--model", "reference:lstm",
-         "--d-model", "64", "--batch", "16", "--steps", "100000",
-         "--schedule", "constant", "--warmup", "0", "--log-every", "1",
-         "--threads", "1", "--progress", "none", "--seed", SEED,
-         "--nproc-per-node", "2", "--dist-timeout", "5", "--out", hung],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    metrics = os.path.join(hung, "metrics.jsonl")
-    deadline = time.time() + 120
-    while (not os.path.exists(metrics) or os.path.getsize(metrics) == 0) \
-            and time.time() < deadline and process.poll() is None:
-        time.sleep(0.01)
-    children = []
-    tasks = f"/proc/{process.pid}/task"
-    for task in os.listdir(tasks):
-        with open(os.path.join(tasks, task, "children")) as f:
-            children += [int(pid) for pid in f.read().split()]
-    os.kill(max(children), signal.SIGSTOP)
-    started = time.time()
-    try:
-        _, stderr = process.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        _, stderr = process.communicate()
-    took = time.time() - started
-    print(stderr.rstrip()[-2000:])
-    print(f"stopped rank 1: the launcher exited {process.returncode} after "
-          f"{took:.1f} s")
-    check(process.returncode not in (0, None), "the launcher exited 0")
+    _, stderr, took = signal_second_worker(
+        binary,
+        ["--task", "parity", "--model", "reference:lstm", "--d-model", "64",
+         "--batch", "16", "--steps", "100000", "--schedule", "constant",
+         "--warmup", "0", "--log-every", "1", "--threads", "1", "--progress",
+         "none", "--seed", SEED, "--nproc-per-node", "2", "--dist-timeout",
+         "5", "--out", hung],
+        os.path.join(hung, "metrics.jsonl"), signal.SIGSTOP,
+        "stopped rank 1")
     check(took < 5 + 15, f"the job took {took:.1f} s to stop")
     check("did not answer within --dist-timeout (5 s)" in stderr,
           "rank 0 does not report the timeout")

@@ -149,16 +149,10 @@ int run(const std::vector<std::string> &args) {
       if (job.rank == 0)
         checkFreshOutputDirectory(directory);
     }
-    if (job.distributed()) {
-      if (config.batchSize % (job.worldSize * config.gradAccum) != 0)
-        throw UsageError(fmt::format(
-            "--batch {} does not split into {} processes x --grad-accum {} "
-            "micro-batches of the same size; pass a multiple of {}",
-            config.batchSize, job.worldSize, config.gradAccum,
-            job.worldSize * config.gradAccum));
+    // The Trainer checks that the batch splits over the processes.
+    if (job.distributed())
       options.collectives =
           Collectives::connect(job, std::chrono::seconds(config.distTimeout));
-    }
     // Building a run can take long (a large model, a task's data): a stop
     // request is honoured between its phases, before anything is written.
     throwIfStopRequested();
