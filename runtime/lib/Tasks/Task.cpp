@@ -27,7 +27,7 @@ std::string joinedTaskNames() {
       joined += ", ";
     joined += name;
   }
-  return joined + ", lm";
+  return joined + ", lm, catbabi";
 }
 
 [[noreturn]] void fail(const std::string &message) {
@@ -121,15 +121,30 @@ Scores Task::score(const torch::Tensor &logits, const Batch &batch) const {
   torch::Tensor rowSupervised = supervised.view({rows, cols}).any(1);
   torch::Tensor rowWrong =
       (supervised & correct.logical_not()).view({rows, cols}).any(1);
-  torch::Tensor stats =
-      torch::stack(
-          {crossEntropy.to(torch::kDouble).sum(),
-           supervised.sum().to(torch::kDouble),
-           correct.sum().to(torch::kDouble),
-           rowSupervised.sum().to(torch::kDouble),
-           (rowSupervised & rowWrong.logical_not()).sum().to(torch::kDouble),
-           outOfRange.sum().to(torch::kDouble)})
-          .cpu();
+  torch::Tensor stats = torch::stack(
+      {crossEntropy.to(torch::kDouble).sum(),
+       supervised.sum().to(torch::kDouble), correct.sum().to(torch::kDouble),
+       rowSupervised.sum().to(torch::kDouble),
+       (rowSupervised & rowWrong.logical_not()).sum().to(torch::kDouble),
+       outOfRange.sum().to(torch::kDouble)});
+  // Per group: supervised positions, then right ones, read with the rest.
+  const auto groupCount = static_cast<int64_t>(groupNames().size());
+  const bool grouped = groupCount > 0 && batch.groups.defined();
+  if (grouped) {
+    if (!batch.groups.sizes().equals(batch.targets.sizes()))
+      fail("task '" + name() + "': groups " + shapeOf(batch.groups) +
+           " do not match targets " + shapeOf(batch.targets));
+    torch::Tensor groups =
+        batch.groups.to(logits.device(), torch::kLong).reshape({rows * cols});
+    auto perGroup = [&](const torch::Tensor &mask) {
+      return torch::bincount(groups.masked_select(mask), /*weights=*/{},
+                             groupCount)
+          .narrow(0, 0, groupCount)
+          .to(torch::kDouble);
+    };
+    stats = torch::cat({stats, perGroup(supervised), perGroup(correct)});
+  }
+  stats = stats.cpu();
   auto values = stats.accessor<double, 1>();
   if (values[5] > 0)
     fail("task '" + name() + "': targets outside [0, " +
@@ -144,6 +159,12 @@ Scores Task::score(const torch::Tensor &logits, const Batch &batch) const {
   }
   if (scores.sequences > 0)
     scores.sequenceAccuracy = values[4] / values[3];
+  if (grouped)
+    for (int64_t g = 0; g < groupCount; ++g) {
+      scores.groupTokens.push_back(static_cast<int64_t>(values[6 + g]));
+      scores.groupHits.push_back(
+          static_cast<int64_t>(values[6 + groupCount + g]));
+    }
   return scores;
 }
 
@@ -257,6 +278,8 @@ std::unique_ptr<Task> fp::rt::makeTask(const std::string &name,
                                        const TaskOptions &options) {
   if (name == "lm")
     return makeLanguageTask(options);
+  if (name == "catbabi")
+    return makeCatBabiTask(options);
   if (std::find(std::begin(kTaskNames), std::end(kTaskNames), name) !=
       std::end(kTaskNames))
     rejectDataOptions(name, options);

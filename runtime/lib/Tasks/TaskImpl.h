@@ -114,6 +114,8 @@ std::unique_ptr<Task> makeArithmeticTask(const TaskOptions &options);
 std::unique_ptr<Task> makeParityTask(const TaskOptions &options);
 /// Language modelling on token data (Language.cpp).
 std::unique_ptr<Task> makeLanguageTask(const TaskOptions &options);
+/// catbAbI on the bAbI files the user supplies (CatBabi.cpp).
+std::unique_ptr<Task> makeCatBabiTask(const TaskOptions &options);
 
 } // namespace fp::rt::detail
 

@@ -100,7 +100,7 @@ const std::vector<FlagInfo> &trainFlags() {
        "scale k/16 + 1)), k the training length (spec 3.5)",
        "Fixed-point solver"},
       // Task and evaluation.
-      {"task", "NAME", "required", "a5, s5, copy, arith, parity or lm",
+      {"task", "NAME", "required", "a5, s5, copy, arith, parity, lm or catbabi",
        "Task and evaluation"},
       {"train-len", "N", "task's",
        "longest training length (docs/tasks.md says what a length counts)",
@@ -120,13 +120,15 @@ const std::vector<FlagInfo> &trainFlags() {
        "sequences per forward pass in evaluation (bounds memory)",
        "Task and evaluation"},
       {"context-len", "N", "task's",
-       "copy: tokens per training row; lm: the context, tokens per sequence",
+       "copy: tokens per training row; lm: the context, tokens per "
+       "sequence; catbabi: tokens per chunk",
        "Task and evaluation"},
       {"alphabet", "N", "task's", "copy: number of letters",
        "Task and evaluation"},
-      {"data", "PATH[,PATH...]", "required for lm",
+      {"data", "PATH[,PATH...]", "required for lm and catbabi",
        "lm: a directory holding train.bin and val.bin, a token file (.bin), "
-       "or text files read one after another by the byte-level tokenizer",
+       "or text files read one after another by the byte-level tokenizer; "
+       "catbabi: the directory of bAbI v1.2's en-valid-10k files",
        "Task and evaluation"},
       {"val-data", "PATH", "none",
        "lm: the validation data (a token file or a text file); default: "
@@ -201,6 +203,10 @@ const std::vector<FlagInfo> &trainFlags() {
       {"checkpoint-every", "N", "100",
        "write checkpoint.pt every N steps (and at the end); 0: only at the "
        "end",
+       "Run"},
+      {"keep-best", "on|off", "task's (on for catbabi)",
+       "keep the parameters of the lowest validation loss in best.pt and "
+       "evaluate them at the end",
        "Run"},
       {"nonfinite-limit", "K", "3",
        "a step with a non-finite loss or gradient makes no update; K in a "
@@ -640,6 +646,9 @@ void applyFlag(TrainConfig &config, const std::string &name,
     config.checkpointEvery = integer();
   } else if (name == "nonfinite-limit") {
     config.nonFiniteLimit = integer();
+  } else if (name == "keep-best") {
+    static const char *const choices[] = {"on", "off"};
+    config.keepBest = oneOf("keep-best", value, choices) == "on";
   } else if (name == "dist-timeout") {
     config.distTimeout = integer();
   }
@@ -736,6 +745,7 @@ TrainConfig makeTrainConfig(const CommandLine &commandLine,
   config.model.vocabSize = vocabSize;
   config.model.padVocabMultiple = defaults.padVocabMultiple;
   config.model.normEps = defaults.normEps;
+  config.keepBest = defaults.keepBest;
 
   // The model kind's solver constants (docs/spec.md §3.4), or what a compiled
   // model's manifest fixes, before any solver flag.

@@ -184,6 +184,7 @@ nlohmann::ordered_json toJson(const TrainConfig &config) {
       {"log_every", config.logEvery},
       {"eval_every", config.evalEvery},
       {"checkpoint_every", config.checkpointEvery},
+      {"keep_best", config.keepBest},
       {"nonfinite_limit", config.nonFiniteLimit},
   };
   json["runtime"] = {
@@ -355,6 +356,7 @@ TrainConfig trainConfigFromJson(const nlohmann::json &json) {
   config.logEvery = training.get<int64_t>("log_every");
   config.evalEvery = training.get<int64_t>("eval_every");
   config.checkpointEvery = training.get<int64_t>("checkpoint_every");
+  config.keepBest = training.get<bool>("keep_best", false);
   config.nonFiniteLimit =
       training.get<int64_t>("nonfinite_limit", TrainConfig().nonFiniteLimit);
 

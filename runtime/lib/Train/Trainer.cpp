@@ -72,6 +72,23 @@ void addLanguageMetrics(nlohmann::ordered_json &record, const Task &task,
                                 : nlohmann::ordered_json();
 }
 
+/// Accuracy per group of a task with groups (catbabi: per bAbI task), as
+/// {"qa1": accuracy, ...}, null for a group with no supervised position.
+void addGroupMetrics(nlohmann::ordered_json &record, const Task &task,
+                     const Scores &scores) {
+  const std::vector<std::string> names = task.groupNames();
+  if (names.empty() || scores.groupTokens.size() != names.size())
+    return;
+  nlohmann::ordered_json accuracy = nlohmann::ordered_json::object();
+  for (size_t g = 0; g < names.size(); ++g)
+    accuracy[names[g]] =
+        scores.groupTokens[g] > 0
+            ? nlohmann::ordered_json(double(scores.groupHits[g]) /
+                                     double(scores.groupTokens[g]))
+            : nlohmann::ordered_json();
+  record["group_accuracy"] = accuracy;
+}
+
 /// One line's worth of scores: accuracies, or for language modelling the
 /// loss, perplexity and bits per byte.
 std::string scoreSummary(const Task &task, const Scores &scores) {
@@ -373,6 +390,7 @@ RunOutcome Trainer::train() {
     progress->note(fmt::format("validation at step {}: {}{}", currentStep,
                                scoreSummary(*task, scores.scores),
                                nonFiniteNote(scores)));
+    keepIfBest(scores);
   };
 
   std::vector<torch::Tensor> parameters = seqModel->parameters();
@@ -429,10 +447,7 @@ RunOutcome Trainer::train() {
     int64_t itersMax = 0, nonFinite = 0;
     for (int64_t part = 0; part < parts; ++part) {
       Batch micro =
-          parts * world == 1
-              ? batch
-              : Batch{batch.inputs.narrow(0, firstRow + part * rows, rows),
-                      batch.targets.narrow(0, firstRow + part * rows, rows)};
+          parts * world == 1 ? batch : batch.rows(firstRow + part * rows, rows);
       torch::Tensor logits = forward(micro.inputs);
       torch::Tensor loss = task->loss(logits, micro);
       if (parts * world > 1) {
@@ -547,7 +562,9 @@ RunOutcome Trainer::train() {
   if (lastCheckpointStep != currentStep)
     saveCheckpoint();
   std::vector<LengthScores> results;
+  int64_t evaluatedStep = currentStep;
   try {
+    evaluatedStep = loadBest();
     results = evaluate();
   } catch (const StopRequested &) {
     progress->note(fmt::format(
@@ -556,7 +573,7 @@ RunOutcome Trainer::train() {
         currentStep, directory.string()));
     return RunOutcome::Interrupted;
   }
-  writeEvaluation(results);
+  writeEvaluation(results, evaluatedStep);
   for (const LengthScores &result : results) {
     std::string line = fmt::format("eval length {}: {}", result.length,
                                    scoreSummary(*task, result.scores));
@@ -622,6 +639,7 @@ void Trainer::logValidation(const LengthScores &scores) {
   addLanguageMetrics(record, *task, scores.scores);
   if (task->isLanguageModel())
     record["tokens_seen"] = trainedTokens();
+  addGroupMetrics(record, *task, scores.scores);
   record["fp_iters_mean"] = number(scores.itersMean);
   record["fp_iters_max"] = scores.itersMax;
   record["fp_nonfinite"] = scores.nonFinite;
@@ -648,6 +666,9 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
   double itersSum = 0;
   int64_t finiteRows = 0;
   bool fixedPoint = false;
+  // Tasks with groups: supervised positions per group, then right ones.
+  const size_t groups = task->groupNames().size();
+  std::vector<double> groupSums(2 * groups, 0.0);
   const int64_t rows = batch.inputs.size(0);
   const int64_t chunkRows = std::max<int64_t>(trainConfig.evalBatch, 1);
   // With several processes, chunk c runs on process c mod world: each
@@ -662,8 +683,7 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
     if (options.handleSignals && !options.collectives)
       throwIfStopRequested();
     int64_t count = std::min(chunkRows, rows - first);
-    Batch chunk{batch.inputs.narrow(0, first, count),
-                batch.targets.narrow(0, first, count)};
+    Batch chunk = batch.rows(first, count);
     torch::Tensor logits = forward(chunk.inputs);
     Scores scores = task->score(logits, chunk);
     lossSum += scores.loss * scores.tokens;
@@ -672,6 +692,11 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
     extraSum += scores.extra * scores.sequences;
     result.scores.tokens += scores.tokens;
     result.scores.sequences += scores.sequences;
+    groupSums.resize(2 * scores.groupTokens.size());
+    for (size_t g = 0; g < scores.groupTokens.size(); ++g) {
+      groupSums[g] += double(scores.groupTokens[g]);
+      groupSums[scores.groupTokens.size() + g] += double(scores.groupHits[g]);
+    }
     // Iterations are those of the samples whose solve stayed finite; the
     // others are counted apart.
     const ForwardStats &stats = seqModel->lastStats();
@@ -683,6 +708,7 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
     finiteRows += count - diverged;
   }
   if (options.collectives) {
+    groupSums.resize(2 * groups);
     std::vector<double> sums = {lossSum,
                                 tokenHits,
                                 sequenceHits,
@@ -692,7 +718,9 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
                                 itersSum,
                                 double(result.nonFinite),
                                 double(finiteRows)};
+    sums.insert(sums.end(), groupSums.begin(), groupSums.end());
     options.collectives->allReduceSum(sums);
+    std::copy(sums.begin() + 9, sums.end(), groupSums.begin());
     std::vector<double> most = {double(result.itersMax),
                                 fixedPoint ? 1.0 : 0.0};
     options.collectives->allReduceMax(most);
@@ -715,6 +743,11 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
   total.sequenceAccuracy =
       total.sequences ? sequenceHits / total.sequences : nan;
   total.extra = total.sequences ? extraSum / total.sequences : nan;
+  if (groups > 0 && groupSums.size() == 2 * groups)
+    for (size_t g = 0; g < groups; ++g) {
+      total.groupTokens.push_back(static_cast<int64_t>(groupSums[g]));
+      total.groupHits.push_back(static_cast<int64_t>(groupSums[groups + g]));
+    }
   result.itersMean = finiteRows   ? itersSum / double(finiteRows)
                      : fixedPoint ? nan
                                   : 0;
@@ -739,7 +772,8 @@ std::vector<LengthScores> Trainer::evaluate() {
   return results;
 }
 
-void Trainer::writeEvaluation(const std::vector<LengthScores> &results) {
+void Trainer::writeEvaluation(const std::vector<LengthScores> &results,
+                              int64_t evaluatedStep) {
   nlohmann::ordered_json lengths = nlohmann::ordered_json::array();
   for (const LengthScores &result : results) {
     nlohmann::ordered_json entry = {
@@ -750,6 +784,7 @@ void Trainer::writeEvaluation(const std::vector<LengthScores> &results) {
         {"extra", number(result.scores.extra)},
     };
     addLanguageMetrics(entry, *task, result.scores);
+    addGroupMetrics(entry, *task, result.scores);
     entry["fp_iters_mean"] = number(result.itersMean);
     entry["fp_iters_max"] = result.itersMax;
     entry["fp_nonfinite"] = result.nonFinite;
@@ -767,6 +802,10 @@ void Trainer::writeEvaluation(const std::vector<LengthScores> &results) {
   };
   if (task->isLanguageModel())
     json["tokens_seen"] = trainedTokens();
+  if (trainConfig.keepBest) {
+    json["evaluated_step"] = evaluatedStep;
+    json["best_val_loss"] = number(bestLoss);
+  }
   if (writes())
     writeFileAtomically(file(RunFiles::eval), json.dump(2) + "\n");
 }
@@ -774,6 +813,40 @@ void Trainer::writeEvaluation(const std::vector<LengthScores> &results) {
 //===----------------------------------------------------------------------===//
 // Checkpoints
 //===----------------------------------------------------------------------===//
+
+void Trainer::keepIfBest(const LengthScores &scores) {
+  if (!trainConfig.keepBest || !(scores.scores.loss < bestLoss))
+    return;
+  bestLoss = scores.scores.loss;
+  bestStep = currentStep;
+  if (!writes())
+    return;
+  torch::serialize::OutputArchive archive;
+  archive.write("format", c10::IValue(std::string(kCheckpointFormat)));
+  archive.write("config", c10::IValue(toJson(trainConfig).dump()));
+  nlohmann::json state = {{"step", currentStep}, {"val_loss", bestLoss}};
+  archive.write("trainer", c10::IValue(state.dump()));
+  torch::serialize::OutputArchive modelArchive;
+  seqModel->save(modelArchive);
+  archive.write("model", modelArchive);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  writeFileAtomically(file(RunFiles::best), std::move(bytes).str());
+}
+
+int64_t Trainer::loadBest() {
+  if (!trainConfig.keepBest || bestStep < 0 || bestStep == currentStep)
+    return currentStep;
+  // Rank 0 holds best.pt; the others take its parameters from it.
+  if (writes())
+    loadCheckpointModel(file(RunFiles::best), *seqModel, device);
+  synchroniseParameters();
+  progress->note(fmt::format("evaluating the parameters of step {}, the "
+                             "lowest validation loss ({:.4f}), from {}",
+                             bestStep, bestLoss,
+                             file(RunFiles::best).string()));
+  return bestStep;
+}
 
 void Trainer::saveCheckpoint() {
   torch::serialize::OutputArchive archive;
@@ -799,6 +872,9 @@ void Trainer::saveCheckpoint() {
       {"step", currentStep},
       {"nonfinite_run", nonFiniteRun},
       {"validation_pending", validationPending},
+      {"best_val_loss",
+       std::isfinite(bestLoss) ? nlohmann::json(bestLoss) : nlohmann::json()},
+      {"best_step", bestStep},
       {"elapsed_s", elapsedSeconds()},
       {"rng", engine.str()},
       {"window",
@@ -917,6 +993,10 @@ void Trainer::loadCheckpoint() {
   currentStep = state.at("step").get<int64_t>();
   nonFiniteRun = state.value("nonfinite_run", int64_t(0));
   validationPending = state.value("validation_pending", false);
+  const nlohmann::json &best = state.value("best_val_loss", nlohmann::json());
+  bestLoss = best.is_number() ? best.get<double>()
+                              : std::numeric_limits<double>::infinity();
+  bestStep = state.value("best_step", int64_t(-1));
   elapsedBefore = state.at("elapsed_s").get<double>();
   sessionStart = std::chrono::steady_clock::now();
   std::istringstream engine(state.at("rng").get<std::string>());

@@ -29,6 +29,17 @@ inline constexpr int64_t kIgnoreIndex = -100;
 struct Batch {
   torch::Tensor inputs;
   torch::Tensor targets;
+  /// Tasks with groups (Task::groupNames()): [B, T] int64, the group of
+  /// every position (catbabi: the bAbI task of its story). Undefined
+  /// otherwise.
+  torch::Tensor groups = {};
+
+  /// Rows [first, first + count), every tensor narrowed alike.
+  Batch rows(int64_t first, int64_t count) const {
+    return {inputs.narrow(0, first, count), targets.narrow(0, first, count),
+            groups.defined() ? groups.narrow(0, first, count)
+                             : torch::Tensor()};
+  }
 };
 
 /// How a batch was scored.
@@ -49,6 +60,10 @@ struct Scores {
   /// Supervised positions scored (the weight of loss and tokenAccuracy when
   /// averaging several batches).
   int64_t tokens = 0;
+  /// Tasks with groups: supervised positions and right predictions per
+  /// group, indexed as Task::groupNames(); empty otherwise.
+  std::vector<int64_t> groupTokens = {};
+  std::vector<int64_t> groupHits = {};
 };
 
 /// Which parameters the optimiser decays (docs/spec.md §7).
@@ -83,6 +98,9 @@ struct TaskDefaults {
   /// Padding multiple of the vocabulary (docs/spec.md §6).
   int64_t padVocabMultiple = 8;
   double normEps = 1e-5;
+  /// Keep the parameters of the lowest validation loss (best.pt) and run
+  /// the final evaluation on them (catbabi, docs/spec.md §7.4).
+  bool keepBest = false;
 };
 
 /// The vocabulary size padded up to a multiple of `multiple` (docs/spec.md §6);
@@ -119,10 +137,12 @@ struct TaskOptions {
   /// copy only: number of letters V (0: default 26).
   int64_t alphabetSize = 0;
 
-  // lm only (docs/tasks.md, "lm"); the context is contextLength (0: 256).
+  // lm and catbabi (docs/tasks.md): the context is contextLength (lm: 256;
+  // catbabi: the chunk, 200), the data dataPaths; the other fields are lm's.
 
-  /// The training data: one directory holding train.bin and val.bin, one
-  /// token file, or text files read one after another.
+  /// The training data. lm: one directory holding train.bin and val.bin,
+  /// one token file, or text files read one after another; catbabi: the
+  /// directory of bAbI's en-valid-10k files.
   std::vector<std::string> dataPaths;
   /// The validation data; empty: val.bin of a data directory, else the last
   /// validationFraction of the training data, held out.
@@ -201,6 +221,9 @@ public:
   /// unknown (token files). The byte-level tokenizer's is 1 (EOS counts as
   /// one byte).
   virtual double bytesPerToken() const { return 0; }
+  /// Groups whose accuracy is reported apart (Batch::groups indexes
+  /// them): catbabi's twenty bAbI tasks. Empty for the other tasks.
+  virtual std::vector<std::string> groupNames() const { return {}; }
   /// What the task reads, for logs ("" for generated tasks).
   virtual std::string dataDescription() const { return {}; }
 };
@@ -212,14 +235,15 @@ public:
 /// --recipe lm` applies it to any task.
 TaskDefaults languageModelRecipe();
 
-/// a5 | s5 | copy | arith | parity | lm. Throws std::invalid_argument with a
-/// clear message for an unknown name or impossible options, and DataError
-/// (TokenCorpus.h) for lm data that cannot be used.
+/// a5 | s5 | copy | arith | parity | lm | catbabi. Throws
+/// std::invalid_argument with a clear message for an unknown name or
+/// impossible options, and DataError (TokenCorpus.h) for lm or catbabi data
+/// that cannot be used.
 std::unique_ptr<Task> makeTask(const std::string &name,
                                const TaskOptions &options = {});
 
 /// The generated tasks, which need no data: every name makeTask() accepts
-/// but "lm".
+/// but "lm" and "catbabi".
 std::vector<std::string> taskNames();
 
 } // namespace fp::rt

@@ -79,6 +79,9 @@ struct TrainConfig {
   int64_t evalEvery = 100;
   /// Checkpoint every this many steps; 0: only at the end.
   int64_t checkpointEvery = 100;
+  /// Keep the parameters of the lowest validation loss in best.pt and run
+  /// the final evaluation on them (docs/training.md, "Run directory").
+  bool keepBest = false;
   /// A step whose loss or gradient norm is not finite makes no update; this
   /// many such steps in a row stop the run (docs/training.md, "Faults").
   int64_t nonFiniteLimit = 3;

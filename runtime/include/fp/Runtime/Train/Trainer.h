@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -94,6 +95,9 @@ struct RunFiles {
   static constexpr const char *metrics = "metrics.jsonl";
   static constexpr const char *checkpoint = "checkpoint.pt";
   static constexpr const char *eval = "eval.json";
+  /// With --keep-best: the parameters of the lowest validation loss, in
+  /// checkpoint.pt's format (its optimiser state left out).
+  static constexpr const char *best = "best.pt";
 };
 
 /// The seed of the validation set (training distribution, held out by
@@ -182,7 +186,10 @@ private:
   int64_t drawIterationCap();
   void logTrainingStep(double lr, int64_t cap);
   void logValidation(const LengthScores &scores);
-  void writeEvaluation(const std::vector<LengthScores> &results);
+  /// Writes eval.json; `evaluatedStep` is the step of the parameters
+  /// evaluated (the best one's with --keep-best).
+  void writeEvaluation(const std::vector<LengthScores> &results,
+                       int64_t evaluatedStep);
   void appendMetrics(const nlohmann::ordered_json &record);
   double elapsedSeconds() const;
   /// Whether this process writes the run directory (rank 0).
@@ -194,6 +201,12 @@ private:
   }
   /// Makes every process start from rank 0's parameters and buffers.
   void synchroniseParameters();
+  /// With --keep-best: writes best.pt when `scores` has the lowest
+  /// validation loss so far.
+  void keepIfBest(const LengthScores &scores);
+  /// With --keep-best: loads best.pt's parameters for the final evaluation;
+  /// returns the step they are from (currentStep without best.pt).
+  int64_t loadBest();
   std::filesystem::path file(const char *name) const {
     return directory / name;
   }
@@ -217,6 +230,10 @@ private:
   int64_t nonFiniteRun = 0;
   /// A validation is due at currentStep (a stop request cut it short).
   bool validationPending = false;
+  /// With --keep-best: the lowest validation loss so far and its step
+  /// (-1: none yet).
+  double bestLoss = std::numeric_limits<double>::infinity();
+  int64_t bestStep = -1;
   bool restored = false;
   Window window;
   /// Seconds of earlier sessions of this run.
