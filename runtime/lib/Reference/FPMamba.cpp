@@ -11,8 +11,8 @@
 using namespace fp::rt;
 using namespace fp::rt::ref;
 
-static KroneckerNorm resolveKroneckerNorm(const ModelConfig &config,
-                                          KroneckerNorm kindDefault) {
+KroneckerNorm fp::rt::ref::resolveKroneckerNorm(const ModelConfig &config,
+                                                KroneckerNorm kindDefault) {
   if (config.kroneckerNorm.empty())
     return kindDefault;
   if (config.kroneckerNorm == "row")

@@ -17,6 +17,8 @@ SolverConfig fp::rt::ref::referenceSolverConfig(const std::string &kind) {
     config.relaxStart = 1.0;
     config.relaxDecay = 1.0;
     config.trainQuantile = 0.9;
+  } else if (kind == "fp_mamba2") {
+    config.trainQuantile = 0.9;
   }
   return config;
 }

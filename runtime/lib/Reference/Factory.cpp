@@ -78,15 +78,26 @@ fp::rt::makeReferenceModel(const ModelConfig &config) {
   require(config.dtype == torch::kFloat32 || config.dtype == torch::kFloat64,
           "the reference models run in f32 or f64");
   const std::string &kind = config.kind;
-  if (kind == "fp_mamba" || kind == "mamba" || kind == "fp_rnn") {
+  if (kind == "fp_mamba" || kind == "mamba" || kind == "fp_mamba2" ||
+      kind == "mamba2" || kind == "fp_rnn") {
     require(config.expand > 0 && config.dState > 0 && config.dConv > 0,
             "expand, d_state and d_conv must be positive");
+    if (kind == "fp_mamba2" || kind == "mamba2") {
+      const int64_t d = config.expand * config.dModel;
+      require(config.headDim > 0 && d % config.headDim == 0,
+              "the head dimension (" + std::to_string(config.headDim) +
+                  ") must divide expand * d_model (" + std::to_string(d) + ")");
+      const int64_t heads = d / config.headDim;
+      require(config.nGroups > 0 && heads % config.nGroups == 0,
+              "the groups (" + std::to_string(config.nGroups) +
+                  ") must divide the " + std::to_string(heads) + " heads");
+    }
     require(config.nBackwards >= 1, "n_backwards must be at least 1");
     return std::make_shared<ref::LanguageModel>(config);
   }
   if (auto baseline = makeBaselineModel(config))
     return baseline;
   throw std::invalid_argument("unknown model kind '" + kind +
-                              "'; expected fp_mamba, mamba, fp_rnn, lstm or "
-                              "transformer");
+                              "'; expected fp_mamba, mamba, fp_mamba2, "
+                              "mamba2, fp_rnn, lstm or transformer");
 }

@@ -20,10 +20,15 @@ fp::rt::ref::makeBlockMixer(const ModelConfig &config) {
     return std::make_shared<FPMambaLayer>(config);
   if (config.kind == "mamba")
     return std::make_shared<MambaLayer>(config);
+  if (config.kind == "fp_mamba2")
+    return std::make_shared<FPMamba2Layer>(config);
+  if (config.kind == "mamba2")
+    return std::make_shared<Mamba2Layer>(config);
   if (config.kind == "fp_rnn")
     return std::make_shared<FPRNNLayer>(config);
   throw std::invalid_argument("unknown layer kind '" + config.kind +
-                              "'; expected fp_mamba, mamba or fp_rnn");
+                              "'; expected fp_mamba, mamba, fp_mamba2, "
+                              "mamba2 or fp_rnn");
 }
 
 LanguageModel::LanguageModel(const ModelConfig &config) : config(config) {

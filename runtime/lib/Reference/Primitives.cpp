@@ -10,6 +10,7 @@
 #include "fp/Runtime/Reference/Primitives.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace fp::rt::ref;
 
@@ -77,6 +78,96 @@ torch::Tensor fp::rt::ref::selectiveScanLoop(
   torch::Tensor y = torch::stack(outputs, 1);
   if (skip.defined())
     y = y + skip * u;
+  return y;
+}
+
+namespace {
+
+/// Bm or Cm [B, T, G, N] for each of `heads` heads: [B, T, H, N].
+torch::Tensor perHead(const torch::Tensor &grouped, int64_t heads) {
+  int64_t groups = grouped.size(2);
+  if (heads % groups != 0)
+    throw std::invalid_argument("SSD scan: " + std::to_string(heads) +
+                                " heads do not split into " +
+                                std::to_string(groups) + " groups");
+  return grouped.repeat_interleave(heads / groups, /*dim=*/2);
+}
+
+} // namespace
+
+torch::Tensor fp::rt::ref::ssdScan(
+    const torch::Tensor &x, const torch::Tensor &dt, const torch::Tensor &a,
+    const torch::Tensor &bm, const torch::Tensor &cm, const torch::Tensor &skip,
+    const torch::Tensor &initial, torch::Tensor *final, int64_t chunk) {
+  const int64_t batch = x.size(0), length = x.size(1), heads = x.size(2);
+  torch::Tensor b = perHead(bm, heads), c = perHead(cm, heads);
+  torch::Tensor state =
+      initial.defined()
+          ? initial.to(x.scalar_type())
+          : torch::zeros({batch, heads, x.size(3), b.size(3)}, x.options());
+  std::vector<torch::Tensor> outputs;
+  for (int64_t start = 0; start < length; start += chunk) {
+    const int64_t n = std::min(chunk, length - start);
+    torch::Tensor xs = x.narrow(1, start, n), dts = dt.narrow(1, start, n);
+    torch::Tensor bs = b.narrow(1, start, n), cs = c.narrow(1, start, n);
+    // cum[t] = Σ_{k ≤ t} Δ_k a: the decay from the chunk's start through t.
+    torch::Tensor cum = torch::cumsum(dts * a, /*dim=*/1); // [B, n, H]
+    torch::Tensor cumHeads = cum.permute({0, 2, 1});       // [B, H, n]
+    // decay[t, s] = exp(cum[t] − cum[s]) for s ≤ t, 0 above the diagonal
+    // (masked before the exponential, which would overflow there).
+    torch::Tensor causal =
+        torch::ones({n, n}, x.options().dtype(torch::kBool)).tril();
+    torch::Tensor decay =
+        torch::exp((cumHeads.unsqueeze(-1) - cumHeads.unsqueeze(-2))
+                       .masked_fill(causal.logical_not(),
+                                    -std::numeric_limits<double>::infinity()));
+    // Within the chunk: y_t = Σ_{s ≤ t} decay[t, s] (C_t · B_s) Δ_s x_s.
+    torch::Tensor scores = torch::einsum("bthn,bshn->bhts", {cs, bs}) * decay *
+                           dts.permute({0, 2, 1}).unsqueeze(-2);
+    torch::Tensor y = torch::einsum("bhts,bshp->bthp", {scores, xs});
+    // From the state before the chunk: exp(cum[t]) C_t S.
+    y = y + torch::einsum("bthn,bhpn->bthp", {cs, state}) *
+                torch::exp(cum).unsqueeze(-1);
+    // The state after the chunk.
+    torch::Tensor toEnd =
+        torch::exp(cum.narrow(1, n - 1, 1) - cum) * dts; // [B, n, H]
+    state =
+        state * torch::exp(cum.select(1, n - 1)).unsqueeze(-1).unsqueeze(-1) +
+        torch::einsum("bsh,bshp,bshn->bhpn", {toEnd, xs, bs});
+    outputs.push_back(y);
+  }
+  if (final)
+    *final = state;
+  torch::Tensor y = torch::cat(outputs, 1);
+  if (skip.defined())
+    y = y + skip.unsqueeze(-1) * x;
+  return y;
+}
+
+torch::Tensor
+fp::rt::ref::ssdScanLoop(const torch::Tensor &x, const torch::Tensor &dt,
+                         const torch::Tensor &a, const torch::Tensor &bm,
+                         const torch::Tensor &cm, const torch::Tensor &skip,
+                         const torch::Tensor &initial, torch::Tensor *final) {
+  const int64_t heads = x.size(2);
+  torch::Tensor b = perHead(bm, heads), c = perHead(cm, heads);
+  torch::Tensor state =
+      initial.defined()
+          ? initial.to(x.scalar_type())
+          : torch::zeros({x.size(0), heads, x.size(3), b.size(3)}, x.options());
+  std::vector<torch::Tensor> outputs;
+  for (int64_t t = 0; t < x.size(1); ++t) {
+    torch::Tensor dtt = dt.select(1, t); // [B, H]
+    torch::Tensor decay = torch::exp(dtt * a).unsqueeze(-1).unsqueeze(-1);
+    state = decay * state + (dtt.unsqueeze(-1) * x.select(1, t)).unsqueeze(-1) *
+                                b.select(1, t).unsqueeze(2);
+    outputs.push_back(torch::einsum("bhpn,bhn->bhp", {state, c.select(1, t)}));
+  }
+  if (final)
+    *final = state;
+  torch::Tensor y = torch::stack(outputs, 1);
+  if (skip.defined())
+    y = y + skip.unsqueeze(-1) * x;
   return y;
 }
 

@@ -27,7 +27,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char *kModelKinds[] = {"fp_mamba", "mamba", "fp_rnn", "lstm",
+constexpr const char *kModelKinds[] = {"fp_mamba",   "mamba",  "fp_mamba2",
+                                       "mamba2",     "fp_rnn", "lstm",
                                        "transformer"};
 constexpr const char *kMixers[] = {"householder", "dplr", "kronecker",
                                    "monarch", "identity"};
@@ -46,8 +47,9 @@ const std::vector<FlagInfo> &trainFlags() {
   static const std::vector<FlagInfo> flags = {
       // Model.
       {"model", "SOURCE", "reference:fp_mamba",
-       "the model: reference:<kind>, kind one of fp_mamba, mamba, fp_rnn "
-       "(the eager reference), lstm, transformer (baselines); or a model "
+       "the model: reference:<kind>, kind one of fp_mamba, mamba, "
+       "fp_mamba2, mamba2, fp_rnn (the eager reference), lstm, transformer "
+       "(baselines); or a model "
        "library PATH.so built by `fpc --backward`, whose source fixes the "
        "architecture",
        "Model"},
@@ -58,6 +60,10 @@ const std::vector<FlagInfo> &trainFlags() {
       {"dt-rank", "N", "0", "rank of the step-size projection; 0: ceil(D/16)",
        "Model"},
       {"d-conv", "N", "4", "width of the short causal convolution", "Model"},
+      {"head-dim", "N", "64",
+       "fp_mamba2, mamba2: channels per head of the SSD scan", "Model"},
+      {"groups", "N", "1", "fp_mamba2, mamba2: groups of heads sharing B and C",
+       "Model"},
       {"mixer", "NAME", "kronecker",
        "channel mixer: householder, dplr, kronecker, monarch or identity",
        "Model"},
@@ -91,7 +97,7 @@ const std::vector<FlagInfo> &trainFlags() {
        "Fixed-point solver"},
       {"tolerance", "X", "0.1", "relative residual that counts as converged",
        "Fixed-point solver"},
-      {"quantile", "X", "per kind: 0.75 (fp_mamba), 0.9 (fp_rnn)",
+      {"quantile", "X", "per kind: 0.75 (fp_mamba), 0.9 (fp_mamba2, fp_rnn)",
        "fraction of the batch that must converge while training (evaluation "
        "waits for all)",
        "Fixed-point solver"},
@@ -457,7 +463,7 @@ constexpr const char *kArchitectureFlags[] = {
     "dt-rank",        "d-conv",         "mixer",      "mixer-rank",
     "short-conv",     "glu-in-loop",    "no-bc-norm", "symm-mixer",
     "no-mixer-h-dep", "kronecker-norm", "norm-eps",   "heads",
-    "n-backwards"};
+    "n-backwards",    "head-dim",       "groups"};
 
 /// The model kind of a --model value: "compiled" for a model library.
 std::string modelKind(const std::string &source) {
@@ -470,7 +476,8 @@ std::string modelKind(const std::string &source) {
     if (kind == known)
       return kind;
   usage(fmt::format("--model {}: unknown model; expected reference:<kind> "
-                    "with kind fp_mamba, mamba, fp_rnn, lstm or transformer, "
+                    "with kind fp_mamba, mamba, fp_mamba2, mamba2, fp_rnn, "
+                    "lstm or transformer, "
                     "or a model library PATH.so",
                     source));
 }
@@ -504,6 +511,10 @@ void applyFlag(TrainConfig &config, const std::string &name,
     model.dtRank = integer();
   } else if (name == "d-conv") {
     model.dConv = integer();
+  } else if (name == "head-dim") {
+    model.headDim = integer();
+  } else if (name == "groups") {
+    model.nGroups = integer();
   } else if (name == "mixer") {
     model.mixer = oneOf(name, value, kMixers);
   } else if (name == "mixer-rank") {
@@ -885,6 +896,8 @@ void validateTrainConfig(const TrainConfig &config) {
   atLeast("expand", model.expand, 1);
   atLeast("dt-rank", model.dtRank, 0);
   atLeast("d-conv", model.dConv, 1);
+  atLeast("head-dim", model.headDim, 1);
+  atLeast("groups", model.nGroups, 1);
   // A compiled model's mixer is part of its source.
   if (model.kind != "compiled")
     oneOf("mixer", model.mixer, kMixers);

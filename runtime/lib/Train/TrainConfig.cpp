@@ -116,6 +116,8 @@ nlohmann::ordered_json toJson(const TrainConfig &config) {
       {"expand", model.expand},
       {"dt_rank", model.dtRank},
       {"d_conv", model.dConv},
+      {"head_dim", model.headDim},
+      {"n_groups", model.nGroups},
       {"mixer", model.mixer},
       {"mixer_rank", model.mixerRank},
       {"short_conv", model.useShortConv},
@@ -267,6 +269,8 @@ TrainConfig trainConfigFromJson(const nlohmann::json &json) {
   m.expand = model.get<int64_t>("expand");
   m.dtRank = model.get<int64_t>("dt_rank");
   m.dConv = model.get<int64_t>("d_conv");
+  m.headDim = model.get<int64_t>("head_dim", ModelConfig().headDim);
+  m.nGroups = model.get<int64_t>("n_groups", ModelConfig().nGroups);
   m.mixer = model.get<std::string>("mixer");
   m.mixerRank = model.get<int64_t>("mixer_rank");
   m.useShortConv = model.get<bool>("short_conv");

@@ -112,6 +112,122 @@ void checkFPMamba(ModelConfig config) {
   checkGradients(autogradLoss, heldLoss, inputs, rng);
 }
 
+/// FP-Mamba2 at d = 8: two heads of 4 channels.
+ModelConfig smallMamba2Config(const std::string &kind, const std::string &mixer,
+                              int64_t rank = 1) {
+  ModelConfig config = smallConfig(kind, mixer, rank);
+  config.headDim = 4;
+  return config;
+}
+
+void checkFPMamba2(ModelConfig config) {
+  std::mt19937_64 rng(fp::test::testSeed());
+  torch::manual_seed(static_cast<int64_t>(rng() >> 1));
+  FPMamba2Layer layer(config);
+  layer.eval();
+  auto options = torch::TensorOptions().dtype(torch::kFloat64);
+  torch::Tensor u =
+      torch::randn({2, 5, config.dModel}, options).requires_grad_();
+  torch::Tensor weights = torch::randn({2, 5, config.dModel}, options);
+  torch::Tensor yStar;
+  {
+    torch::NoGradGuard noGrad;
+    FPMamba2Invariants inv = layer.precompute(u);
+    yStar = solveFixedPoint(
+                [&](const torch::Tensor &y) { return layer.applyMap(y, inv); },
+                torch::zeros_like(inv.x), config.solver, false)
+                .y;
+  }
+  auto heldLoss = [&]() {
+    torch::NoGradGuard noGrad;
+    FPMamba2Invariants inv = layer.precompute(u);
+    torch::Tensor yhat = yStar;
+    for (int64_t i = 0; i < config.nBackwards; ++i)
+      yhat = layer.applyMap(yhat, inv);
+    return (layer.head(yhat, inv) * weights).sum().item<double>();
+  };
+  auto inputs = parametersOf(layer);
+  inputs.emplace_back("u", u);
+  checkGradients([&]() { return (layer.forward(u) * weights).sum(); }, heldLoss,
+                 inputs, rng);
+}
+
+TEST(OneStepGradient, FPMamba2Kronecker) {
+  checkFPMamba2(smallMamba2Config("fp_mamba2", "kronecker"));
+}
+
+TEST(OneStepGradient, FPMamba2HouseholderGroupsConvGluInLoop) {
+  ModelConfig config = smallMamba2Config("fp_mamba2", "householder", 2);
+  config.nGroups = 2;
+  config.useShortConv = true;
+  config.gluInLoop = true;
+  checkFPMamba2(config);
+}
+
+TEST(Gradient, Mamba2MatchesFiniteDifferences) {
+  std::mt19937_64 rng(fp::test::testSeed());
+  torch::manual_seed(static_cast<int64_t>(rng() >> 1));
+  ModelConfig config = smallMamba2Config("mamba2", "identity");
+  config.nGroups = 2;
+  Mamba2Layer layer(config);
+  auto options = torch::TensorOptions().dtype(torch::kFloat64);
+  torch::Tensor u =
+      torch::randn({2, 6, config.dModel}, options).requires_grad_();
+  torch::Tensor weights = torch::randn({2, 6, config.dModel}, options);
+  auto inputs = parametersOf(layer);
+  inputs.emplace_back("u", u);
+  checkGradients([&]() { return (layer.forward(u) * weights).sum(); },
+                 [&]() {
+                   torch::NoGradGuard noGrad;
+                   return (layer.forward(u) * weights).sum().item<double>();
+                 },
+                 inputs, rng);
+}
+
+/// The chunked SSD scan's gradients (autograd through its quadratic form
+/// and the states passed between chunks) against finite differences.
+TEST(Gradient, SsdScanMatchesFiniteDifferences) {
+  std::mt19937_64 rng(fp::test::testSeed());
+  torch::manual_seed(static_cast<int64_t>(rng() >> 1));
+  auto options = torch::TensorOptions().dtype(torch::kFloat64);
+  const int64_t batch = 2, length = 11, heads = 4, dim = 3, groups = 2,
+                states = 5;
+  torch::Tensor x =
+      torch::randn({batch, length, heads, dim}, options).requires_grad_();
+  torch::Tensor dt = (torch::rand({batch, length, heads}, options) * 0.5 + 0.05)
+                         .requires_grad_();
+  torch::Tensor a = (-torch::rand({heads}, options) * 2 - 0.1).requires_grad_();
+  torch::Tensor b =
+      torch::randn({batch, length, groups, states}, options).requires_grad_();
+  torch::Tensor c =
+      torch::randn({batch, length, groups, states}, options).requires_grad_();
+  torch::Tensor skip = torch::randn({heads}, options).requires_grad_();
+  torch::Tensor initial =
+      torch::randn({batch, heads, dim, states}, options).requires_grad_();
+  torch::Tensor weights = torch::randn({batch, length, heads, dim}, options);
+  torch::Tensor finalWeights =
+      torch::randn({batch, heads, dim, states}, options);
+  auto loss = [&]() {
+    torch::Tensor final;
+    torch::Tensor y = ssdScan(x, dt, a, b, c, skip, initial, &final, 4);
+    return (y * weights).sum() + (final * finalWeights).sum();
+  };
+  checkGradients(
+      loss,
+      [&]() {
+        torch::NoGradGuard noGrad;
+        return loss().item<double>();
+      },
+      {{"x", x},
+       {"dt", dt},
+       {"a", a},
+       {"B", b},
+       {"C", c},
+       {"D", skip},
+       {"initial", initial}},
+      rng);
+}
+
 TEST(OneStepGradient, FPMambaKronecker) {
   checkFPMamba(smallConfig("fp_mamba", "kronecker"));
 }

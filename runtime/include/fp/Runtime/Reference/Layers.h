@@ -21,7 +21,8 @@ namespace fp::rt::ref {
 /// where each is zero.
 struct ChunkState {
   /// The scan's state after the chunk's last token: [B, d, N] (FP-Mamba,
-  /// Mamba); FP-RNN's recurrence state is `lastOutput`.
+  /// Mamba), [B, H, P, N] (FP-Mamba2, Mamba-2); FP-RNN's recurrence state
+  /// is `lastOutput`.
   torch::Tensor scan;
   /// The last row [B, d] of the map's output at the fixed point (ŷ): the
   /// next chunk's shifted iterate at its first token.
@@ -139,6 +140,60 @@ private:
   torch::Tensor run(const torch::Tensor &u, ChunkState *carry);
 };
 
+/// The iteration-invariant part of an FP-Mamba2 layer.
+struct FPMamba2Invariants {
+  /// x, z: [B, T, d]; dt = softplus(dt_raw + dt_bias): [B, T, H];
+  /// bx, cx: [B, T, G, N]; A = −exp(A_log): [H]; xbcRaw: [x; B; C] before
+  /// the short convolution.
+  torch::Tensor x, z, dt, bx, cx, A, xbcRaw;
+};
+
+/// FP-Mamba2 (docs/spec.md §5.1, the intended design; decisions in
+/// docs/reference.md): Mamba-2's multi-head SSD scan in the fixed-point map,
+/// its input mixed by Q(p), B and C normalised per group, and the gated
+/// RMSNorm (norm after gate) on each iterate.
+class FPMamba2Layer : public BlockMixer {
+public:
+  explicit FPMamba2Layer(const ModelConfig &config);
+  torch::Tensor forward(const torch::Tensor &u) override;
+  torch::Tensor forwardChunk(const torch::Tensor &u,
+                             ChunkState &state) override;
+  FPMamba2Invariants precompute(const torch::Tensor &u,
+                                const ChunkState *carry = nullptr);
+  torch::Tensor applyMap(const torch::Tensor &y, const FPMamba2Invariants &inv,
+                         const ChunkState *carry = nullptr,
+                         torch::Tensor *finalScan = nullptr);
+  torch::Tensor head(const torch::Tensor &yhat, const FPMamba2Invariants &inv,
+                     const ChunkState *carry = nullptr);
+  ModelConfig config;
+  int64_t d, heads;
+  std::shared_ptr<Linear> inProj, outProj;
+  torch::Tensor convWeight, convBias, dtBias, aLog, dSkip;
+  std::shared_ptr<WNLinear> bcYProj, zYProj;
+  std::shared_ptr<Mixer> mixer;
+  std::shared_ptr<RMSNorm> norm;
+};
+
+/// Mamba-2 (docs/spec.md §5.4), as mamba_ssm's Mamba2 block computes it:
+/// in_proj to [z; x; B; C; dt], the short convolution with SiLU over
+/// [x; B; C], the SSD scan with skip D, the gated RMSNorm (norm after
+/// gate, per group of d / G channels) and out_proj.
+class Mamba2Layer : public BlockMixer {
+public:
+  explicit Mamba2Layer(const ModelConfig &config);
+  torch::Tensor forward(const torch::Tensor &u) override;
+  torch::Tensor forwardChunk(const torch::Tensor &u,
+                             ChunkState &state) override;
+  int64_t d, heads, headDim, groups, dState;
+  double eps;
+  std::shared_ptr<Linear> inProj, outProj;
+  torch::Tensor convWeight, convBias, dtBias, aLog, dSkip;
+  std::shared_ptr<RMSNorm> norm;
+
+private:
+  torch::Tensor run(const torch::Tensor &u, ChunkState *carry);
+};
+
 /// The iteration-invariant part of an FP-RNN layer.
 struct FPRNNInvariants {
   /// xRaw: the projection before the short convolutions.
@@ -171,13 +226,19 @@ public:
   std::shared_ptr<RMSNorm> outNorm;
 };
 
-/// Builds the block mixer `config.kind` names: fp_mamba, mamba or fp_rnn.
+/// config.kroneckerNorm ("row" or "spectral"), or `kindDefault` when it is
+/// empty; throws std::invalid_argument for another value.
+KroneckerNorm resolveKroneckerNorm(const ModelConfig &config,
+                                   KroneckerNorm kindDefault);
+
+/// Builds the block mixer `config.kind` names: fp_mamba, mamba, fp_mamba2,
+/// mamba2 or fp_rnn.
 /// Throws std::invalid_argument for any other kind.
 std::shared_ptr<BlockMixer> makeBlockMixer(const ModelConfig &config);
 
 /// The solver settings of the reference for a model kind (docs/spec.md §3.4):
-/// FP-Mamba's for "fp_mamba", FP-RNN's (η₀ = 1, no decay, q = 0.9) for
-/// "fp_rnn".
+/// FP-Mamba's for "fp_mamba", FP-Mamba2's (FP-Mamba's with q = 0.9) for
+/// "fp_mamba2", FP-RNN's (η₀ = 1, no decay, q = 0.9) for "fp_rnn".
 SolverConfig referenceSolverConfig(const std::string &kind);
 
 } // namespace fp::rt::ref

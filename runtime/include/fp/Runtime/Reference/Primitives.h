@@ -69,6 +69,30 @@ selectiveScanKernels(const torch::Tensor &u, const torch::Tensor &delta,
 /// with CUDA and nvcc at build time.
 bool haveCudaScanKernels();
 
+/// Mamba-2's SSD scan (docs/spec.md §5.1) per head h of group g(h) =
+/// h / (H / G), with a scalar decay per head:
+///   S_t[h] = exp(Δ_t[h] a_h) S_{t−1}[h] + Δ_t[h] · x_t[h] ⊗ B_t[g(h)]
+///   y_t[h] = S_t[h] C_t[g(h)] + D_h x_t[h]
+/// x: [B, T, H, P]; dt (Δ, after the softplus): [B, T, H]; a: [H];
+/// Bm, Cm: [B, T, G, N]; D: [H] or undefined; the state S [B, H, P, N]
+/// starts from `initial` (undefined: zeros) and `final`, when given,
+/// receives S_{T−1}. Computed in chunks of `chunk` tokens, each by its
+/// quadratic (attention-like) form plus the state passed between chunks,
+/// in LibTorch ops with autograd's gradients; equal to ssdScanLoop up to
+/// rounding.
+torch::Tensor ssdScan(const torch::Tensor &x, const torch::Tensor &dt,
+                      const torch::Tensor &a, const torch::Tensor &Bm,
+                      const torch::Tensor &Cm, const torch::Tensor &D,
+                      const torch::Tensor &initial = {},
+                      torch::Tensor *final = nullptr, int64_t chunk = 64);
+
+/// ssdScan as a loop over time: the numeric oracle of the tests.
+torch::Tensor ssdScanLoop(const torch::Tensor &x, const torch::Tensor &dt,
+                          const torch::Tensor &a, const torch::Tensor &Bm,
+                          const torch::Tensor &Cm, const torch::Tensor &D,
+                          const torch::Tensor &initial = {},
+                          torch::Tensor *final = nullptr);
+
 /// h_t = a_t ⊙ h_{t−1} + b_t along dimension 1 from h_{−1} = `initial`
 /// [B, ...] (undefined: 0).
 torch::Tensor linearRecurrence(const torch::Tensor &a, const torch::Tensor &b,

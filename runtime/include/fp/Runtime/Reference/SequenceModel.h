@@ -80,7 +80,7 @@ protected:
 
 /// What model to build, with the reference's names and defaults.
 struct ModelConfig {
-  /// fp_mamba | mamba | fp_rnn | lstm | transformer
+  /// fp_mamba | mamba | fp_mamba2 | mamba2 | fp_rnn | lstm | transformer
   std::string kind = "fp_mamba";
   int64_t vocabSize = 0;
   /// The embedding/head is padded to a multiple of this (docs/spec.md §6).
@@ -92,6 +92,11 @@ struct ModelConfig {
   /// 0: ceil(dModel / 16).
   int64_t dtRank = 0;
   int64_t dConv = 4;
+  /// fp_mamba2 and mamba2 (docs/spec.md §5.1): channels per head P (the
+  /// d = expand · dModel channels form d / P heads) and groups G of the
+  /// heads that share B and C.
+  int64_t headDim = 64;
+  int64_t nGroups = 1;
   /// householder | dplr | kronecker | monarch | selective_dense | mixture |
   /// block_householder | identity
   std::string mixer = "kronecker";
