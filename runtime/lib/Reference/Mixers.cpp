@@ -306,6 +306,46 @@ torch::Tensor BlockHouseholderMixer::forward(const torch::Tensor &p,
   return out.reshape(v.sizes());
 }
 
+NonselectiveMixer::NonselectiveMixer(int64_t d, torch::Dtype dtype) {
+  auto options = torch::TensorOptions().dtype(dtype);
+  torch::Tensor weight = torch::empty({d, d}, options);
+  initFanInUniform(weight, d);
+  // PyTorch's right_inverse: base is the Q factor of the initial weight
+  // with R's diagonal made positive, original is −I.
+  auto [q, r] = torch::linalg::qr(weight);
+  torch::Tensor signs = torch::sign(r.diagonal());
+  signs.masked_fill_(signs.eq(0), 1);
+  auto holder =
+      register_module("weight", std::make_shared<torch::nn::Module>());
+  base = holder->register_buffer("base", q * signs.unsqueeze(0));
+  original = holder->register_parameter("original", -torch::eye(d, options));
+}
+
+torch::Tensor NonselectiveMixer::compute() const {
+  torch::Tensor lower = original.tril();
+  return torch::matmul(base, torch::matrix_exp(lower - lower.t()));
+}
+
+torch::Tensor NonselectiveMixer::matrix() {
+  if (torch::GradMode::is_enabled())
+    return compute();
+  if (!cached.defined() || originalVersion != original._version() ||
+      baseVersion != base._version() || originalData != original.data_ptr() ||
+      baseData != base.data_ptr()) {
+    cached = compute();
+    originalVersion = original._version();
+    baseVersion = base._version();
+    originalData = original.data_ptr();
+    baseData = base.data_ptr();
+  }
+  return cached;
+}
+
+torch::Tensor NonselectiveMixer::forward(const torch::Tensor &,
+                                         const torch::Tensor &v) {
+  return torch::matmul(v, matrix().t());
+}
+
 torch::Tensor IdentityMixer::forward(const torch::Tensor &,
                                      const torch::Tensor &v) {
   return v;
@@ -359,10 +399,12 @@ std::shared_ptr<Mixer> fp::rt::ref::makeMixer(const std::string &name,
     return std::make_shared<BlockHouseholderMixer>(mIn, d, rank, blocks,
                                                    activation, eps, dtype);
   }
+  if (name == "nonselective")
+    return std::make_shared<NonselectiveMixer>(d, dtype);
   if (name == "identity")
     return std::make_shared<IdentityMixer>();
   throw std::invalid_argument(
       "unknown mixer '" + name +
       "'; expected householder, dplr, kronecker, monarch, selective_dense, "
-      "mixture, block_householder or identity");
+      "mixture, block_householder, nonselective or identity");
 }

@@ -30,8 +30,8 @@ namespace {
 constexpr const char *kModelKinds[] = {"fp_mamba",   "mamba",  "fp_mamba2",
                                        "mamba2",     "fp_rnn", "lstm",
                                        "transformer"};
-constexpr const char *kMixers[] = {"householder", "dplr", "kronecker",
-                                   "monarch", "identity"};
+constexpr const char *kMixers[] = {"householder", "dplr",         "kronecker",
+                                   "monarch",     "nonselective", "identity"};
 
 [[noreturn]] void usage(const std::string &message) {
   throw UsageError(message);
@@ -65,7 +65,8 @@ const std::vector<FlagInfo> &trainFlags() {
       {"groups", "N", "1", "fp_mamba2, mamba2: groups of heads sharing B and C",
        "Model"},
       {"mixer", "NAME", "kronecker",
-       "channel mixer: householder, dplr, kronecker, monarch or identity",
+       "channel mixer: householder, dplr, kronecker, monarch, nonselective "
+       "or identity",
        "Model"},
       {"mixer-rank", "N", "1",
        "Householder reflections or DPLR rank of the mixer", "Model"},

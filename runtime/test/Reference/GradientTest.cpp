@@ -244,6 +244,10 @@ TEST(OneStepGradient, FPMambaDPLRWithConvAndGluInLoop) {
   checkFPMamba(config);
 }
 
+TEST(OneStepGradient, FPMambaNonselective) {
+  checkFPMamba(smallConfig("fp_mamba", "nonselective"));
+}
+
 TEST(OneStepGradient, FPMambaSymmetricMixerTwoBackwardSteps) {
   ModelConfig config = smallConfig("fp_mamba", "householder");
   config.symmMixer = true;

@@ -82,6 +82,88 @@ TEST(Mixers, DPLRMatchesDenseFormula) {
   }
 }
 
+/// exp(M) by its Taylor series, summed until the terms vanish (f64, ‖M‖
+/// small): independent of torch::matrix_exp.
+torch::Tensor taylorExp(const torch::Tensor &m) {
+  torch::Tensor sum = torch::eye(m.size(0), f64()), term = sum;
+  for (int k = 1; k < 60; ++k) {
+    term = torch::matmul(term, m) / k;
+    sum = sum + term;
+  }
+  return sum;
+}
+
+TEST(Mixers, NonselectiveIsOneOrthogonalMatrix) {
+  torch::manual_seed(19);
+  const int64_t d = 6;
+  NonselectiveMixer mixer(d, torch::kFloat64);
+  torch::Tensor eye = torch::eye(d, f64());
+  // At initialisation W is the orthogonal base.
+  EXPECT_LT((mixer.matrix() - mixer.base).abs().max().item<double>(), 1e-15);
+  EXPECT_LT((torch::matmul(mixer.base, mixer.base.t()) - eye)
+                .abs()
+                .max()
+                .item<double>(),
+            1e-12);
+  // A trained `original`: W = base · exp(L − Lᵀ), still orthogonal, the
+  // same for every token and independent of p; Q v = W v.
+  {
+    torch::NoGradGuard noGrad;
+    mixer.original.add_(torch::randn({d, d}, f64()) * 0.3);
+  }
+  torch::Tensor lower = mixer.original.detach().tril();
+  torch::Tensor expected =
+      torch::matmul(mixer.base, taylorExp(lower - lower.t()));
+  torch::NoGradGuard noGrad;
+  torch::Tensor w = mixer.matrix();
+  EXPECT_LT((w - expected).abs().max().item<double>(), 1e-12);
+  EXPECT_LT((torch::matmul(w, w.t()) - eye).abs().max().item<double>(), 1e-12);
+  torch::Tensor v = torch::randn({3, 4, d}, f64());
+  torch::Tensor out = mixer.forward(torch::randn({3, 4, 5}, f64()), v);
+  EXPECT_LT((out - torch::matmul(v, expected.t())).abs().max().item<double>(),
+            1e-12);
+  // The matrix computed without gradient follows the parameter's updates.
+  mixer.original.add_(torch::randn({d, d}, f64()) * 0.1);
+  torch::Tensor moved = mixer.original.tril();
+  EXPECT_LT(
+      (mixer.matrix() - torch::matmul(mixer.base, taylorExp(moved - moved.t())))
+          .abs()
+          .max()
+          .item<double>(),
+      1e-12);
+}
+
+TEST(Mixers, NonselectiveGradientMatchesFiniteDifferences) {
+  torch::manual_seed(23);
+  const int64_t d = 5;
+  NonselectiveMixer mixer(d, torch::kFloat64);
+  {
+    torch::NoGradGuard noGrad;
+    mixer.original.add_(torch::randn({d, d}, f64()) * 0.3);
+  }
+  torch::Tensor v = torch::randn({4, d}, f64());
+  torch::Tensor weights = torch::randn({4, d}, f64());
+  auto loss = [&] { return (mixer.forward(v, v) * weights).sum(); };
+  loss().backward();
+  torch::Tensor grad = mixer.original.grad().clone();
+  // The diagonal and the upper triangle do not enter W.
+  EXPECT_EQ(grad.triu(1).abs().max().item<double>(), 0.0);
+  EXPECT_LT(grad.diagonal().abs().max().item<double>(), 1e-12);
+  const double h = 1e-6;
+  torch::NoGradGuard noGrad;
+  for (int64_t i = 1; i < d; ++i)
+    for (int64_t j = 0; j < i; ++j) {
+      double original = mixer.original[i][j].item<double>();
+      mixer.original[i][j] = original + h;
+      double plus = loss().item<double>();
+      mixer.original[i][j] = original - h;
+      double minus = loss().item<double>();
+      mixer.original[i][j] = original;
+      EXPECT_NEAR(grad[i][j].item<double>(), (plus - minus) / (2 * h), 1e-7)
+          << i << ", " << j;
+    }
+}
+
 TEST(Mixers, KroneckerFactorisation) {
   using Pair = std::pair<int64_t, int64_t>;
   EXPECT_EQ(KroneckerMixer::factorize(256), Pair(16, 16));

@@ -139,7 +139,7 @@ TEST(CommandLineTest, BadValuesNameTheFlag) {
        "--dtype: unknown value 'f16'; expected f32, f64 or bf16"},
       {{"--mixer", "fancy"},
        "--mixer: unknown value 'fancy'; expected "
-       "householder, dplr, kronecker, monarch or "
+       "householder, dplr, kronecker, monarch, nonselective or "
        "identity"},
       {{"--schedule", "step"}, "--schedule: unknown value 'step'"},
       {{"--decay", "none"}, "--decay: unknown value 'none'"},

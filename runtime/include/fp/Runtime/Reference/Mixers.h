@@ -159,6 +159,32 @@ public:
   std::shared_ptr<WNLinear> uProj, alphaProj;
 };
 
+/// nonselective (docs/spec.md §2.4): Q = W, one orthogonal d × d matrix for
+/// every token, under PyTorch's orthogonal parametrisation (the matrix
+/// exponential with trivialisation): W = base · exp(L − Lᵀ), L the lower
+/// triangle (diagonal included) of the trained `original`. At
+/// initialisation `original` = −I, so the exponent is 0 and W = base, the
+/// Q factor (signs fixed by R's diagonal) of a default Linear weight.
+/// Parameters `weight.original` [d, d] and buffer `weight.base` [d, d].
+class NonselectiveMixer : public Mixer {
+public:
+  NonselectiveMixer(int64_t d, torch::Dtype dtype);
+  torch::Tensor forward(const torch::Tensor &p,
+                        const torch::Tensor &v) override;
+  /// W, with autograd's graph when gradients are recorded; without, the
+  /// matrix computed once per version of `original` and `base` (the solver's
+  /// iterations share it).
+  torch::Tensor matrix();
+
+  torch::Tensor original, base;
+
+private:
+  torch::Tensor compute() const;
+  torch::Tensor cached;
+  int64_t originalVersion = -1, baseVersion = -1;
+  const void *originalData = nullptr, *baseData = nullptr;
+};
+
 /// Q = I.
 class IdentityMixer : public Mixer {
 public:
@@ -167,9 +193,9 @@ public:
 };
 
 /// Builds a mixer by name: householder | dplr | kronecker | monarch |
-/// selective_dense | mixture | block_householder | identity. `rank` is the
-/// number of reflections (householder, dplr, block_householder), the block
-/// size (monarch) or the number of factors (mixture); `blocks` is
+/// selective_dense | mixture | block_householder | nonselective | identity.
+/// `rank` is the number of reflections (householder, dplr, block_householder),
+/// the block size (monarch) or the number of factors (mixture); `blocks` is
 /// block_householder's number of channel blocks. Throws
 /// std::invalid_argument for an unknown name or a shape it cannot take.
 std::shared_ptr<Mixer> makeMixer(const std::string &name, int64_t mIn,
