@@ -122,6 +122,10 @@ int run(const std::vector<std::string> &args) {
   TrainConfig config;
   fs::path directory;
   std::unique_ptr<Trainer> trainer;
+  // A fresh run's task is built once, from the flags, before the
+  // configuration it gives defaults to (its data read once); a resumed
+  // run's from its stored options.
+  std::shared_ptr<const Task> task;
   try {
     if (resuming) {
       directory = *commandLine.value("resume");
@@ -139,11 +143,12 @@ int run(const std::vector<std::string> &args) {
             config.worldSize, directory.string(), config.worldSize,
             job.worldSize));
     } else {
-      // The task's defaults are needed to resolve the flags.
-      std::unique_ptr<Task> probe = makeTask(taskNameFromFlags(commandLine),
-                                             taskOptionsFromFlags(commandLine));
+      // The task's defaults are needed to resolve the flags; the task
+      // options of the configuration come from the same flags.
+      task = makeTask(taskNameFromFlags(commandLine),
+                      taskOptionsFromFlags(commandLine));
       config =
-          makeTrainConfig(commandLine, probe->defaults(), probe->vocabSize());
+          makeTrainConfig(commandLine, task->defaults(), task->vocabSize());
       directory = *commandLine.value("out");
       config.worldSize = job.worldSize;
       if (job.rank == 0)
@@ -156,8 +161,8 @@ int run(const std::vector<std::string> &args) {
     // Building a run can take long (a large model, a task's data): a stop
     // request is honoured between its phases, before anything is written.
     throwIfStopRequested();
-    std::shared_ptr<const Task> task =
-        makeTask(config.task, config.taskOptions);
+    if (!task)
+      task = makeTask(config.task, config.taskOptions);
     throwIfStopRequested();
     const bool notes = options.progress != ProgressMode::Quiet;
     if (std::string data = task->dataDescription(); notes && !data.empty())
