@@ -87,16 +87,10 @@ torch::Tensor FPMambaLayer::applyMap(const torch::Tensor &y,
                                      torch::Tensor *finalScan) {
   torch::Tensor yBar =
       carry ? shiftTimeAfter(y, carry->lastOutput) : shiftTime(y, 1);
-  torch::Tensor p;
-  if (!config.mixerHDep)
-    p = inv.x;
-  else if (config.symmMixer)
-    p = inv.x + yBar;
-  else
-    p = torch::cat({inv.x, yBar}, -1);
   // The mixer acts on x − y (unshifted) and y is added back
   // (docs/spec.md §1.4).
-  torch::Tensor mixed = mixer->forward(p, inv.x - y) + y;
+  torch::Tensor mixed =
+      mixer->forward(mixerParameterInput(inv.x, yBar, config), inv.x - y) + y;
 
   int64_t states = config.dState;
   torch::Tensor bcY = bcYProj->forward(yBar);
@@ -114,17 +108,34 @@ torch::Tensor FPMambaLayer::applyMap(const torch::Tensor &y,
   return outNorm->forward(s);
 }
 
+torch::Tensor fp::rt::ref::mixerParameterInput(const torch::Tensor &x,
+                                               const torch::Tensor &yBar,
+                                               const ModelConfig &config) {
+  if (!config.mixerHDep)
+    return x;
+  if (config.symmMixer)
+    return x + yBar;
+  return torch::cat({x, yBar}, -1);
+}
+
+torch::Tensor fp::rt::ref::gatedOutputHead(const torch::Tensor &yhat,
+                                           const torch::Tensor &z,
+                                           WNLinear *zYProj, Linear &outProj,
+                                           const ChunkState *carry) {
+  if (!zYProj)
+    return outProj.forward(yhat);
+  torch::Tensor zY = zYProj->forward(yhat);
+  torch::Tensor gate =
+      z + (carry && carry->lastOutput.defined()
+               ? shiftTimeAfter(zY, zYProj->forward(carry->lastOutput))
+               : shiftTime(zY, 1));
+  return outProj.forward(torch::silu(gate) * yhat);
+}
+
 torch::Tensor FPMambaLayer::head(const torch::Tensor &yhat,
                                  const FPMambaInvariants &inv,
                                  const ChunkState *carry) {
-  if (config.gluInLoop)
-    return outProj->forward(yhat);
-  torch::Tensor zY = zYProj->forward(yhat);
-  torch::Tensor gate =
-      inv.z + (carry && carry->lastOutput.defined()
-                   ? shiftTimeAfter(zY, zYProj->forward(carry->lastOutput))
-                   : shiftTime(zY, 1));
-  return outProj->forward(torch::silu(gate) * yhat);
+  return gatedOutputHead(yhat, inv.z, zYProj.get(), *outProj, carry);
 }
 
 torch::Tensor FPMambaLayer::forward(const torch::Tensor &u) {

@@ -24,14 +24,6 @@ torch::Tensor initHeadALog(int64_t heads, torch::Dtype dtype) {
   return torch::log(torch::empty({heads}, options).uniform_(1.0, 16.0));
 }
 
-/// The widths of in_proj's output [z; x; B; C; dt].
-struct Mamba2Widths {
-  int64_t d, groupStates, heads;
-  int64_t total() const { return 2 * d + 2 * groupStates + heads; }
-  /// [x; B; C], the channels of the short convolution.
-  int64_t xbc() const { return d + 2 * groupStates; }
-};
-
 /// x [B, T, d] as heads [B, T, H, P].
 torch::Tensor asHeads(const torch::Tensor &x, int64_t heads) {
   return x.reshape({x.size(0), x.size(1), heads, x.size(2) / heads});
@@ -45,28 +37,58 @@ torch::Tensor asGroups(const torch::Tensor &x, int64_t groups) {
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// FP-Mamba2
+// The input side both blocks share
 //===----------------------------------------------------------------------===//
 
-FPMamba2Layer::FPMamba2Layer(const ModelConfig &config)
-    : config(config), d(config.expand * config.dModel),
-      heads(d / config.headDim) {
+SsdBlock::SsdBlock(const ModelConfig &config, bool shortConv)
+    : d(config.expand * config.dModel), heads(d / config.headDim),
+      groups(config.nGroups), dState(config.dState), shortConv(shortConv) {
   torch::Dtype dtype = config.dtype;
-  const Mamba2Widths widths{d, config.nGroups * config.dState, heads};
+  const int64_t groupStates = groups * dState;
   inProj = register_module(
-      "in_proj",
-      std::make_shared<Linear>(config.dModel, widths.total(), dtype));
-  if (config.useShortConv)
-    std::tie(convWeight, convBias) =
-        registerCausalConv(*this, "conv1d", widths.xbc(), config.dConv, dtype);
+      "in_proj", std::make_shared<Linear>(
+                     config.dModel, 2 * d + 2 * groupStates + heads, dtype));
+  if (shortConv)
+    std::tie(convWeight, convBias) = registerCausalConv(
+        *this, "conv1d", d + 2 * groupStates, config.dConv, dtype);
   dtBias =
       register_parameter("dt_bias", initDtBias(heads, 1e-3, 1e-1, 1e-4, dtype));
   aLog = register_parameter("A_log", initHeadALog(heads, dtype));
   dSkip = register_parameter(
       "D", torch::ones({heads}, torch::TensorOptions().dtype(dtype)));
+}
+
+SsdBlock::Inputs SsdBlock::project(const torch::Tensor &u,
+                                   const torch::Tensor &convTail) {
+  const int64_t groupStates = groups * dState;
+  Inputs in;
+  torch::Tensor projected = inProj->forward(u);
+  in.z = projected.narrow(-1, 0, d);
+  in.xbcRaw = projected.narrow(-1, d, d + 2 * groupStates);
+  // The short convolution runs over [x; B; C] with SiLU; without it there
+  // is no activation (docs/spec.md §5.1).
+  torch::Tensor xbc = shortConv
+                          ? torch::silu(causalConvAfter(in.xbcRaw, convWeight,
+                                                        convBias, convTail))
+                          : in.xbcRaw;
+  in.x = xbc.narrow(-1, 0, d);
+  in.b = asGroups(xbc.narrow(-1, d, groupStates), groups);
+  in.c = asGroups(xbc.narrow(-1, d + groupStates, groupStates), groups);
+  in.dt = mambaSoftplus(projected.narrow(-1, 2 * d + 2 * groupStates, heads) +
+                        dtBias);
+  return in;
+}
+
+//===----------------------------------------------------------------------===//
+// FP-Mamba2
+//===----------------------------------------------------------------------===//
+
+FPMamba2Layer::FPMamba2Layer(const ModelConfig &config)
+    : SsdBlock(config, config.useShortConv), config(config) {
+  torch::Dtype dtype = config.dtype;
   bcYProj = register_module(
       "bc_y_proj",
-      std::make_shared<WNLinear>(d, 2 * widths.groupStates, false, dtype));
+      std::make_shared<WNLinear>(d, 2 * groups * dState, false, dtype));
   if (!config.gluInLoop)
     zYProj = register_module("z_y_proj",
                              std::make_shared<WNLinear>(d, d, false, dtype));
@@ -84,24 +106,14 @@ FPMamba2Layer::FPMamba2Layer(const ModelConfig &config)
 
 FPMamba2Invariants FPMamba2Layer::precompute(const torch::Tensor &u,
                                              const ChunkState *carry) {
-  const int64_t groupStates = config.nGroups * config.dState;
+  Inputs in = project(u, carry ? carry->convTail : torch::Tensor());
   FPMamba2Invariants inv;
-  torch::Tensor projected = inProj->forward(u);
-  inv.z = projected.narrow(-1, 0, d);
-  inv.xbcRaw = projected.narrow(-1, d, d + 2 * groupStates);
-  // The short convolution runs over [x; B; C] with SiLU; without it there
-  // is no activation (docs/spec.md §5.1).
-  torch::Tensor xbc = config.useShortConv
-                          ? torch::silu(causalConvAfter(
-                                inv.xbcRaw, convWeight, convBias,
-                                carry ? carry->convTail : torch::Tensor()))
-                          : inv.xbcRaw;
-  inv.x = xbc.narrow(-1, 0, d);
-  inv.bx = asGroups(xbc.narrow(-1, d, groupStates), config.nGroups);
-  inv.cx =
-      asGroups(xbc.narrow(-1, d + groupStates, groupStates), config.nGroups);
-  inv.dt = mambaSoftplus(projected.narrow(-1, 2 * d + 2 * groupStates, heads) +
-                         dtBias);
+  inv.x = in.x;
+  inv.z = in.z;
+  inv.dt = in.dt;
+  inv.bx = in.b;
+  inv.cx = in.c;
+  inv.xbcRaw = in.xbcRaw;
   inv.A = -torch::exp(aLog);
   return inv;
 }
@@ -112,25 +124,18 @@ torch::Tensor FPMamba2Layer::applyMap(const torch::Tensor &y,
                                       torch::Tensor *finalScan) {
   torch::Tensor yBar =
       carry ? shiftTimeAfter(y, carry->lastOutput) : shiftTime(y, 1);
-  torch::Tensor p;
-  if (!config.mixerHDep)
-    p = inv.x;
-  else if (config.symmMixer)
-    p = inv.x + yBar;
-  else
-    p = torch::cat({inv.x, yBar}, -1);
-  torch::Tensor mixed = mixer->forward(p, inv.x - y) + y;
+  torch::Tensor mixed =
+      mixer->forward(mixerParameterInput(inv.x, yBar, config), inv.x - y) + y;
 
   // B and C are always normalised, per group (bc_norm does not apply).
-  const int64_t groupStates = config.nGroups * config.dState;
+  const int64_t groupStates = groups * dState;
   torch::Tensor bcY = bcYProj->forward(yBar);
-  torch::Tensor b = l2Normalize(
-      inv.bx + asGroups(bcY.narrow(-1, 0, groupStates), config.nGroups),
-      config.normEps);
-  torch::Tensor c =
-      l2Normalize(inv.cx + asGroups(bcY.narrow(-1, groupStates, groupStates),
-                                    config.nGroups),
+  torch::Tensor b =
+      l2Normalize(inv.bx + asGroups(bcY.narrow(-1, 0, groupStates), groups),
                   config.normEps);
+  torch::Tensor c = l2Normalize(
+      inv.cx + asGroups(bcY.narrow(-1, groupStates, groupStates), groups),
+      config.normEps);
   torch::Tensor s = ssdScan(asHeads(mixed, heads), inv.dt, inv.A, b, c, dSkip,
                             carry ? carry->scan : torch::Tensor(), finalScan);
   // The gated RMSNorm, norm after gate.
@@ -140,14 +145,7 @@ torch::Tensor FPMamba2Layer::applyMap(const torch::Tensor &y,
 torch::Tensor FPMamba2Layer::head(const torch::Tensor &yhat,
                                   const FPMamba2Invariants &inv,
                                   const ChunkState *carry) {
-  if (config.gluInLoop)
-    return outProj->forward(yhat);
-  torch::Tensor zY = zYProj->forward(yhat);
-  torch::Tensor gate =
-      inv.z + (carry && carry->lastOutput.defined()
-                   ? shiftTimeAfter(zY, zYProj->forward(carry->lastOutput))
-                   : shiftTime(zY, 1));
-  return outProj->forward(torch::silu(gate) * yhat);
+  return gatedOutputHead(yhat, inv.z, zYProj.get(), *outProj, carry);
 }
 
 torch::Tensor FPMamba2Layer::forward(const torch::Tensor &u) {
@@ -182,21 +180,8 @@ torch::Tensor FPMamba2Layer::forwardChunk(const torch::Tensor &u,
 //===----------------------------------------------------------------------===//
 
 Mamba2Layer::Mamba2Layer(const ModelConfig &config)
-    : d(config.expand * config.dModel), heads(d / config.headDim),
-      headDim(config.headDim), groups(config.nGroups), dState(config.dState),
-      eps(config.normEps) {
+    : SsdBlock(config, /*shortConv=*/true), eps(config.normEps) {
   torch::Dtype dtype = config.dtype;
-  const Mamba2Widths widths{d, groups * dState, heads};
-  inProj = register_module(
-      "in_proj",
-      std::make_shared<Linear>(config.dModel, widths.total(), dtype));
-  std::tie(convWeight, convBias) =
-      registerCausalConv(*this, "conv1d", widths.xbc(), config.dConv, dtype);
-  dtBias =
-      register_parameter("dt_bias", initDtBias(heads, 1e-3, 1e-1, 1e-4, dtype));
-  aLog = register_parameter("A_log", initHeadALog(heads, dtype));
-  dSkip = register_parameter(
-      "D", torch::ones({heads}, torch::TensorOptions().dtype(dtype)));
   // mamba_ssm's RMSNormGated: one gain per channel, each group of d / G
   // channels normalised by its own root mean square.
   norm = register_module("norm", std::make_shared<RMSNorm>(d, eps, dtype));
@@ -215,30 +200,22 @@ torch::Tensor Mamba2Layer::forwardChunk(const torch::Tensor &u,
 }
 
 torch::Tensor Mamba2Layer::run(const torch::Tensor &u, ChunkState *carry) {
-  const int64_t groupStates = groups * dState;
-  torch::Tensor projected = inProj->forward(u);
-  torch::Tensor z = projected.narrow(-1, 0, d);
-  torch::Tensor xbcRaw = projected.narrow(-1, d, d + 2 * groupStates);
-  torch::Tensor xbc = torch::silu(causalConvAfter(
-      xbcRaw, convWeight, convBias, carry ? carry->convTail : torch::Tensor()));
-  torch::Tensor x = xbc.narrow(-1, 0, d);
-  torch::Tensor b = asGroups(xbc.narrow(-1, d, groupStates), groups);
-  torch::Tensor c =
-      asGroups(xbc.narrow(-1, d + groupStates, groupStates), groups);
-  torch::Tensor dt = mambaSoftplus(
-      projected.narrow(-1, 2 * d + 2 * groupStates, heads) + dtBias);
+  Inputs in = project(u, carry ? carry->convTail : torch::Tensor());
   torch::Tensor finalScan;
-  torch::Tensor y = ssdScan(asHeads(x, heads), dt, -torch::exp(aLog), b, c,
-                            dSkip, carry ? carry->scan : torch::Tensor(),
-                            carry ? &finalScan : nullptr)
-                        .reshape_as(x);
+  torch::Tensor y =
+      ssdScan(asHeads(in.x, heads), in.dt, -torch::exp(aLog), in.b, in.c, dSkip,
+              carry ? carry->scan : torch::Tensor(),
+              carry ? &finalScan : nullptr)
+          .reshape_as(in.x);
   if (carry) {
     carry->scan = finalScan;
-    carry->convTail = lastRows(carry->convTail, xbcRaw, convWeight.size(1) - 1);
+    carry->convTail =
+        lastRows(carry->convTail, in.xbcRaw, convWeight.size(1) - 1);
   }
   // Gate, then RMSNorm per group.
   torch::Tensor gated =
-      (y * torch::silu(z)).reshape({y.size(0), y.size(1), groups, d / groups});
+      (y * torch::silu(in.z))
+          .reshape({y.size(0), y.size(1), groups, d / groups});
   torch::Tensor normed =
       (gated * torch::rsqrt(gated.pow(2).mean(-1, true) + eps)).reshape_as(y);
   return outProj->forward(normed * norm->weight);

@@ -148,11 +148,47 @@ struct FPMamba2Invariants {
   torch::Tensor x, z, dt, bx, cx, A, xbcRaw;
 };
 
+/// The mixer's parameter input p (docs/spec.md §1.4): [x; ȳ] (mixerHDep),
+/// x + ȳ (mixerHDep and symmMixer) or x.
+torch::Tensor mixerParameterInput(const torch::Tensor &x,
+                                  const torch::Tensor &yBar,
+                                  const ModelConfig &config);
+
+/// FP-Mamba's output head (docs/spec.md §1.5) on ŷ:
+/// W_out(silu(z_t + W_zy ŷ_{t−1}) ⊙ ŷ_t), or W_out ŷ without `zYProj`
+/// (gluInLoop). On a chunk, ŷ_{−1} is `carry`'s last output.
+torch::Tensor gatedOutputHead(const torch::Tensor &yhat, const torch::Tensor &z,
+                              WNLinear *zYProj, Linear &outProj,
+                              const ChunkState *carry);
+
+/// Mamba-2's input side, shared by FP-Mamba2 and Mamba-2 (docs/spec.md
+/// §5.1): in_proj to [z; x; B; C; dt], the optional short convolution with
+/// SiLU over [x; B; C], and the per-head dt_bias, A_log and D.
+class SsdBlock : public BlockMixer {
+public:
+  /// What in_proj and the convolution give: z, x [B, T, d]; xbcRaw, [x; B;
+  /// C] before the convolution; B, C [B, T, G, N]; dt = softplus(dt_raw +
+  /// dt_bias) [B, T, H].
+  struct Inputs {
+    torch::Tensor z, xbcRaw, x, b, c, dt;
+  };
+
+  SsdBlock(const ModelConfig &config, bool shortConv);
+  /// The inputs of u; the convolution continues `convTail` (undefined: a
+  /// sequence's start).
+  Inputs project(const torch::Tensor &u, const torch::Tensor &convTail);
+
+  int64_t d, heads, groups, dState;
+  bool shortConv;
+  std::shared_ptr<Linear> inProj;
+  torch::Tensor convWeight, convBias, dtBias, aLog, dSkip;
+};
+
 /// FP-Mamba2 (docs/spec.md §5.1, the intended design; decisions in
 /// docs/reference.md): Mamba-2's multi-head SSD scan in the fixed-point map,
 /// its input mixed by Q(p), B and C normalised per group, and the gated
 /// RMSNorm (norm after gate) on each iterate.
-class FPMamba2Layer : public BlockMixer {
+class FPMamba2Layer : public SsdBlock {
 public:
   explicit FPMamba2Layer(const ModelConfig &config);
   torch::Tensor forward(const torch::Tensor &u) override;
@@ -166,9 +202,7 @@ public:
   torch::Tensor head(const torch::Tensor &yhat, const FPMamba2Invariants &inv,
                      const ChunkState *carry = nullptr);
   ModelConfig config;
-  int64_t d, heads;
-  std::shared_ptr<Linear> inProj, outProj;
-  torch::Tensor convWeight, convBias, dtBias, aLog, dSkip;
+  std::shared_ptr<Linear> outProj;
   std::shared_ptr<WNLinear> bcYProj, zYProj;
   std::shared_ptr<Mixer> mixer;
   std::shared_ptr<RMSNorm> norm;
@@ -178,16 +212,14 @@ public:
 /// in_proj to [z; x; B; C; dt], the short convolution with SiLU over
 /// [x; B; C], the SSD scan with skip D, the gated RMSNorm (norm after
 /// gate, per group of d / G channels) and out_proj.
-class Mamba2Layer : public BlockMixer {
+class Mamba2Layer : public SsdBlock {
 public:
   explicit Mamba2Layer(const ModelConfig &config);
   torch::Tensor forward(const torch::Tensor &u) override;
   torch::Tensor forwardChunk(const torch::Tensor &u,
                              ChunkState &state) override;
-  int64_t d, heads, headDim, groups, dState;
   double eps;
-  std::shared_ptr<Linear> inProj, outProj;
-  torch::Tensor convWeight, convBias, dtBias, aLog, dSkip;
+  std::shared_ptr<Linear> outProj;
   std::shared_ptr<RMSNorm> norm;
 
 private:
