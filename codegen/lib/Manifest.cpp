@@ -42,6 +42,7 @@ static llvm::json::Object initObject(InitAttr init) {
     arg(0, "value");
     break;
   case InitKind::Uniform:
+  case InitKind::LogUniform:
     arg(0, "low");
     arg(1, "high");
     break;

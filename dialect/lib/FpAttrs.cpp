@@ -68,6 +68,7 @@ static std::pair<size_t, size_t> getInitArity(InitKind kind) {
     return {0, 1};
   case InitKind::Uniform:
   case InitKind::Normal:
+  case InitKind::LogUniform:
     return {2, 2};
   case InitKind::DtBias:
     return {3, 3};
@@ -104,6 +105,8 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   }
   if (kind == InitKind::Uniform && !(args[0] < args[1]))
     return emitError() << "initialiser 'uniform' needs lo < hi";
+  if (kind == InitKind::LogUniform && !(args[0] > 0 && args[0] < args[1]))
+    return emitError() << "initialiser 'log_uniform' needs 0 < lo < hi";
   if (kind == InitKind::Normal && !(args[1] > 0))
     return emitError() << "initialiser 'normal' needs a positive std";
   if (kind == InitKind::DtBias &&

@@ -20,7 +20,8 @@ using namespace mlir::fp::frontend;
 
 static bool isInitialiser(StringRef name) {
   return llvm::is_contained({"zeros", "ones", "constant", "uniform", "normal",
-                             "fan_in_uniform", "s4d_real", "dt_bias"},
+                             "fan_in_uniform", "s4d_real", "dt_bias",
+                             "log_uniform"},
                             name);
 }
 
@@ -29,7 +30,7 @@ std::optional<InitAttr> Elaborator::evalInit(const Expr &expr) {
     emitError(expr.loc) << "expected an initialiser (zeros, ones, "
                            "constant(c), uniform(lo, hi), normal(mean, std), "
                            "fan_in_uniform, s4d_real, dt_bias(min, max, "
-                           "floor))";
+                           "floor), log_uniform(lo, hi))";
     return std::nullopt;
   }
   std::optional<InitKind> kind =
@@ -42,11 +43,13 @@ std::optional<InitAttr> Elaborator::evalInit(const Expr &expr) {
           .Case("fan_in_uniform", InitKind::FanInUniform)
           .Case("s4d_real", InitKind::S4DReal)
           .Case("dt_bias", InitKind::DtBias)
+          .Case("log_uniform", InitKind::LogUniform)
           .Default(std::nullopt);
   if (!kind) {
     emitError(expr.loc) << "unknown initialiser '" << expr.name
                         << "'; expected zeros, ones, constant, uniform, "
-                           "normal, fan_in_uniform, s4d_real or dt_bias";
+                           "normal, fan_in_uniform, s4d_real, dt_bias or "
+                           "log_uniform";
     return std::nullopt;
   }
   SmallVector<double> args;

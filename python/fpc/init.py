@@ -17,7 +17,7 @@ from .errors import FpcError
 from .manifest import LayerInfo, ParamInfo
 
 KINDS = ("zeros", "ones", "constant", "uniform", "normal", "fan_in_uniform",
-         "s4d_real", "dt_bias", "row_norm")
+         "s4d_real", "dt_bias", "row_norm", "log_uniform")
 
 
 class InitError(FpcError):
@@ -78,6 +78,13 @@ def _draw(layer, param, generator, resolve) -> torch.Tensor:
             call.fail(f"needs low <= high, got low {low} and high {high}")
         return torch.empty(shape, dtype=f64).uniform_(low, high,
                                                       generator=generator)
+    if kind == "log_uniform":
+        low, high = call.required("low"), call.required("high")
+        call.finish()
+        if not (low > 0 and low <= high):
+            call.fail(f"needs 0 < low <= high, got low {low} and high {high}")
+        return torch.log(torch.empty(shape, dtype=f64).uniform_(
+            low, high, generator=generator))
     if kind == "normal":
         std = call.required("std")
         mean = call.optional("mean", 0.0)

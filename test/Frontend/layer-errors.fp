@@ -599,7 +599,7 @@ layer l(u: [D]) -> [D] {
 
 layer l(u: [D]) -> [D] {
   config D = 4
-  // expected-error @+1 {{unknown initialiser 'zeroes'; expected zeros, ones, constant, uniform, normal, fan_in_uniform, s4d_real or dt_bias}}
+  // expected-error @+1 {{unknown initialiser 'zeroes'; expected zeros, ones, constant, uniform, normal, fan_in_uniform, s4d_real, dt_bias or log_uniform}}
   param w: [D] = zeroes
   fn f(y: [D]) -> [D] {
     return y
@@ -671,7 +671,7 @@ layer l(u: [D]) -> [D] {
 
 layer l(u: [D]) -> [D] {
   config D = 4
-  // expected-error @+1 {{expected an initialiser (zeros, ones, constant(c), uniform(lo, hi), normal(mean, std), fan_in_uniform, s4d_real, dt_bias(min, max, floor))}}
+  // expected-error @+1 {{expected an initialiser (zeros, ones, constant(c), uniform(lo, hi), normal(mean, std), fan_in_uniform, s4d_real, dt_bias(min, max, floor), log_uniform(lo, hi))}}
   param w: [D] = 1.0
   fn f(y: [D]) -> [D] {
     return y

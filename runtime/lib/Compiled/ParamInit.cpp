@@ -101,6 +101,14 @@ drawParam(const LayerInfo &layer, const ParamInfo &param, at::Generator &gen,
                 " and high " + std::to_string(high));
     return torch::empty(shape, f64()).uniform_(low, high, gen);
   }
+  if (kind == "log_uniform") {
+    double low = call.required("low"), high = call.required("high");
+    call.finish();
+    if (!(low > 0 && low <= high))
+      call.fail("needs 0 < low <= high, got low " + std::to_string(low) +
+                " and high " + std::to_string(high));
+    return torch::log(torch::empty(shape, f64()).uniform_(low, high, gen));
+  }
   if (kind == "normal") {
     double stddev = call.required("std");
     double mean = call.optional("mean", 0.0);
@@ -166,7 +174,7 @@ drawParam(const LayerInfo &layer, const ParamInfo &param, at::Generator &gen,
 const std::vector<std::string> &fp::rt::initKinds() {
   static const std::vector<std::string> kinds = {
       "zeros",          "ones",     "constant", "uniform",  "normal",
-      "fan_in_uniform", "s4d_real", "dt_bias",  "row_norm",
+      "fan_in_uniform", "s4d_real", "dt_bias",  "row_norm", "log_uniform",
   };
   return kinds;
 }

@@ -125,6 +125,20 @@ TEST(ParamInit, DtBiasIsInverseSoftplusOfARangedStep) {
   EXPECT_LT((floored - 1e-4).abs().min().item<double>(), 1e-12);
 }
 
+TEST(ParamInit, LogUniformIsTheLogOfAUniformDraw) {
+  auto values = init(layerOf({param("A_log", {20000}, "log_uniform",
+                                    {{"low", 1.0}, {"high", 16.0}})}));
+  torch::Tensor a = torch::exp(values[0]);
+  EXPECT_GE(a.min().item<double>(), 1.0 * (1 - 1e-12));
+  EXPECT_LE(a.max().item<double>(), 16.0 * (1 + 1e-12));
+  // exp(A_log) ~ U(1, 16): mean 8.5, standard deviation 15 / √12 ≈ 4.33; the
+  // mean of 20000 draws has a standard error of 0.031.
+  EXPECT_NEAR(a.mean().item<double>(), 8.5, 0.15);
+  EXPECT_THAT(initError(layerOf({param("w", {3}, "log_uniform",
+                                       {{"low", 0.0}, {"high", 1.0}})})),
+              HasSubstr("needs 0 < low <= high"));
+}
+
 TEST(ParamInit, RowNormReadsItsParameterEvenWhenListedFirst) {
   // fpc lists the gain before the direction it measures.
   LayerInfo layer =
@@ -153,10 +167,10 @@ TEST(ParamInit, SeedsAndDtypes) {
 }
 
 TEST(ParamInit, KnowsTheKindsOfTheDialect) {
-  EXPECT_THAT(initKinds(),
-              ::testing::UnorderedElementsAre(
-                  "zeros", "ones", "constant", "uniform", "normal",
-                  "fan_in_uniform", "s4d_real", "dt_bias", "row_norm"));
+  EXPECT_THAT(initKinds(), ::testing::UnorderedElementsAre(
+                               "zeros", "ones", "constant", "uniform", "normal",
+                               "fan_in_uniform", "s4d_real", "dt_bias",
+                               "row_norm", "log_uniform"));
 }
 
 TEST(ParamInit, RefusesWhatItCannotApply) {

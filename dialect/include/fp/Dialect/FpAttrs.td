@@ -68,7 +68,8 @@ def FP_InitKind : I32EnumAttr<"InitKind", "parameter initialiser", [
     I32EnumAttrCase<"FanInUniform", 5, "fan_in_uniform">,
     I32EnumAttrCase<"S4DReal", 6, "s4d_real">,
     I32EnumAttrCase<"DtBias", 7, "dt_bias">,
-    I32EnumAttrCase<"RowNorm", 8, "row_norm">
+    I32EnumAttrCase<"RowNorm", 8, "row_norm">,
+    I32EnumAttrCase<"LogUniform", 9, "log_uniform">
   ]> {
   let cppNamespace = "::mlir::fp";
   let genSpecializedAttr = 0;
@@ -90,6 +91,7 @@ def FP_InitAttr : FP_Attr<"Init", "init"> {
     | `fan_in_uniform` | optional `scale` | `U(±1/√in)·scale`, `in` = last dim (PyTorch Linear) |
     | `s4d_real` | — | `log(n+1)` along the last dim (Mamba's `A_log`) |
     | `dt_bias` | `dt_min, dt_max, floor` | `softplus⁻¹(clamp(exp(U(log dt_min, log dt_max)), floor))` |
+    | `log_uniform` | `lo, hi` | `log U(lo, hi)` (Mamba-2's `A_log`), `0 < lo < hi` |
     | `row_norm` | — | `‖V_i‖₂` of the rows of parameter `of` (weight-norm gain) |
 
     Example: `#fp.init<fan_in_uniform>`, `#fp.init<dt_bias(1.0e-03, 1.0e-01, 1.0e-04)>`,

@@ -37,6 +37,8 @@ public:
 ///  - `zeros`, `ones`: 0, 1;
 ///  - `constant` (`value`): the value;
 ///  - `uniform` (`low`, `high`): U(low, high);
+///  - `log_uniform` (`low`, `high`): log U(low, high), 0 < low (Mamba-2's
+///    A_log);
 ///  - `normal` (`std`, optional `mean` = 0): N(mean, std²);
 ///  - `fan_in_uniform` (optional `scale` = 1): U(±scale/√in), in = the last
 ///    extent (PyTorch's Linear);
