@@ -336,7 +336,9 @@ LogicalResult BroadcastOp::buildVJP(OpBuilder &b, ValueRange cotangents,
   for (int64_t i = 0; i < tensorType(getResult()).getRank(); ++i)
     if (!llvm::is_contained(getDims(), i))
       replicated.push_back(i);
-  out.append({m.sum(onlyCotangent(cotangents), replicated), Value()});
+  out.push_back(m.sum(onlyCotangent(cotangents), replicated));
+  if (getLike())
+    out.push_back(Value());
   return success();
 }
 

@@ -816,22 +816,25 @@ LogicalResult RMSNormOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult BroadcastOp::verify() {
-  if (failed(verifySameElementType(*this, getInput(), {getLike()})))
+  if (failed(verifySameElementType(*this, getInput(), {getResult()})))
     return failure();
   RankedTensorType input = getTensorType(getInput());
-  RankedTensorType like = getTensorType(getLike());
+  RankedTensorType result = getTensorType(getResult());
+  if (!getLike() && !result.hasStaticShape())
+    return emitOpError("without 'like' expects a static result, got ")
+           << result;
   ArrayRef<int64_t> dims = getDims();
   if (static_cast<int64_t>(dims.size()) != input.getRank())
     return emitOpError("expects one entry in 'dims' per input dimension (")
            << input.getRank() << "), got " << dims.size();
-  if (failed(verifyDimList(*this, dims, like.getRank(), "'dims'")))
+  if (failed(verifyDimList(*this, dims, result.getRank(), "'dims'")))
     return failure();
   for (auto [index, dim] : llvm::enumerate(dims))
-    if (!areCompatible(input.getDimSize(index), like.getDimSize(dim)))
+    if (!areCompatible(input.getDimSize(index), result.getDimSize(dim)))
       return emitOpError("expects input dimension ")
              << index << " (" << formatDim(input.getDimSize(index))
              << ") to match result dimension " << dim << " ("
-             << formatDim(like.getDimSize(dim)) << ")";
+             << formatDim(result.getDimSize(dim)) << ")";
   return success();
 }
 

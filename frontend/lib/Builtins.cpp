@@ -76,6 +76,11 @@ const Elaborator::BuiltinInfo *Elaborator::lookupBuiltin(StringRef name) {
        inBody,
        {"u", "delta", "A", "B", "C", "D"},
        5},
+      {"ssd_scan",
+       &Elaborator::builtinSsdScan,
+       inBody,
+       {"x", "dt", "A", "B", "C", "D", "groups"},
+       5},
       {"causal_conv",
        &Elaborator::builtinCausalConv,
        inBody,
@@ -363,6 +368,104 @@ Val Elaborator::builtinSelectiveScan(const Expr &expr,
       SelectiveScanOp::create(builder, loc(expr.loc), u->value, delta->value,
                               aMat->value, b->value, c->value, skip);
   return Val::ofTensor(op, true, u->shape);
+}
+
+/// Mamba-2's scan (docs/spec.md §5.1) is the selective scan of each group's
+/// channels with the group's B and C, each head's step, decay and skip
+/// repeated over its P channels (and the decay over the N states). The
+/// frontend writes it so: every pass and kernel of fp.selective_scan serves
+/// it (docs/dsl.md).
+Val Elaborator::builtinSsdScan(const Expr &expr, ArrayRef<const Expr *> a) {
+  std::optional<Val> x = evalTensor(*a[0], "the scan input x", true);
+  std::optional<Val> dt = evalTensor(*a[1], "the step dt", true);
+  if (!x || !dt)
+    return Val::error();
+  if (x->shape.size() != 1)
+    return fail(a[0]->loc, "ssd_scan's input must be a per-token vector, got "
+                           "shape " +
+                               formatShape(x->shape));
+  if (dt->shape.size() != 1)
+    return fail(a[1]->loc, "dt must be a per-token vector of one step per "
+                           "head, got shape " +
+                               formatShape(dt->shape));
+  const int64_t d = x->shape[0], heads = dt->shape[0];
+  if (d % heads != 0)
+    return fail(a[1]->loc, "dt has " + Twine(heads) +
+                               " heads, which do not divide x's " + Twine(d) +
+                               " channels");
+  const int64_t headDim = d / heads;
+  std::optional<Val> decay = evalStatic(*a[2], "the decay A", {heads});
+  std::optional<Val> b = evalTensor(*a[3], "B", true);
+  std::optional<Val> c = evalTensor(*a[4], "C", true);
+  if (!decay || !b || !c)
+    return Val::error();
+  std::optional<Val> skip;
+  if (a[5] && !(skip = evalStatic(*a[5], "the skip D", {heads})))
+    return Val::error();
+  int64_t groups = 1;
+  if (a[6]) {
+    std::optional<int64_t> g = evalSize(*a[6], "the number of groups");
+    if (!g)
+      return Val::error();
+    groups = *g;
+  }
+  if (heads % groups != 0)
+    return fail(a[6] ? a[6]->loc : expr.loc, Twine(groups) +
+                                                 " groups do not divide the " +
+                                                 Twine(heads) + " heads");
+  if (b->shape.size() != 1 || b->shape[0] % groups != 0 || b->shape != c->shape)
+    return fail(expr.loc, "B and C must have shape [G * N] for the " +
+                              Twine(groups) + " groups, got " +
+                              formatShape(b->shape) + " and " +
+                              formatShape(c->shape));
+  const int64_t states = b->shape[0] / groups;
+  const int64_t groupHeads = heads / groups, groupWidth = d / groups;
+
+  Location l = loc(expr.loc);
+  auto sliceOf = [&](const Val &v, int64_t group, int64_t width) {
+    if (groups == 1)
+      return v;
+    SmallVector<int64_t> shape = {width};
+    Type type =
+        v.activation ? Type(activationType(shape)) : Type(staticType(shape));
+    auto op = SliceOp::create(builder, l, type, v.value, group * width,
+                              (group + 1) * width);
+    return Val::ofTensor(op, v.activation, shape);
+  };
+  // A head's value [h] for each of its channels (and states): [h, P, ...],
+  // flattened to `shape`.
+  auto perChannel = [&](const Val &perHead, ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> expanded = {groupHeads, headDim};
+    expanded.append(shape.begin() + 1, shape.end());
+    auto op =
+        BroadcastOp::create(builder, l, staticType(expanded), perHead.value,
+                            Value(), builder.getDenseI64ArrayAttr({0}));
+    return reshape(Val::ofTensor(op, false, expanded), shape, l);
+  };
+
+  SmallVector<Value> results;
+  for (int64_t g = 0; g < groups; ++g) {
+    Val u = sliceOf(*x, g, groupWidth);
+    Val step = sliceOf(*dt, g, groupHeads);
+    Val uHeads = reshape(u, {groupHeads, headDim}, l);
+    auto stepHeads = BroadcastOp::create(
+        builder, l, uHeads.value.getType(), step.value, uHeads.value,
+        builder.getDenseI64ArrayAttr({0, 1, 2}));
+    Val delta =
+        reshape(Val::ofTensor(stepHeads, true, uHeads.shape), {groupWidth}, l);
+    Val aMat = perChannel(sliceOf(*decay, g, groupHeads), {groupWidth, states});
+    Value dVec;
+    if (skip)
+      dVec = perChannel(sliceOf(*skip, g, groupHeads), {groupWidth}).value;
+    Val bg = sliceOf(*b, g, states), cg = sliceOf(*c, g, states);
+    results.push_back(SelectiveScanOp::create(builder, l, u.value, delta.value,
+                                              aMat.value, bg.value, cg.value,
+                                              dVec));
+  }
+  if (groups == 1)
+    return Val::ofTensor(results[0], true, x->shape);
+  auto op = ConcatOp::create(builder, l, activationType(x->shape), results);
+  return Val::ofTensor(op, true, x->shape);
 }
 
 Val Elaborator::builtinCausalConv(const Expr &expr, ArrayRef<const Expr *> a) {

@@ -394,6 +394,7 @@ private:
   Val builtinShift(const Expr &expr, ArrayRef<const Expr *> a);
   Val builtinScan(const Expr &expr, ArrayRef<const Expr *> a);
   Val builtinSelectiveScan(const Expr &expr, ArrayRef<const Expr *> a);
+  Val builtinSsdScan(const Expr &expr, ArrayRef<const Expr *> a);
   Val builtinCausalConv(const Expr &expr, ArrayRef<const Expr *> a);
   // Linear algebra.
   Val builtinLinear(const Expr &expr, ArrayRef<const Expr *> a);

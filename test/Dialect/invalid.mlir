@@ -616,6 +616,22 @@ func.func @broadcast_dims_range(%x: tensor<?x?x8xf32>, %d: tensor<8xf32>) {
 
 // -----
 
+func.func @broadcast_dynamic_without_like(%d: tensor<8xf32>) {
+  // expected-error @below {{'fp.broadcast' op without 'like' expects a static result, got 'tensor<?x?x8xf32>'}}
+  %0 = fp.broadcast %d dims [2] : tensor<8xf32>, tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_static_dims(%d: tensor<8xf32>) {
+  // expected-error @below {{'fp.broadcast' op expects input dimension 0 (8) to match result dimension 1 (4)}}
+  %0 = fp.broadcast %d dims [1] : tensor<8xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
 func.func @broadcast_dims_order(%x: tensor<?x?x8xf32>, %s: tensor<?x?xf32>) {
   // expected-error @below {{'fp.broadcast' op expects 'dims' to be strictly increasing}}
   %0 = fp.broadcast %s, %x dims [1, 0] : tensor<?x?xf32>, tensor<?x?x8xf32>

@@ -174,6 +174,8 @@ func.func @shape_ops(%x: tensor<?x?x8xf32>, %s: tensor<?x?xf32>,
   %0 = fp.broadcast %d, %x dims [2] : tensor<8xf32>, tensor<?x?x8xf32>
   // CHECK: fp.broadcast %{{.*}}, %{{.*}} dims [0, 1] : tensor<?x?xf32>, tensor<?x?x8xf32>
   %1 = fp.broadcast %s, %x dims [0, 1] : tensor<?x?xf32>, tensor<?x?x8xf32>
+  // CHECK: fp.broadcast %{{[^,]*}} dims [0] : tensor<8xf32>, tensor<8x4x2xf32>
+  %static = fp.broadcast %d dims [0] : tensor<8xf32>, tensor<8x4x2xf32>
   // CHECK: fp.reduce_sum %{{.*}} dims [2] : tensor<?x?x8xf32> -> tensor<?x?xf32>
   %2 = fp.reduce_sum %x dims [2] : tensor<?x?x8xf32> -> tensor<?x?xf32>
   // CHECK: fp.reduce_sum %{{.*}} dims [0, 1] : tensor<?x?x8xf32> -> tensor<8xf32>

@@ -448,6 +448,59 @@ layer l(u: [D]) -> [D] {
 
 layer l(u: [D]) -> [D] {
   config D = 4
+  param A: [2] = ones
+  // expected-error @+1 {{dt has 3 heads, which do not divide x's 4 channels}}
+  let a = ssd_scan(u, u[0 : 3], A, u, u)
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  param A: [2] = ones
+  param W: [4] = ones
+  // expected-error @+1 {{the decay A must have shape [2], got [4]}}
+  let a = ssd_scan(u, u[0 : 2], W, u, u)
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  param A: [2] = ones
+  // expected-error @+1 {{3 groups do not divide the 2 heads}}
+  let a = ssd_scan(u, u[0 : 2], A, u, u, groups = 3)
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  param A: [2] = ones
+  // expected-error @+1 {{B and C must have shape [G * N] for the 2 groups, got [3] and [3]}}
+  let a = ssd_scan(u, u[0 : 2], A, u[0 : 3], u[0 : 3], groups = 2)
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
   // expected-error @+1 {{'l2norm' has no argument 'epsilon'; it takes: x eps}}
   let a = l2norm(u, epsilon = 1.0e-6)
   fn f(y: [D]) -> [D] {

@@ -745,25 +745,32 @@ def FP_SoftplusOp : FP_ActivationOp<"softplus",
 //===----------------------------------------------------------------------===//
 
 def FP_BroadcastOp : FP_Op<"broadcast", [
-    Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>, AllTypesMatch<["like", "result"]>]> {
+    Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>,
+    OptionalTypesMatchWith<"the result has the type of 'like'", "result",
+                           "like", "$_self">]> {
   let summary = "broadcast a tensor to the shape of another";
   let description = [{
-    Replicates `input` to the shape of `like` (only its shape is read).
-    `dims` lists, in increasing order, the result dimension that each input
-    dimension maps to; every other result dimension is broadcast.
+    Replicates `input` to the result's shape: that of `like` (only its shape
+    is read), or, without `like`, the result type, which is then static (a
+    parameter-level tensor). `dims` lists, in increasing order, the result
+    dimension that each input dimension maps to; every other result
+    dimension is broadcast.
 
     ```mlir
     // D[i] for every token: (64) -> (B, T, 64)
     %db = fp.broadcast %d, %x dims [2] : tensor<64xf32>, tensor<?x?x64xf32>
     // α[b, t] for every channel: (B, T) -> (B, T, 64)
     %ab = fp.broadcast %a, %x dims [0, 1] : tensor<?x?xf32>, tensor<?x?x64xf32>
+    // a head's decay for each of its channels and states: (4) -> (4, 16, 8)
+    %ah = fp.broadcast %a dims [0] : tensor<4xf32>, tensor<4x16x8xf32>
     ```
   }];
-  let arguments = (ins FP_FloatTensor:$input, FP_FloatTensor:$like,
+  let arguments = (ins FP_FloatTensor:$input, Optional<FP_FloatTensor>:$like,
                        DenseI64ArrayAttr:$dims);
   let results = (outs FP_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $like `dims` $dims attr-dict `:` type($input) `,` type($like)
+    $input (`,` $like^)? `dims` $dims attr-dict `:` type($input) `,`
+    type($result)
   }];
   let hasVerifier = 1;
 }
