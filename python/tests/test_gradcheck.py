@@ -9,9 +9,11 @@
 # converged layer are then the derivative it claims, to ~1e-13 / eps. The
 # same check fails for the one_step gradient, so it can tell them apart.
 #
-# FP-Mamba's out_norm gain is scaled by 0.25: at the initialisation's gain
-# of 1 some draws have no convergent fixed point at d_model 8 (the solve
-# stalls at residuals of 1e-2), and a derivative needs one.
+# FP-Mamba's out_norm gain (FP-Mamba2's norm gain) is scaled by 0.25: at
+# the initialisation's gain of 1 some draws have no convergent fixed point at
+# d_model 8 (the solve stalls at residuals of 1e-2), and a derivative needs
+# one. FP-Mamba2 runs with heads of 4 channels in 2 groups, so that the
+# check covers ssd_scan's repetition over heads and its split into groups.
 #
 #===------------------------------------------------------------------------===#
 
@@ -36,13 +38,19 @@ FAMILIES = [
     ("selective_dense", "fp_rnn", "selective_dense", "selective_dense()"),
     ("spectral_kronecker", "fp_rnn", "kronecker",
      "kronecker(spectral = true)"),
+    ("fp_mamba2_kronecker", "fp_mamba2", "kronecker", "kronecker()"),
 ]
+
+# The gain each layer's gain scaling applies to (see above).
+NORM_GAINS = {"fp_mamba": "out_norm.weight", "fp_mamba2": "norm.weight"}
 
 # Each layer library's fixed_point call, and what the copy appends to it.
 EXACT = "max_iter_eval = 100000, backward = implicit(1.0e-13)"
 EDITS = {
     "fp_mamba.fp": ("max_iter_train = max_iter)",
                     f"max_iter_train = max_iter, {EXACT})"),
+    "fp_mamba2.fp": ("max_iter_train = max_iter)",
+                     f"max_iter_train = max_iter, {EXACT})"),
     "fp_rnn.fp": ("relax_start = 1.0, relax_decay = 1.0)",
                   "relax_start = 1.0, relax_decay = 1.0, tolerance = "
                   f"1.0e-13, {EXACT})"),
@@ -71,9 +79,10 @@ def exact_libraries() -> str:
 
 def compile_family(family, root=None, suffix="exact"):
     name, layer, mixer, instance = family
-    extra = "N = 4, tolerance = 1.0e-13, " if layer == "fp_mamba" else ""
-    if root is None:  # the models' own libraries: one_step gradient
-        extra = "N = 4, " if layer == "fp_mamba" else ""
+    extra = {"fp_mamba": "N = 4, ", "fp_mamba2": "N = 4, P = 4, G = 2, "}.get(
+        layer, "")
+    if root is not None and layer in NORM_GAINS:
+        extra += "tolerance = 1.0e-13, "
     text = (f'import "lib/{layer}.fp"\nimport "lib/{mixer}.fp"\n'
             f"model {name} {{\n  d_model = 8\n"
             f"  layer = {layer}({extra}mixer_type = {instance})\n}}\n")
@@ -86,11 +95,11 @@ def compile_family(family, root=None, suffix="exact"):
                                  "--backward", "--dtypes=f64")
 
 
-def prepared_layer(path: str, fp_mamba: bool):
+def prepared_layer(path: str, layer_name: str):
     layer = fpc.load(path, seed=support.SEED, dtype=torch.float64).eval()
-    if fp_mamba:
+    if layer_name in NORM_GAINS:
         with torch.no_grad():
-            layer.parameter("out_norm.weight").mul_(0.25)
+            layer.parameter(NORM_GAINS[layer_name]).mul_(0.25)
     generator = torch.Generator().manual_seed(support.SEED)
     x = torch.randn(2, 3, 8, dtype=torch.float64, generator=generator)
     return layer, x
@@ -105,7 +114,7 @@ class GradCheck(unittest.TestCase):
         for family in FAMILIES:
             with self.subTest(family=family[0]):
                 path = compile_family(family, self.root)
-                layer, x = prepared_layer(path, family[1] == "fp_mamba")
+                layer, x = prepared_layer(path, family[1])
                 with torch.no_grad():
                     layer(x)
                 self.assertLess(float(layer.last_residuals.max()), 1e-12,
@@ -127,7 +136,7 @@ class GradCheck(unittest.TestCase):
     def test_one_step_gradient_fails_the_same_check(self):
         family = FAMILIES[0]
         path = compile_family(family, suffix="one_step")
-        layer, x = prepared_layer(path, True)
+        layer, x = prepared_layer(path, family[1])
         layer.tolerance = 1e-13
         params = [p.detach() for p in layer.ordered_parameters()]
         self.assertFalse(torch.autograd.gradcheck(

@@ -70,6 +70,13 @@ std::vector<ReferenceModel> buildTable() {
     table.push_back({name, std::move(config)});
   };
 
+  // fp_mamba2_kronecker.fp: FP-Mamba2 (models/lib/fp_mamba2.fp) with the
+  // Kronecker mixer, N = 16, one group, no short convolution.
+  ModelConfig mamba2Kronecker = fpMamba(512, "kronecker");
+  mamba2Kronecker.kind = "fp_mamba2";
+  mamba2Kronecker.solver = ref::referenceSolverConfig("fp_mamba2");
+  add("fp_mamba2_kronecker", mamba2Kronecker);
+
   // fp_mamba_arith.fp: Kronecker (16 × 16), short convolution, 2 layers.
   ModelConfig arith = fpMamba(128, "kronecker");
   arith.useShortConv = true;
@@ -132,6 +139,11 @@ std::vector<ReferenceModel> buildTable() {
   mamba.solver.maxIterEval = 1;
   mamba.solver.relaxStart = 1.0;
   add("mamba", mamba, 2);
+
+  // mamba2.fp: Mamba-2 (models/lib/mamba2.fp), N = 16, one group, 2 layers.
+  ModelConfig mamba2 = mamba;
+  mamba2.kind = "mamba2";
+  add("mamba2", mamba2, 2);
   return table;
 }
 
@@ -190,8 +202,7 @@ ModelConfig fp::rt::referenceConfigFor(const Manifest &manifest,
     throw std::invalid_argument(
         "model '" + name + "' maps to a reference '" + entry->config.kind +
         "' layer, but the library's layer is '" + layer.name + "'");
-  ModelConfig config = entry->config;
-  config.dModel = layer.dModel;
+  ModelConfig config = referenceAtWidth(entry->config, layer.dModel);
   if (manifest.model) {
     config.nLayers = static_cast<int64_t>(manifest.model->stack.size());
     config.padVocabMultiple = manifest.model->padVocabMultiple;
@@ -212,6 +223,19 @@ ModelConfig fp::rt::referenceConfigFor(const Manifest &manifest,
   }
   config.dtype = dtype;
   return config;
+}
+
+ModelConfig fp::rt::referenceAtWidth(const ModelConfig &config,
+                                     int64_t dModel) {
+  ModelConfig resized = config;
+  resized.dModel = dModel;
+  if (config.kind == "fp_mamba2" || config.kind == "mamba2") {
+    const int64_t d = config.expand * dModel;
+    resized.headDim = std::max<int64_t>(1, std::min<int64_t>(64, d));
+    while (d % resized.headDim != 0)
+      --resized.headDim;
+  }
+  return resized;
 }
 
 int64_t fp::rt::referenceBackwardSteps(const BackwardSpec &backward) {

@@ -104,6 +104,8 @@ bool allFinite(const torch::Tensor &tensor) {
 SolverConfig *solverOf(ref::BlockMixer &layer) {
   if (auto *fpMamba = dynamic_cast<ref::FPMambaLayer *>(&layer))
     return &fpMamba->config.solver;
+  if (auto *fpMamba2 = dynamic_cast<ref::FPMamba2Layer *>(&layer))
+    return &fpMamba2->config.solver;
   if (auto *fpRnn = dynamic_cast<ref::FPRNNLayer *>(&layer))
     return &fpRnn->config.solver;
   return nullptr;

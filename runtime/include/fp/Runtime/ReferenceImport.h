@@ -66,6 +66,12 @@ ModelConfig referenceConfigFor(const Manifest &manifest,
                                const std::string &modelName = "",
                                torch::Dtype dtype = torch::kFloat32);
 
+/// A table entry's configuration at another d_model, with what the model
+/// sources derive from it: the head dimension of models/lib/fp_mamba2.fp
+/// and mamba2.fp, the largest divisor of d = expand · d_model that is at
+/// most 64.
+ModelConfig referenceAtWidth(const ModelConfig &config, int64_t dModel);
+
 /// The layer of `manifest` that the model's stack instantiates (its first
 /// entry); the manifest's only layer when it has no model. Throws
 /// std::invalid_argument when neither identifies one.
