@@ -12,7 +12,10 @@
 // "output", "iterations", "param.<name>" for every parameter used, and with
 // a backward "grad_input" and "grad.<name>". With "reference", also the
 // eager reference layer of the library's model (referenceConfigFor) on the
-// same weights and input: "reference_output", "reference_iterations".
+// same weights and input: "reference_output", "reference_iterations";
+// "reference_config" (a dict of ints, optional) sets "d_state",
+// "head_dim" and "groups" of that reference where the model source sets
+// them otherwise.
 // Exit 1 with a message on any error.
 //
 //===----------------------------------------------------------------------===//
@@ -90,8 +93,23 @@ int run(const char *requestPath, const char *responsePath) {
   }
   if (has(request, "reference") && field(request, "reference").toBool()) {
     torch::NoGradGuard noGrad;
-    auto reference = fp::rt::ref::makeBlockMixer(
-        fp::rt::referenceConfigFor(library->manifest(), "", dtype));
+    fp::rt::ModelConfig config =
+        fp::rt::referenceConfigFor(library->manifest(), "", dtype);
+    if (has(request, "reference_config"))
+      for (const auto &entry :
+           field(request, "reference_config").toGenericDict()) {
+        const std::string &key = entry.key().toStringRef();
+        if (key == "d_state")
+          config.dState = entry.value().toInt();
+        else if (key == "head_dim")
+          config.headDim = entry.value().toInt();
+        else if (key == "groups")
+          config.nGroups = entry.value().toInt();
+        else
+          throw std::runtime_error("reference_config has no setting '" + key +
+                                   "'; it takes d_state, head_dim and groups");
+      }
+    auto reference = fp::rt::ref::makeBlockMixer(config);
     std::vector<torch::Tensor> views =
         fp::rt::referenceWeightsFor(*reference, layer.info());
     for (size_t i = 0; i < views.size(); ++i)

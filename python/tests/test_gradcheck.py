@@ -19,6 +19,7 @@
 
 import os
 import shutil
+import sys
 import unittest
 
 import torch
@@ -143,6 +144,34 @@ class GradCheck(unittest.TestCase):
             lambda x: layer.forward_with(x, params),
             (x.clone().requires_grad_(True),), eps=1e-6, atol=1e-6,
             rtol=1e-4, raise_exception=False))
+
+
+class GroupsAgainstTheEagerReference(unittest.TestCase):
+    """FP-Mamba2 with 4 heads in 2 groups computes what the eager reference
+    computes (f64, 1e-9 relative, the same iteration counts): the model
+    files' one group leaves ssd_scan's split into groups to this test."""
+
+    def test_fp_mamba2_in_groups(self):
+        family = FAMILIES[-1]
+        path = compile_family(family, suffix="groups")
+        layer, x = prepared_layer(path, family[1])
+        with torch.no_grad():
+            out = layer(x)
+        params = {param.name: layer.parameter(param.name).detach()
+                  for param in layer.info.params}
+        theirs = support.oracle({
+            "library": path, "layer": layer.info.name, "seed": support.SEED,
+            "dtype": "f64", "training": False, "input": x, "params": params,
+            "reference": True,
+            "reference_config": {"d_state": 4, "head_dim": 4, "groups": 2}})
+        eager = theirs["reference_output"]
+        error = float((out - eager).abs().max() / eager.abs().max())
+        print(f"fp_mamba2, 4 heads in 2 groups: compiled vs eager reference "
+              f"{error:.1e}, iterations {layer.last_iterations.tolist()}",
+              file=sys.stderr)
+        self.assertLess(error, 1e-9)
+        self.assertTrue(torch.equal(layer.last_iterations,
+                                    theirs["reference_iterations"]))
 
 
 if __name__ == "__main__":

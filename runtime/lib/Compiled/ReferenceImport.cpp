@@ -62,6 +62,19 @@ ModelConfig fpRnn(int64_t dModel, const std::string &mixer, int64_t rank = 1) {
   return config;
 }
 
+/// The FP-Mamba2 layer of models/lib/fp_mamba2.fp: FP-Mamba's options
+/// (the mixer's input [x; ȳ], eps 1e-5), heads of 64 channels, one group,
+/// no short convolution, FP-Mamba2's solver (q = 0.9).
+ModelConfig fpMamba2(int64_t dModel, const std::string &mixer,
+                     int64_t rank = 1) {
+  ModelConfig config = fpMamba(dModel, mixer, rank);
+  config.kind = "fp_mamba2";
+  config.headDim = 64;
+  config.nGroups = 1;
+  config.solver = ref::referenceSolverConfig("fp_mamba2");
+  return config;
+}
+
 std::vector<ReferenceModel> buildTable() {
   std::vector<ReferenceModel> table;
   auto add = [&](const std::string &name, ModelConfig config,
@@ -70,12 +83,10 @@ std::vector<ReferenceModel> buildTable() {
     table.push_back({name, std::move(config)});
   };
 
-  // fp_mamba2_kronecker.fp: FP-Mamba2 (models/lib/fp_mamba2.fp) with the
-  // Kronecker mixer, N = 16, one group, no short convolution.
-  ModelConfig mamba2Kronecker = fpMamba(512, "kronecker");
-  mamba2Kronecker.kind = "fp_mamba2";
-  mamba2Kronecker.solver = ref::referenceSolverConfig("fp_mamba2");
-  add("fp_mamba2_kronecker", mamba2Kronecker);
+  // fp_mamba2_householder2.fp, fp_mamba2_kronecker.fp: FP-Mamba2
+  // (models/lib/fp_mamba2.fp), N = 16, one group, no short convolution.
+  add("fp_mamba2_householder2", fpMamba2(512, "householder", 2));
+  add("fp_mamba2_kronecker", fpMamba2(512, "kronecker"));
 
   // fp_mamba_arith.fp: Kronecker (16 × 16), short convolution, 2 layers.
   ModelConfig arith = fpMamba(128, "kronecker");
