@@ -39,7 +39,9 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
+#include <thread>
 #include <unistd.h>
 
 #ifndef FP_RUNTIME_INCLUDE_DIR
@@ -89,8 +91,9 @@ cl::opt<Target> target(
     cl::cat(fpcCategory));
 cl::list<std::string> cudaArchs(
     "cuda-arch",
-    cl::desc("CUDA architectures the CUDA unit is compiled for (default: "
-             "80,90)"),
+    cl::desc("CUDA architectures the CUDA unit is compiled for, as compute "
+             "capabilities (e.g. 80,90; default: those of the GPUs "
+             "nvidia-smi lists, else 90)"),
     cl::value_desc("sm"), cl::CommaSeparated, cl::cat(fpcCategory));
 cl::list<std::string> dtypeList(
     "dtypes",
@@ -256,17 +259,19 @@ private:
   SmallString<128> path;
 };
 
-/// The compiler fpc is waiting for, if any: a signal that stops fpc stops
-/// it too (onInterrupt).
-std::atomic<llvm::sys::procid_t> runningChild{0};
+/// The compilers fpc is waiting for (the host compiler and nvcc run at the
+/// same time), 0 where none: a signal that stops fpc stops them too
+/// (onInterrupt).
+std::atomic<llvm::sys::procid_t> runningChildren[2] = {};
 
 /// Runs on SIGINT and SIGTERM, after LLVM removed the files registered for
 /// removal (the temporaries): kills the host or CUDA compiler fpc waits
 /// for, which would otherwise run on and write into a removed directory
 /// entry, and exits as an interrupted program does. Async-signal-safe.
 void onInterrupt() {
-  if (llvm::sys::procid_t child = runningChild.load())
-    ::kill(child, SIGKILL);
+  for (const auto &running : runningChildren)
+    if (llvm::sys::procid_t child = running.load())
+      ::kill(child, SIGKILL);
   static const char message[] = "fpc: interrupted\n";
   (void)!::write(STDERR_FILENO, message, sizeof(message) - 1);
   ::_exit(130);
@@ -357,6 +362,11 @@ Command deviceCompileCommand(StringRef nvcc, StringRef source,
         // Two roundings for a · b + c, as on the host.
         "-fmad=false", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-w"})
     args.push_back(arg.str());
+  // nvcc compiles for several architectures in parallel.
+  if (cudaArchs.size() > 1) {
+    args.emplace_back("--threads");
+    args.emplace_back("0");
+  }
   for (const std::string &arch : cudaArchs) {
     args.emplace_back("-gencode");
     args.push_back("arch=compute_" + arch + ",code=sm_" + arch);
@@ -369,15 +379,15 @@ Command deviceCompileCommand(StringRef nvcc, StringRef source,
   return command;
 }
 
-/// The host unit (and the CUDA object, if any) → the shared library.
+/// The host unit → an object file.
 Command hostCompileCommand(StringRef compiler, StringRef source,
-                           StringRef deviceObject, StringRef output) {
+                           StringRef object) {
   Command command{"the host compiler", compiler.str(), {compiler.str()}};
   auto &args = command.args;
   for (StringRef arg : {"-std=c++17", "-O2"})
     args.push_back(arg.str());
   args.push_back("-march=" + hostArch);
-  for (StringRef arg : {"-fPIC", "-shared", "-fvisibility=hidden", "-fopenmp",
+  for (StringRef arg : {"-fPIC", "-fvisibility=hidden", "-fopenmp",
                         // Keep a · b + c as two roundings, as the eager
                         // reference does.
                         "-ffp-contract=off",
@@ -386,7 +396,21 @@ Command hostCompileCommand(StringRef compiler, StringRef source,
                         "-fno-trapping-math", "-w"})
     args.push_back(arg.str());
   args.push_back("-I" + runtimeIncludeDir());
+  args.emplace_back("-c");
   args.push_back(source.str());
+  args.emplace_back("-o");
+  args.push_back(object.str());
+  return command;
+}
+
+/// The host object (and the CUDA object, if any) → the shared library.
+Command linkCommand(StringRef compiler, StringRef hostObject,
+                    StringRef deviceObject, StringRef output) {
+  Command command{"the linker", compiler.str(), {compiler.str()}};
+  auto &args = command.args;
+  for (StringRef arg : {"-shared", "-fopenmp"})
+    args.push_back(arg.str());
+  args.push_back(hostObject.str());
   if (!deviceObject.empty())
     args.push_back(deviceObject.str());
   args.emplace_back("-o");
@@ -402,51 +426,125 @@ Command hostCompileCommand(StringRef compiler, StringRef source,
   return command;
 }
 
-/// Runs `command`; on failure prints it with the first lines of its output.
-int run(const Command &command) {
-  SmallVector<StringRef> argRefs(command.args.begin(), command.args.end());
-  if (verbose)
-    llvm::errs() << "fpc: " << llvm::join(argRefs, " ") << "\n";
-  Temporary logFile;
-  logFile.create("log");
-  StringRef logPath = logFile.get();
-  std::optional<StringRef> redirects[] = {std::nullopt, logPath, logPath};
-  std::string error;
-  int status = -1;
-  llvm::sys::ProcessInfo child = llvm::sys::ExecuteNoWait(
-      command.program, argRefs, std::nullopt, redirects, 0, &error);
-  if (child.Pid != llvm::sys::ProcessInfo::InvalidPid) {
-    runningChild = child.Pid;
-    status = llvm::sys::Wait(child, std::nullopt, &error).ReturnCode;
-    runningChild = 0;
-  }
-  if (status == 0)
-    return 0;
-  // The first lines of the compiler's output name the first problem.
-  std::string log;
-  if (auto text = llvm::MemoryBuffer::getFile(logPath)) {
-    SmallVector<StringRef> lines;
-    (*text)->getBuffer().split(lines, '\n');
-    constexpr size_t kMaxLines = 40;
-    for (size_t i = 0; i < std::min(lines.size(), kMaxLines); ++i)
-      log += lines[i].str() + "\n";
-    if (lines.size() > kMaxLines)
-      log += "[" + std::to_string(lines.size() - kMaxLines) +
-             " more lines; rerun with --dump-dir to keep the source]\n";
-  }
-  llvm::errs() << "fpc: error: " << command.what << " failed"
-               << (error.empty() ? "" : " (" + error + ")") << " with exit "
-               << status << ":\n  " << llvm::join(argRefs, " ") << "\n"
-               << log;
-  return 1;
-}
-
 /// Finds `name` as given or on the PATH.
 std::optional<std::string> findProgram(StringRef name) {
   auto program = llvm::sys::findProgramByName(name);
   if (!program || !llvm::sys::fs::can_execute(*program))
     return std::nullopt;
   return *program;
+}
+
+/// The compute capabilities of the GPUs nvidia-smi lists ("90" for 9.0),
+/// each once, in its order; none where there is no nvidia-smi, it fails or
+/// it takes over 10 s.
+std::vector<std::string> localCudaArchs() {
+  std::optional<std::string> smi = findProgram("nvidia-smi");
+  Temporary listing;
+  if (!smi || listing.create("txt"))
+    return {};
+  StringRef args[] = {*smi, "--query-gpu=compute_cap", "--format=csv,noheader"};
+  std::optional<StringRef> redirects[] = {std::nullopt, listing.get(),
+                                          StringRef("/dev/null")};
+  if (llvm::sys::ExecuteAndWait(*smi, args, std::nullopt, redirects,
+                                /*SecondsToWait=*/10) != 0)
+    return {};
+  auto text = llvm::MemoryBuffer::getFile(listing.get());
+  if (!text)
+    return {};
+  std::vector<std::string> archs;
+  SmallVector<StringRef> lines;
+  (*text)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (StringRef line : lines) {
+    std::string arch;
+    for (char c : line.trim())
+      if (c != '.')
+        arch.push_back(c);
+    if (!arch.empty() && llvm::all_of(arch, llvm::isDigit) &&
+        !llvm::is_contained(archs, arch))
+      archs.push_back(arch);
+  }
+  return archs;
+}
+
+/// Runs `commands` at the same time (at most two) and waits for them; on
+/// the first failure stops the others and prints the failed command with
+/// the first lines of its output. Returns 0 when every one succeeded.
+int runAll(ArrayRef<Command> commands) {
+  assert(commands.size() <= std::size(runningChildren) && "too many at once");
+  struct Running {
+    SmallVector<StringRef> args;
+    Temporary log;
+    llvm::sys::ProcessInfo child;
+    std::string error;
+    bool done = false;
+  };
+  std::vector<Running> running(commands.size());
+  for (auto [index, command] : llvm::enumerate(commands)) {
+    Running &r = running[index];
+    r.args.assign(command.args.begin(), command.args.end());
+    if (verbose)
+      llvm::errs() << "fpc: " << llvm::join(r.args, " ") << "\n";
+    if (std::error_code ec = r.log.create("log"))
+      return fail("cannot create a temporary file: " + ec.message());
+    std::optional<StringRef> redirects[] = {std::nullopt, r.log.get(),
+                                            r.log.get()};
+    r.child = llvm::sys::ExecuteNoWait(command.program, r.args, std::nullopt,
+                                       redirects, 0, &r.error);
+    runningChildren[index] = r.child.Pid;
+  }
+  auto stopOthers = [&] {
+    for (auto [index, r] : llvm::enumerate(running)) {
+      if (r.done || r.child.Pid == llvm::sys::ProcessInfo::InvalidPid)
+        continue;
+      ::kill(r.child.Pid, SIGKILL);
+      llvm::sys::Wait(r.child, std::nullopt);
+      runningChildren[index] = 0;
+      r.done = true;
+    }
+  };
+  for (size_t left = commands.size(); left > 0;) {
+    for (auto [index, command] : llvm::enumerate(commands)) {
+      Running &r = running[index];
+      if (r.done)
+        continue;
+      int status = -1;
+      if (r.child.Pid != llvm::sys::ProcessInfo::InvalidPid) {
+        llvm::sys::ProcessInfo state =
+            llvm::sys::Wait(r.child, /*SecondsToWait=*/0, &r.error, nullptr,
+                            /*Polling=*/true);
+        if (state.Pid == 0)
+          continue; // still running
+        status = state.ReturnCode;
+      }
+      r.done = true;
+      runningChildren[index] = 0;
+      --left;
+      if (status == 0)
+        continue;
+      stopOthers();
+      // The first lines of the compiler's output name the first problem.
+      std::string log;
+      if (auto text = llvm::MemoryBuffer::getFile(r.log.get())) {
+        SmallVector<StringRef> lines;
+        (*text)->getBuffer().split(lines, '\n');
+        constexpr size_t kMaxLines = 40;
+        for (size_t i = 0; i < std::min(lines.size(), kMaxLines); ++i)
+          log += lines[i].str() + "\n";
+        if (lines.size() > kMaxLines)
+          log += "[" + std::to_string(lines.size() - kMaxLines) +
+                 " more lines; rerun with --dump-dir to keep the source]\n";
+      }
+      llvm::errs() << "fpc: error: " << command.what << " failed"
+                   << (r.error.empty() ? "" : " (" + r.error + ")")
+                   << " with exit " << status << ":\n  "
+                   << llvm::join(r.args, " ") << "\n"
+                   << log;
+      return 1;
+    }
+    if (left > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return 0;
 }
 
 /// Permissions of a library fpc writes, as a linker gives them (0777,
@@ -506,9 +604,10 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
   llvm::SHA256 hash;
   hash.update(hostSource);
   hash.update(deviceSource);
+  for (const std::string &arg : hostCompileCommand(*hostProgram, "", "").args)
+    hash.update(arg);
   for (const std::string &arg :
-       hostCompileCommand(*hostProgram, "", deviceSource.empty() ? "" : "o", "")
-           .args)
+       linkCommand(*hostProgram, "", deviceSource.empty() ? "" : "o", "").args)
     hash.update(arg);
   if (nvccProgram)
     for (const std::string &arg :
@@ -580,12 +679,16 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
     }
   }
 
-  Temporary host, device, object, library;
-  for (auto [file, suffix] : {std::pair{&host, "cpp"}, {&library, "so"}})
+  Temporary host, hostObject, device, object, library;
+  for (auto [file, suffix] :
+       {std::pair{&host, "cpp"}, {&hostObject, "o"}, {&library, "so"}})
     if (std::error_code ec = file->create(suffix))
       return fail("cannot create a temporary file: " + ec.message());
   if (failed(writeFile(host.get(), hostSource)))
     return 1;
+  // The host unit and the CUDA unit compile at the same time.
+  std::vector<Command> compiles = {
+      hostCompileCommand(*hostProgram, host.get(), hostObject.get())};
   if (nvccProgram) {
     for (auto [file, suffix] : {std::pair{&device, "cu"}, {&object, "o"}})
       if (std::error_code ec = file->create(suffix))
@@ -595,12 +698,13 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
     if (verbose)
       llvm::errs() << "fpc: compiling the CUDA unit for sm_"
                    << llvm::join(cudaArchs, ", sm_") << "\n";
-    if (int status =
-            run(deviceCompileCommand(*nvccProgram, device.get(), object.get())))
-      return status;
+    compiles.push_back(
+        deviceCompileCommand(*nvccProgram, device.get(), object.get()));
   }
-  if (int status = run(hostCompileCommand(*hostProgram, host.get(),
-                                          object.get(), library.get())))
+  if (int status = runAll(compiles))
+    return status;
+  if (int status = runAll({linkCommand(*hostProgram, hostObject.get(),
+                                       object.get(), library.get())}))
     return status;
   auto built = llvm::MemoryBuffer::getFile(library.get());
   if (!built)
@@ -642,9 +746,13 @@ int main(int argc, char **argv) {
       }))
     return fail("--march expects a CPU name such as native or x86-64, got '" +
                 hostArch + "'");
-  if (cudaArchs.empty()) {
-    cudaArchs.push_back("80");
-    cudaArchs.push_back("90");
+  // One architecture builds in half the time of two: by default the GPU's
+  // at hand, or the H100's where there is none.
+  if (cudaArchs.empty() && target != Target::CPU) {
+    for (const std::string &arch : localCudaArchs())
+      cudaArchs.push_back(arch);
+    if (cudaArchs.empty())
+      cudaArchs.push_back("90");
   }
   for (const std::string &arch : cudaArchs)
     if (arch.empty() || !llvm::all_of(arch, llvm::isDigit))
