@@ -423,14 +423,7 @@ Val Elaborator::builtinSsdScan(const Expr &expr, ArrayRef<const Expr *> a) {
 
   Location l = loc(expr.loc);
   auto sliceOf = [&](const Val &v, int64_t group, int64_t width) {
-    if (groups == 1)
-      return v;
-    SmallVector<int64_t> shape = {width};
-    Type type =
-        v.activation ? Type(activationType(shape)) : Type(staticType(shape));
-    auto op = SliceOp::create(builder, l, type, v.value, group * width,
-                              (group + 1) * width);
-    return Val::ofTensor(op, v.activation, shape);
+    return slice(v, group * width, (group + 1) * width, l);
   };
   // A head's value [h] for each of its channels (and states): [h, P, ...],
   // flattened to `shape`.

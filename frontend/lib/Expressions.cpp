@@ -368,6 +368,18 @@ Val Elaborator::reshape(const Val &v, ArrayRef<int64_t> shape, Location l) {
   return Val::ofTensor(op, v.activation, shape);
 }
 
+Val Elaborator::slice(const Val &v, int64_t start, int64_t end, Location l) {
+  // The whole range is the value itself.
+  if (start == 0 && end == v.shape.back())
+    return v;
+  SmallVector<int64_t> shape = v.shape;
+  shape.back() = end - start;
+  Type type =
+      v.activation ? Type(activationType(shape)) : Type(staticType(shape));
+  auto op = SliceOp::create(builder, l, type, v.value, start, end);
+  return Val::ofTensor(op, v.activation, shape);
+}
+
 Val Elaborator::materialise(const Val &v) {
   if (v.kind != Val::Kind::Param)
     return v;
@@ -411,12 +423,7 @@ Val Elaborator::evalIndex(const Expr &expr) {
                                            " out of range [0, " +
                                            Twine(base.shape[0]) + ")");
   Location l = loc(expr.loc);
-  Val element = base;
-  if (base.shape[0] != 1)
-    element = Val::ofTensor(SliceOp::create(builder, l, activationType({1}),
-                                            base.value, *index, *index + 1),
-                            true, {1});
-  return reshape(element, {}, l);
+  return reshape(slice(base, *index, *index + 1, l), {}, l);
 }
 
 Val Elaborator::evalSlice(const Expr &expr) {
@@ -436,16 +443,7 @@ Val Elaborator::evalSlice(const Expr &expr) {
     return fail(expr.loc, "slice [" + Twine(*start) + " : " + Twine(*end) +
                               "] out of range for a last dimension of " +
                               Twine(size));
-  // The whole range is the value itself.
-  if (*start == 0 && *end == size)
-    return base;
-  SmallVector<int64_t> shape = base.shape;
-  shape.back() = *end - *start;
-  Type type =
-      base.activation ? Type(activationType(shape)) : Type(staticType(shape));
-  auto op =
-      SliceOp::create(builder, loc(expr.loc), type, base.value, *start, *end);
-  return Val::ofTensor(op, base.activation, shape);
+  return slice(base, *start, *end, loc(expr.loc));
 }
 
 Val Elaborator::evalCall(const Expr &expr) {

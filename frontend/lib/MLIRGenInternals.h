@@ -362,6 +362,9 @@ private:
   Val elementwise(TokenKind op, Val lhs, Val rhs, llvm::SMLoc l);
   Val broadcastTo(const Val &v, const Val &like, llvm::SMLoc l);
   Val reshape(const Val &v, ArrayRef<int64_t> shape, Location l);
+  /// Elements [start, end) of the last dimension of a tensor (itself for
+  /// the whole range).
+  Val slice(const Val &v, int64_t start, int64_t end, Location l);
 
   //===--- Built-in functions (Builtins.cpp, FixedPoint.cpp) --------------===//
 

@@ -479,13 +479,15 @@ int runAll(ArrayRef<Command> commands) {
     bool done = false;
   };
   std::vector<Running> running(commands.size());
+  // Every log first: a failure to create one leaves no compiler running.
+  for (Running &r : running)
+    if (std::error_code ec = r.log.create("log"))
+      return fail("cannot create a temporary file: " + ec.message());
   for (auto [index, command] : llvm::enumerate(commands)) {
     Running &r = running[index];
     r.args.assign(command.args.begin(), command.args.end());
     if (verbose)
       llvm::errs() << "fpc: " << llvm::join(r.args, " ") << "\n";
-    if (std::error_code ec = r.log.create("log"))
-      return fail("cannot create a temporary file: " + ec.message());
     std::optional<StringRef> redirects[] = {std::nullopt, r.log.get(),
                                             r.log.get()};
     r.child = llvm::sys::ExecuteNoWait(command.program, r.args, std::nullopt,
