@@ -101,6 +101,13 @@ static FailureOr<CostTerms> flopsOf(Operation *op) {
             lhs.getShape()[lhs.getRank() - (matmul.getTransposeLhs() ? 2 : 1)];
         return per(matmul.getResult(), 2 * inner);
       })
+      .Case([](MatrixExpOp exp) {
+        // The f64 Taylor polynomial's 17 products of n × n matrices (2n
+        // FLOPs per element each); the squarings depend on the norm and
+        // are not counted.
+        auto type = cast<RankedTensorType>(exp.getType());
+        return per(exp.getResult(), 2 * type.getDimSize(0) * 17);
+      })
       .Case([](SiluOp silu) { return per(silu.getResult(), 5); })
       .Case([](SigmoidOp sigmoid) { return per(sigmoid.getResult(), 4); })
       .Case([](SoftplusOp softplus) { return per(softplus.getResult(), 3); })

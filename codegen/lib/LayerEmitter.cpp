@@ -183,11 +183,11 @@ LogicalResult LayerEmitter::emitOp(Operation *op) {
       .Case<LinearOp, WeightNormOp, WeightNormGradOp, SliceOp, ConcatOp,
             BroadcastOp, ReduceSumOp, ReduceMaxOp, ShiftOp, ScanOp,
             SelectiveScanOp, CausalConvOp, L2NormOp, LayerNormOp, RMSNormOp,
-            MatmulOp, TriuOp, tensor::SplatOp, KernelOp, SolverInitOp,
-            SolverRelaxOp, SolverUpdateOp, SolverIterationsOp, TransposeOp,
-            WeightGradOp, TriuPackOp, L2NormGradOp, ReduceMaxGradOp,
-            SelectiveScanGradOp, CausalConvGradOp, ChunkShiftOp, ChunkScanOp,
-            ChunkSelectiveScanOp, ChunkCausalConvOp>(
+            MatmulOp, TriuOp, MatrixExpOp, tensor::SplatOp, KernelOp,
+            SolverInitOp, SolverRelaxOp, SolverUpdateOp, SolverIterationsOp,
+            TransposeOp, WeightGradOp, TriuPackOp, L2NormGradOp,
+            ReduceMaxGradOp, SelectiveScanGradOp, CausalConvGradOp,
+            ChunkShiftOp, ChunkScanOp, ChunkSelectiveScanOp, ChunkCausalConvOp>(
           [&](auto kind) { return print(kind); })
       .Case([&](scf::WhileOp loop) { return emitLoop(loop); })
       .Case([&](func::ReturnOp ret) { return emitReturn(ret); })
@@ -499,6 +499,12 @@ LogicalResult LayerEmitter::print(SolverIterationsOp) {
            solverName);
   else
     w.line("{0}.report(args.stats, args.device_stats);", solverName);
+  return success();
+}
+
+LogicalResult LayerEmitter::print(MatrixExpOp exp) {
+  w.line("kernels::matrixExp({0}, {1}, {2});", name(exp.getInput()),
+         cast<RankedTensorType>(exp.getType()).getDimSize(0), name(exp));
   return success();
 }
 

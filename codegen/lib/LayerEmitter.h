@@ -86,6 +86,7 @@ private:
   LogicalResult print(RMSNormOp norm);
   LogicalResult print(MatmulOp matmul);
   LogicalResult print(TriuOp triu);
+  LogicalResult print(MatrixExpOp exp);
   LogicalResult print(tensor::SplatOp splat);
   LogicalResult print(KernelOp kernel);
   LogicalResult print(SolverInitOp init);

@@ -39,6 +39,7 @@ static llvm::json::Object initObject(InitAttr init) {
   };
   switch (init.getKind()) {
   case InitKind::Constant:
+  case InitKind::Eye:
     arg(0, "value");
     break;
   case InitKind::Uniform:
@@ -65,6 +66,7 @@ static llvm::json::Object initObject(InitAttr init) {
   case InitKind::Zeros:
   case InitKind::Ones:
   case InitKind::S4DReal:
+  case InitKind::Orthogonal:
     break;
   }
   return object;
@@ -138,11 +140,15 @@ static llvm::json::Object layerObject(const LayerPlan &plan,
     llvm::json::Array shape;
     for (int64_t extent : param.shape)
       shape.push_back(extent);
-    params.push_back(
-        llvm::json::Object{{"name", param.name},
-                           {"shape", std::move(shape)},
-                           {"init", initObject(param.op.getInit())},
-                           {"weight_decay", bool(param.op.getDecay())}});
+    llvm::json::Object entry{{"name", param.name},
+                             {"shape", std::move(shape)},
+                             {"init", initObject(param.op.getInit())},
+                             {"weight_decay", bool(param.op.getDecay())}};
+    // Only where set, so that manifests without frozen parameters are
+    // unchanged.
+    if (param.op.getFrozen())
+      entry["frozen"] = true;
+    params.push_back(std::move(entry));
   }
   llvm::json::Object layer{
       {"name", name.str()},

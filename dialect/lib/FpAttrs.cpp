@@ -61,8 +61,10 @@ static std::pair<size_t, size_t> getInitArity(InitKind kind) {
   case InitKind::Ones:
   case InitKind::S4DReal:
   case InitKind::RowNorm:
+  case InitKind::Orthogonal:
     return {0, 0};
   case InitKind::Constant:
+  case InitKind::Eye:
     return {1, 1};
   case InitKind::FanInUniform:
     return {0, 1};

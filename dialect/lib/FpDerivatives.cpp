@@ -432,6 +432,54 @@ LogicalResult TriuOp::buildVJP(OpBuilder &b, ValueRange cotangents,
   return success();
 }
 
+LogicalResult TriuPackOp::buildVJP(OpBuilder &b, ValueRange cotangents,
+                                   SmallVectorImpl<Value> &out) {
+  out.push_back(TriuOp::create(b, getLoc(), getInput().getType(),
+                               onlyCotangent(cotangents)));
+  return success();
+}
+
+LogicalResult TransposeOp::buildVJP(OpBuilder &b, ValueRange cotangents,
+                                    SmallVectorImpl<Value> &out) {
+  out.push_back(TransposeOp::create(b, getLoc(), getInput().getType(),
+                                    onlyCotangent(cotangents)));
+  return success();
+}
+
+LogicalResult MatrixExpOp::buildVJP(OpBuilder &b, ValueRange cotangents,
+                                    SmallVectorImpl<Value> &out) {
+  // dA = L(Aᵀ, G), the upper-right block of exp([[Aᵀ, G], [0, Aᵀ]]). The
+  // block matrix is built row-major from its two halves of rows, each the
+  // concatenation of two blocks, flattened; the block is read back the
+  // same way.
+  Math m{b, getLoc()};
+  RankedTensorType type = tensorType(getInput());
+  const int64_t n = type.getDimSize(0);
+  Type element = type.getElementType();
+  auto shaped = [&](ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, element);
+  };
+  auto reshape = [&](Value x, ArrayRef<int64_t> shape) -> Value {
+    return ReshapeOp::create(b, getLoc(), shaped(shape), x);
+  };
+  auto concat = [&](ArrayRef<int64_t> shape, ValueRange parts) -> Value {
+    return ConcatOp::create(b, getLoc(), shaped(shape), parts);
+  };
+  Value g = onlyCotangent(cotangents);
+  Value at = TransposeOp::create(b, getLoc(), type, getInput());
+  Value top = concat({n, 2 * n}, {at, g});
+  Value bottom = concat({n, 2 * n}, {m.zeros(type, getInput()), at});
+  Value block = reshape(concat({4 * n * n}, {reshape(top, {2 * n * n}),
+                                             reshape(bottom, {2 * n * n})}),
+                        {2 * n, 2 * n});
+  Value exp = MatrixExpOp::create(b, getLoc(), block.getType(), block);
+  Value right = SliceOp::create(b, getLoc(), shaped({2 * n, n}), exp, n, 2 * n);
+  Value upper = SliceOp::create(b, getLoc(), shaped({n * n}),
+                                reshape(right, {2 * n * n}), 0, n * n);
+  out.push_back(reshape(upper, {n, n}));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // arith and math
 //===----------------------------------------------------------------------===//

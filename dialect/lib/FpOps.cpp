@@ -561,6 +561,14 @@ LogicalResult ParamOp::verify() {
     return emitOpError("initialiser 'row_norm' needs a parameter of rank 1 "
                        "(one gain per row), got rank ")
            << type.getRank();
+  if ((kind == InitKind::Eye || kind == InitKind::Orthogonal) &&
+      (type.getRank() != 2 || type.getDimSize(0) != type.getDimSize(1)))
+    return emitOpError("initialiser '")
+           << stringifyInitKind(kind) << "' needs a square matrix, got "
+           << type;
+  if (getFrozen() && getDecay())
+    return emitOpError("a frozen parameter is not trained, so it cannot be "
+                       "in the weight-decay group");
   return success();
 }
 
@@ -1098,6 +1106,20 @@ LogicalResult TransposeOp::verify() {
     return emitOpError("expects the result to be ")
            << in[1] << "x" << in[0] << ", got " << out[0] << "x" << out[1];
   return success();
+}
+
+LogicalResult MatrixExpOp::verify() {
+  RankedTensorType type = getTensorType(getInput());
+  if (type.getDimSize(0) != type.getDimSize(1))
+    return emitOpError("expects a square matrix, got ") << type;
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  // (Xᵀ)ᵀ = X.
+  if (auto inner = getInput().getDefiningOp<TransposeOp>())
+    return inner.getInput();
+  return {};
 }
 
 bool TransposeOp::isReadOnlyAsLinearWeight() {

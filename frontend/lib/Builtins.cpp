@@ -105,6 +105,8 @@ const Elaborator::BuiltinInfo *Elaborator::lookupBuiltin(StringRef name) {
       {"matvec", &Elaborator::builtinMatvec, inBody, {"m", "v"}, 2},
       {"t", &Elaborator::builtinTranspose, inBody, {}, 0},
       {"triu", &Elaborator::builtinTriu, inBody, {"x"}, 1},
+      {"tril", &Elaborator::builtinTril, inBody, {"x"}, 1},
+      {"matrix_exp", &Elaborator::builtinMatrixExp, inBody, {"x"}, 1},
       {"reshape", &Elaborator::builtinReshape, inBody, {"x", "shape"}, 2},
       {"concat", &Elaborator::builtinConcat, inBody, {}, 0},
       {"fill", &Elaborator::builtinFill, inBody, {"value", "like"}, 2},
@@ -608,8 +610,69 @@ Val Elaborator::evalExtremumBuiltin(const Expr &expr, ArrayRef<const Expr *> a,
                             : std::min(x.asDouble(), y.asDouble()));
 }
 
+Value Elaborator::transposeMatrix(Value x, Location l) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(x.getType()).getShape();
+  return TransposeOp::create(builder, l, staticType({shape[1], shape[0]}), x);
+}
+
+Value Elaborator::lowerTriangle(Value x, Location l) {
+  // tril(X) = triu(Xᵀ)ᵀ, the upper triangle taken by packing and
+  // unpacking it.
+  const int64_t n = cast<RankedTensorType>(x.getType()).getDimSize(0);
+  Value packed = TriuPackOp::create(builder, l, staticType({n * (n + 1) / 2}),
+                                    transposeMatrix(x, l));
+  return transposeMatrix(TriuOp::create(builder, l, staticType({n, n}), packed),
+                         l);
+}
+
+Value Elaborator::productOfMatrices(Value lhs, Value rhs, bool transposeLhs,
+                                    bool transposeRhs, Location l) {
+  // op(L) · op(R) = fp.linear(op(L), op(R)ᵀ), one GEMM: a transposed weight
+  // is read as it lies.
+  Value input = transposeLhs ? transposeMatrix(lhs, l) : lhs;
+  Value weight = transposeRhs ? rhs : transposeMatrix(rhs, l);
+  int64_t rows = cast<RankedTensorType>(input.getType()).getDimSize(0);
+  int64_t cols = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+  return LinearOp::create(builder, l, staticType({rows, cols}), input, weight,
+                          Value(), Value());
+}
+
 Val Elaborator::builtinTranspose(const Expr &expr, ArrayRef<const Expr *>) {
+  if (expr.operands.size() != 1 || !expr.argNames[0].empty())
+    return fail(expr.loc, "'t' takes one argument");
+  Val x = materialise(eval(*expr.operands[0]));
+  if (x.isError())
+    return x;
+  if (x.kind == Val::Kind::Tensor && !x.activation) {
+    if (x.shape.size() != 2)
+      return fail(expr.operands[0]->loc,
+                  "'t' transposes matrices, got " + describe(x));
+    SmallVector<int64_t> shape = {x.shape[1], x.shape[0]};
+    return Val::ofTensor(transposeMatrix(x.value, loc(expr.loc)), false, shape);
+  }
   return fail(expr.loc, "'t(x)' is only allowed as an operand of matmul");
+}
+
+Val Elaborator::builtinTril(const Expr &expr, ArrayRef<const Expr *> a) {
+  std::optional<Val> x = evalTensor(*a[0], "tril", /*activation=*/false);
+  if (!x)
+    return Val::error();
+  if (x->shape.size() != 2 || x->shape[0] != x->shape[1])
+    return fail(a[0]->loc, "tril takes a square matrix, got shape " +
+                               formatShape(x->shape));
+  return Val::ofTensor(lowerTriangle(x->value, loc(expr.loc)), false, x->shape);
+}
+
+Val Elaborator::builtinMatrixExp(const Expr &expr, ArrayRef<const Expr *> a) {
+  std::optional<Val> x = evalTensor(*a[0], "matrix_exp", /*activation=*/false);
+  if (!x)
+    return Val::error();
+  if (x->shape.size() != 2 || x->shape[0] != x->shape[1])
+    return fail(a[0]->loc, "matrix_exp takes a square matrix, got shape " +
+                               formatShape(x->shape));
+  auto op =
+      MatrixExpOp::create(builder, loc(expr.loc), x->value.getType(), x->value);
+  return Val::ofTensor(op, false, x->shape);
 }
 
 Val Elaborator::builtinMatmul(const Expr &expr, ArrayRef<const Expr *> a) {
@@ -624,15 +687,27 @@ Val Elaborator::builtinMatmul(const Expr &expr, ArrayRef<const Expr *> a) {
       transposed[i] = true;
       operand = operand->operands[0].get();
     }
-    ops[i] = evalTensor(*operand, "a matmul operand", true);
-    if (!ops[i])
-      return Val::error();
+    Val v = materialise(eval(*operand));
+    if (v.isError())
+      return v;
+    if (v.kind != Val::Kind::Tensor)
+      return fail(operand->loc,
+                  "expected a tensor for a matmul operand, got " + describe(v));
+    ops[i] = std::move(v);
     if (ops[i]->shape.size() < 2)
       return fail(operand->loc, "matmul takes per-token matrices, got "
                                 "shape " +
                                     formatShape(ops[i]->shape));
   }
+  if (ops[0]->activation != ops[1]->activation)
+    return fail(expr.loc, "matmul multiplies two activations or two parameter "
+                          "tensors, got " +
+                              describe(*ops[0]) + " and " + describe(*ops[1]));
   ArrayRef<int64_t> lhs = ops[0]->shape, rhs = ops[1]->shape;
+  const bool parameters = !ops[0]->activation;
+  if (parameters && (lhs.size() != 2 || rhs.size() != 2))
+    return fail(expr.loc, "matmul of parameter tensors takes matrices, got " +
+                              formatShape(lhs) + " and " + formatShape(rhs));
   if (lhs.drop_back(2) != rhs.drop_back(2))
     return fail(expr.loc, "matmul operands " + formatShape(lhs) + " and " +
                               formatShape(rhs) +
@@ -647,6 +722,11 @@ Val Elaborator::builtinMatmul(const Expr &expr, ArrayRef<const Expr *> a) {
   SmallVector<int64_t> shape(lhs.drop_back(2));
   shape.push_back(rows);
   shape.push_back(cols);
+  if (parameters)
+    return Val::ofTensor(productOfMatrices(ops[0]->value, ops[1]->value,
+                                           transposed[0], transposed[1],
+                                           loc(expr.loc)),
+                         false, shape);
   auto op = MatmulOp::create(builder, loc(expr.loc), activationType(shape),
                              ops[0]->value, ops[1]->value, transposed[0],
                              transposed[1]);

@@ -399,7 +399,8 @@ Value Elaborator::getParam(const ParamSpec &spec) {
   auto op = ParamOp::create(
       builder, NameLoc::get(builder.getStringAttr(spec.name), loc(spec.loc)),
       staticType(spec.shape), builder.getStringAttr(spec.name), spec.init,
-      spec.decay ? builder.getUnitAttr() : UnitAttr());
+      spec.decay ? builder.getUnitAttr() : UnitAttr(),
+      spec.frozen ? builder.getUnitAttr() : UnitAttr());
   ctx->lastParam = op;
   ctx->params[spec.name] = op;
   ctx->usedParams->insert(spec.name);

@@ -11,6 +11,8 @@
 
 #include "fp/Dialect/FpOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -424,6 +426,18 @@ Val Elaborator::callModule(ModuleInfo &mod, const Expr &call) {
         CausalConvOp::create(builder, l, x.value, getParam(*mod.weight),
                              mod.bias ? getParam(*mod.bias) : Value()),
         true, x.shape);
+  case ModuleInfo::Kind::Orthogonal: {
+    // W = base · exp(L − Lᵀ); the product and everything before it is
+    // parameter-level, computed once per call.
+    Value lower = lowerTriangle(getParam(*mod.weight), l);
+    Value skew =
+        arith::SubFOp::create(builder, l, lower, transposeMatrix(lower, l));
+    Value exp = MatrixExpOp::create(builder, l, skew.getType(), skew);
+    Value w = productOfMatrices(getParam(*mod.base), exp, false, false, l);
+    return Val::ofTensor(LinearOp::create(builder, l, activationType(x.shape),
+                                          x.value, w, Value(), Value()),
+                         true, x.shape);
+  }
   default:
     break;
   }

@@ -70,6 +70,8 @@ struct ParamSpec {
   SmallVector<int64_t> shape;
   InitAttr init;
   bool decay = false;
+  /// Not trained (fp.param's `frozen`): a buffer of the runtime's.
+  bool frozen = false;
   llvm::SMLoc loc;
 };
 
@@ -88,12 +90,22 @@ struct InstanceInfo {
 /// A composite parameter: a linear map, a weight-normalised linear map or a
 /// mixer instance, called like a function.
 struct ModuleInfo {
-  enum class Kind { Linear, WNLinear, LayerNorm, RMSNorm, CausalConv, Mixer };
+  enum class Kind {
+    Linear,
+    WNLinear,
+    LayerNorm,
+    RMSNorm,
+    CausalConv,
+    Orthogonal,
+    Mixer
+  };
   Kind kind;
   std::string name;
   int64_t in = 0, out = 0;
   double eps = 1e-5;
   std::shared_ptr<ParamSpec> weight, gain, bias;
+  /// Orthogonal: the frozen base the exponential multiplies.
+  std::shared_ptr<ParamSpec> base;
   std::shared_ptr<InstanceInfo> mixer;
   /// Set when the mixer failed to elaborate (reported once).
   bool failed = false;
@@ -410,6 +422,13 @@ private:
   Val builtinMatvec(const Expr &expr, ArrayRef<const Expr *> a);
   Val builtinTranspose(const Expr &expr, ArrayRef<const Expr *> a);
   Val builtinTriu(const Expr &expr, ArrayRef<const Expr *> a);
+  Val builtinTril(const Expr &expr, ArrayRef<const Expr *> a);
+  Val builtinMatrixExp(const Expr &expr, ArrayRef<const Expr *> a);
+  /// Parameter-level linear algebra on static matrices (Builtins.cpp).
+  Value transposeMatrix(Value x, Location l);
+  Value lowerTriangle(Value x, Location l);
+  Value productOfMatrices(Value lhs, Value rhs, bool transposeLhs,
+                          bool transposeRhs, Location l);
   Val builtinReshape(const Expr &expr, ArrayRef<const Expr *> a);
   Val builtinConcat(const Expr &expr, ArrayRef<const Expr *> a);
   Val builtinFill(const Expr &expr, ArrayRef<const Expr *> a);

@@ -1,9 +1,9 @@
 //===- Parameters.cpp - Parameter declarations ----------------------------===//
 //
 // Part of fpc. `param` declarations: a tensor and its initialiser, or a
-// parameter module (linear, wn_linear, layer_norm, rms_norm, causal_conv or a
-// mixer) whose tensors are named after it. Each name is claimed once in a
-// layer instance, its maps and its mixers.
+// parameter module (linear, wn_linear, layer_norm, rms_norm, causal_conv,
+// orthogonal or a mixer) whose tensors are named after it. Each name is claimed
+// once in a layer instance, its maps and its mixers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +21,7 @@ using namespace mlir::fp::frontend;
 static bool isInitialiser(StringRef name) {
   return llvm::is_contained({"zeros", "ones", "constant", "uniform", "normal",
                              "fan_in_uniform", "s4d_real", "dt_bias",
-                             "log_uniform"},
+                             "log_uniform", "eye", "orthogonal"},
                             name);
 }
 
@@ -30,7 +30,8 @@ std::optional<InitAttr> Elaborator::evalInit(const Expr &expr) {
     emitError(expr.loc) << "expected an initialiser (zeros, ones, "
                            "constant(c), uniform(lo, hi), normal(mean, std), "
                            "fan_in_uniform, s4d_real, dt_bias(min, max, "
-                           "floor), log_uniform(lo, hi))";
+                           "floor), log_uniform(lo, hi), eye(c), "
+                           "orthogonal)";
     return std::nullopt;
   }
   std::optional<InitKind> kind =
@@ -44,12 +45,14 @@ std::optional<InitAttr> Elaborator::evalInit(const Expr &expr) {
           .Case("s4d_real", InitKind::S4DReal)
           .Case("dt_bias", InitKind::DtBias)
           .Case("log_uniform", InitKind::LogUniform)
+          .Case("eye", InitKind::Eye)
+          .Case("orthogonal", InitKind::Orthogonal)
           .Default(std::nullopt);
   if (!kind) {
     emitError(expr.loc) << "unknown initialiser '" << expr.name
                         << "'; expected zeros, ones, constant, uniform, "
-                           "normal, fan_in_uniform, s4d_real, dt_bias or "
-                           "log_uniform";
+                           "normal, fan_in_uniform, s4d_real, dt_bias, "
+                           "log_uniform, eye or orthogonal";
     return std::nullopt;
   }
   SmallVector<double> args;
@@ -120,12 +123,28 @@ void Elaborator::declareParamImpl(const Stmt &stmt, Scope &s) {
     if (!checkShape(shape, stmt.loc))
       return;
     std::optional<InitAttr> init = evalInit(*stmt.paramInit);
-    if (!init || !claim(fullName))
+    if (!init)
+      return;
+    InitKind kind = init->getKind();
+    if ((kind == InitKind::Eye || kind == InitKind::Orthogonal) &&
+        (shape.size() != 2 || shape[0] != shape[1])) {
+      emitError(stmt.paramInit->loc)
+          << "initialiser '" << stringifyInitKind(kind)
+          << "' needs a square matrix, got shape " << formatShape(shape);
+      return;
+    }
+    if (!claim(fullName))
       return;
     Val v;
     v.kind = Val::Kind::Param;
     v.param = makeSpec(fullName, shape, *init, stmt.decay == DecayFlag::Decay);
+    v.param->frozen = stmt.frozen;
     define(s, stmt.name, stmt.nameLoc, std::move(v), Binding::Role::Param);
+    return;
+  }
+  if (stmt.frozen) {
+    emitError(stmt.frozenLoc) << "'frozen' applies to tensor parameters "
+                                 "('param name: [shape] = init frozen')";
     return;
   }
 
@@ -133,8 +152,8 @@ void Elaborator::declareParamImpl(const Stmt &stmt, Scope &s) {
   if (type.kind != ExprKind::Name && type.kind != ExprKind::Call) {
     emitError(type.loc) << "expected a parameter type: '[shape] = init', "
                            "linear(in, out), wn_linear(in, out), "
-                           "layer_norm(d), rms_norm(d), causal_conv(d, k) or "
-                           "a mixer";
+                           "layer_norm(d), rms_norm(d), causal_conv(d, k), "
+                           "orthogonal(n) or a mixer";
     return;
   }
   auto mod = std::make_shared<ModuleInfo>();
@@ -285,6 +304,40 @@ void Elaborator::declareParamImpl(const Stmt &stmt, Scope &s) {
         return;
       mod->bias = makeSpec(b, {*channels}, init, decay);
     }
+  } else if (type.name == "orthogonal" && !s.lookup(type.name)) {
+    // PyTorch's orthogonal parametrisation of a square Linear: W = base ·
+    // exp(L − Lᵀ), L the lower triangle of `original`.
+    SmallVector<const Expr *> args;
+    if (type.kind != ExprKind::Call) {
+      emitError(type.loc) << "'orthogonal' needs its size: orthogonal(n)";
+      return;
+    }
+    if (failed(bindArgs(type, {"n"}, 1, args)))
+      return;
+    std::optional<int64_t> n = evalSize(*args[0], "a matrix size");
+    if (!n || !checkShape({*n, *n}, type.loc))
+      return;
+    if (stmt.decay == DecayFlag::Decay) {
+      emitError(stmt.loc) << "an orthogonal map's parameters are not in the "
+                             "weight-decay group";
+      return;
+    }
+    mod->kind = ModuleInfo::Kind::Orthogonal;
+    mod->in = mod->out = *n;
+    std::string original = fullName + ".original", base = fullName + ".base";
+    if (!claim(original) || !claim(base))
+      return;
+    mod->weight = makeSpec(original, {*n, *n},
+                           InitAttr::get(builder.getContext(), InitKind::Eye,
+                                         builder.getDenseF64ArrayAttr({-1.0}),
+                                         StringAttr()),
+                           false);
+    mod->base =
+        makeSpec(base, {*n, *n},
+                 InitAttr::get(builder.getContext(), InitKind::Orthogonal,
+                               DenseF64ArrayAttr(), StringAttr()),
+                 false);
+    mod->base->frozen = true;
   } else {
     // A mixer: by name, by configuration, or with overrides.
     Val instance;
@@ -304,8 +357,8 @@ void Elaborator::declareParamImpl(const Stmt &stmt, Scope &s) {
     if (instance.kind != Val::Kind::Instance ||
         instance.instance->decl->kind != FunctionDecl::Kind::Mixer) {
       emitError(type.loc) << "a parameter module must be linear, wn_linear, "
-                             "layer_norm, rms_norm, causal_conv or a mixer; "
-                             "got "
+                             "layer_norm, rms_norm, causal_conv, orthogonal "
+                             "or a mixer; got "
                           << describe(instance);
       return;
     }

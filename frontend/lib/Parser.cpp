@@ -484,12 +484,17 @@ LogicalResult Parser::parseParam(Stmt &s) {
     return failure();
   }
   if (tok.is(TokenKind::identifier) && !tok.startsLine) {
-    if (tok.spelling == "decay")
+    if (tok.spelling == "decay") {
       s.decay = DecayFlag::Decay;
-    else if (tok.spelling == "no_decay")
+    } else if (tok.spelling == "no_decay") {
       s.decay = DecayFlag::NoDecay;
-    else
-      return emitExpected("'decay', 'no_decay' or the end of the statement");
+    } else if (tok.spelling == "frozen") {
+      s.frozen = true;
+      s.frozenLoc = tok.getLoc();
+    } else {
+      return emitExpected(
+          "'decay', 'no_decay', 'frozen' or the end of the statement");
+    }
     consume();
   }
   return success();

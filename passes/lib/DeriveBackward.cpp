@@ -435,6 +435,13 @@ LogicalResult LayerDerivation::run() {
   }
   Value outputCotangent = body->getArgument(next);
 
+  // Frozen parameters are not trained: nothing flows back to them, and
+  // their gradient is zeros.
+  body->walk([&](ParamOp param) {
+    if (param.getFrozen())
+      constants.insert(param.getResult());
+  });
+
   // The reverse sweep; the builder appends the adjoint ops at the end.
   Sweep sweep(b, constants, &paramGradients);
   sweep.cotangents[primal.lookup(output)] = outputCotangent;

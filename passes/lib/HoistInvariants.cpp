@@ -2,8 +2,8 @@
 //
 // fp-hoist-invariants: makes weight normalisation explicit, splits linear
 // maps of partly invariant concatenations by column blocks and of partly
-// invariant sums by terms, and hoists every operation of a fixed-point body
-// that does not depend on the iterate.
+// invariant sums and differences by terms, and hoists every operation of a
+// fixed-point body that does not depend on the iterate.
 //
 //===----------------------------------------------------------------------===//
 
@@ -109,7 +109,11 @@ struct SplitInvariantConcat : public OpRewritePattern<LinearOp> {
 /// with %x defined outside the loop and %ybar inside becomes
 ///   fp.linear %x, %w bias %b  +  fp.linear %ybar, %w
 /// so that the first term can be hoisted and the sum joins the per-token
-/// work after the GEMM (FP-Mamba's symmetric mixer input x + ȳ).
+/// work after the GEMM (FP-Mamba's symmetric mixer input x + ȳ). A
+/// difference splits alike, the bias staying with its left term: FP-Mamba's
+/// mixer applied to x − y by a fixed matrix (the nonselective mixer) is
+/// W x, hoisted, minus W y, whose GEMM on the iterate merges with the
+/// loop's others.
 struct SplitInvariantSum : public OpRewritePattern<LinearOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -117,29 +121,34 @@ struct SplitInvariantSum : public OpRewritePattern<LinearOp> {
                                 PatternRewriter &rewriter) const override {
     if (op.getGain())
       return failure();
-    auto sum = op.getInput().getDefiningOp<arith::AddFOp>();
-    if (!sum || sum.getLhs().getType() != sum.getRhs().getType())
+    Operation *combine = op.getInput().getDefiningOp();
+    if (!isa_and_nonnull<arith::AddFOp, arith::SubFOp>(combine) ||
+        combine->getOperand(0).getType() != combine->getOperand(1).getType())
       return failure();
     auto loop = op->getParentOfType<FixedPointOp>();
-    if (!loop || !loop->isProperAncestor(sum))
+    if (!loop || !loop->isProperAncestor(combine))
       return failure();
     auto loopLike = cast<LoopLikeOpInterface>(loop.getOperation());
-    Value invariant = sum.getLhs(), variant = sum.getRhs();
-    if (!loopLike.isDefinedOutsideOfLoop(invariant))
-      std::swap(invariant, variant);
-    if (!loopLike.isDefinedOutsideOfLoop(invariant) ||
-        loopLike.isDefinedOutsideOfLoop(variant))
+    Value lhs = combine->getOperand(0), rhs = combine->getOperand(1);
+    if (loopLike.isDefinedOutsideOfLoop(lhs) ==
+        loopLike.isDefinedOutsideOfLoop(rhs))
       return rewriter.notifyMatchFailure(
           op, "the sum is not partly loop-invariant");
 
     Location loc = op.getLoc();
-    Value fixed =
-        LinearOp::create(rewriter, loc, op.getType(), invariant, op.getWeight(),
-                         /*gain=*/Value(), op.getBias());
-    Value moving = LinearOp::create(rewriter, loc, op.getType(), variant,
-                                    op.getWeight(), /*gain=*/Value(),
-                                    /*bias=*/Value());
-    rewriter.replaceOpWithNewOp<arith::AddFOp>(op, fixed, moving);
+    auto apply = [&](Value input, Value bias) -> Value {
+      return LinearOp::create(rewriter, loc, op.getType(), input,
+                              op.getWeight(), /*gain=*/Value(), bias);
+    };
+    if (isa<arith::SubFOp>(combine)) {
+      rewriter.replaceOpWithNewOp<arith::SubFOp>(op, apply(lhs, op.getBias()),
+                                                 apply(rhs, Value()));
+      return success();
+    }
+    Value invariant = loopLike.isDefinedOutsideOfLoop(lhs) ? lhs : rhs;
+    Value variant = invariant == lhs ? rhs : lhs;
+    rewriter.replaceOpWithNewOp<arith::AddFOp>(
+        op, apply(invariant, op.getBias()), apply(variant, Value()));
     return success();
   }
 };

@@ -17,7 +17,8 @@ from .errors import FpcError
 from .manifest import LayerInfo, ParamInfo
 
 KINDS = ("zeros", "ones", "constant", "uniform", "normal", "fan_in_uniform",
-         "s4d_real", "dt_bias", "row_norm", "log_uniform")
+         "s4d_real", "dt_bias", "row_norm", "log_uniform", "eye",
+         "orthogonal")
 
 
 class InitError(FpcError):
@@ -115,6 +116,21 @@ def _draw(layer, param, generator, resolve) -> torch.Tensor:
                        + math.log(dt_min)).clamp_min(floor)
         # softplus^-1(a) = a + log(1 - e^-a).
         return dt + torch.log(-torch.expm1(-dt))
+    if kind in ("eye", "orthogonal"):
+        value = call.required("value") if kind == "eye" else 0.0
+        call.finish()
+        if len(shape) != 2 or shape[0] != shape[1]:
+            call.fail("needs a square matrix")
+        if kind == "eye":
+            return torch.eye(shape[0], dtype=f64) * value
+        # PyTorch's orthogonal parametrisation of a default Linear: the Q of
+        # a fan-in uniform draw, with R's diagonal made positive.
+        bound = 1.0 / math.sqrt(shape[1])
+        q, r = torch.linalg.qr(torch.empty(shape, dtype=f64).uniform_(
+            -bound, bound, generator=generator))
+        signs = torch.sign(r.diagonal())
+        signs[signs == 0] = 1
+        return (q * signs.unsqueeze(0)).contiguous()
     if kind == "row_norm":
         call.finish(takes_of=True)
         if not param.init.of:

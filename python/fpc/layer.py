@@ -109,7 +109,10 @@ class CompiledLayer(torch.nn.Module):
                     child = torch.nn.Module()
                     owner.add_module(part, child)
                 owner = child
-            owner.register_parameter(leaf, torch.nn.Parameter(value))
+            if param.frozen:
+                owner.register_buffer(leaf, value)
+            else:
+                owner.register_parameter(leaf, torch.nn.Parameter(value))
             self._holders.append((owner, leaf))
 
         self.compute_dtype: Optional[torch.dtype] = None

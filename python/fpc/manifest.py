@@ -27,6 +27,8 @@ class ParamInfo:
     shape: List[int]
     init: InitSpec
     weight_decay: bool = True
+    # Not trained: a buffer, given to no optimiser (docs/abi.md).
+    frozen: bool = False
 
 
 @dataclasses.dataclass
@@ -144,7 +146,8 @@ def _layer(value, path) -> LayerInfo:
             shape=_extents(param.list_of("shape"), f"{path}.params[{i}].shape"),
             init=InitSpec(init.get("kind", (str,)), args,
                           init.get("of", (str,), "")),
-            weight_decay=param.get("weight_decay", (bool,), True)))
+            weight_decay=param.get("weight_decay", (bool,), True),
+            frozen=param.get("frozen", (bool,), False)))
     chunk = reader.child("chunk", None)
     states = []
     if chunk is not None:

@@ -40,6 +40,7 @@ FAMILIES = [
     ("spectral_kronecker", "fp_rnn", "kronecker",
      "kronecker(spectral = true)"),
     ("fp_mamba2_kronecker", "fp_mamba2", "kronecker", "kronecker()"),
+    ("nonselective", "fp_mamba", "nonselective", "nonselective()"),
 ]
 
 # The gain each layer's gain scaling applies to (see above).
@@ -120,8 +121,11 @@ class GradCheck(unittest.TestCase):
                     layer(x)
                 self.assertLess(float(layer.last_residuals.max()), 1e-12,
                                 f"{family[0]}: the solve did not converge")
-                params = [p.detach().clone().requires_grad_(True)
-                          for p in layer.ordered_parameters()]
+                # A frozen parameter (the orthogonal map's base) has no
+                # gradient to check.
+                params = [p.detach().clone().requires_grad_(not info.frozen)
+                          for p, info in zip(layer.ordered_parameters(),
+                                             layer.info.params)]
                 # Every entry of the input's Jacobian ...
                 self.assertTrue(torch.autograd.gradcheck(
                     lambda x: layer.forward_with(x, params),

@@ -293,6 +293,11 @@ ParamInfo parseParam(const Node &node) {
   }
   param.init = parseInit(node.get("init"));
   param.weightDecay = node.get("weight_decay").boolean();
+  if (std::optional<Node> frozen = node.find("frozen"))
+    param.frozen = frozen->boolean();
+  if (param.frozen && param.weightDecay)
+    node.get("frozen").fail(
+        "is true, but a frozen parameter cannot have weight_decay");
   return param;
 }
 

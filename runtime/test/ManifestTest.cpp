@@ -284,6 +284,13 @@ TEST(ManifestTest, ParsesTheParameterAnInitialiserReads) {
   EXPECT_EQ(manifest.layers[0].params[0].init.of, "D_skip");
 }
 
+TEST(ManifestTest, ParsesAFrozenParameter) {
+  Manifest manifest = parseManifest(
+      edited([](Json &m) { m["layers"][0]["params"][1]["frozen"] = true; }));
+  EXPECT_FALSE(manifest.layers[0].params[0].frozen);
+  EXPECT_TRUE(manifest.layers[0].params[1].frozen);
+}
+
 TEST(ManifestTest, ScalarParameterHasOneElement) {
   Manifest manifest = parseManifest(edited(
       [](Json &m) { m["layers"][0]["params"][0]["shape"] = Json::array(); }));
@@ -483,6 +490,11 @@ const InvalidCase invalidCases[] = {
      "missing required field 'layers[0].params[0].weight_decay'"},
     {"WeightDecayNotBool", [](Json &m) { param0(m)["weight_decay"] = 1; },
      "field 'layers[0].params[0].weight_decay' must be true or false, got 1"},
+    {"FrozenNotBool", [](Json &m) { param0(m)["frozen"] = "yes"; },
+     "field 'layers[0].params[0].frozen' must be true or false"},
+    {"FrozenAndDecayed", [](Json &m) { param0(m)["frozen"] = true; },
+     "field 'layers[0].params[0].frozen' is true, but a frozen parameter "
+     "cannot have weight_decay"},
     {"RepeatedParamName",
      [](Json &m) { layer0(m)["params"][1]["name"] = "W_in"; },
      "field 'layers[0].params[1].name' repeats parameter name 'W_in'"},

@@ -1116,3 +1116,43 @@ func.func @chunk_causal_conv_tail(%x: tensor<?x?x8xf32>, %w: tensor<8x4xf32>,
   %0:2 = fp.chunk_causal_conv %x, %w from %s : tensor<?x?x8xf32>, tensor<8x4xf32>, tensor<?x2x8xf32>
   return
 }
+
+// -----
+
+func.func @matrix_exp_square(%m: tensor<4x3xf32>) {
+  // expected-error @below {{'fp.matrix_exp' op expects a square matrix, got 'tensor<4x3xf32>'}}
+  %0 = fp.matrix_exp %m : tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @matrix_exp_static(%m: tensor<?x4xf32>) {
+  // expected-error @below {{'fp.matrix_exp' op operand #0 must be statically shaped float matrix}}
+  %0 = fp.matrix_exp %m : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @eye_square() {
+  // expected-error @below {{'fp.param' op initialiser 'eye' needs a square matrix, got 'tensor<4x3xf32>'}}
+  %0 = fp.param "p" init <eye(1.0)> : tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @orthogonal_args() {
+  // expected-error @below {{initialiser 'orthogonal' takes 0 argument(s), got 1}}
+  %0 = fp.param "p" init <orthogonal(1.0)> : tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @frozen_decay() {
+  // expected-error @below {{'fp.param' op a frozen parameter is not trained, so it cannot be in the weight-decay group}}
+  %0 = fp.param "p" init <orthogonal> decay frozen : tensor<4x4xf32>
+  return
+}

@@ -268,3 +268,17 @@ func.func @gradients(%w: tensor<8x4xf32>, %g: tensor<?x?x8xf32>, %x: tensor<?x?x
   %c:2 = fp.causal_conv_grad %g, %w grad %g : tensor<?x?x8xf32>, tensor<8x4xf32>
   return
 }
+
+// A frozen parameter, the initialisers of square matrices and the matrix
+// exponential (the orthogonal map of the nonselective mixer).
+// CHECK-LABEL: func.func @orthogonal
+//       CHECK:   fp.param "weight.original" init <eye(-1.0)> : tensor<4x4xf32>
+//       CHECK:   fp.param "weight.base" init <orthogonal> frozen : tensor<4x4xf32>
+//       CHECK:   fp.matrix_exp %{{.*}} : tensor<4x4xf32>
+func.func @orthogonal() -> tensor<4x4xf32> {
+  %o = fp.param "weight.original" init <eye(-1.0)> : tensor<4x4xf32>
+  %b = fp.param "weight.base" init <orthogonal> frozen : tensor<4x4xf32>
+  %s = arith.subf %o, %b : tensor<4x4xf32>
+  %e = fp.matrix_exp %s : tensor<4x4xf32>
+  return %e : tensor<4x4xf32>
+}

@@ -1110,3 +1110,67 @@ layer l(u: [D]) -> [D] {
   }
   return fixed_point(f, 0.0)
 }
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  param w: [D, 3] = zeros
+  // expected-error @+1 {{tril takes a square matrix, got shape [4, 3]}}
+  let a = tril(w)
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  // expected-error @+1 {{expected a parameter tensor for matrix_exp, got an activation of shape [4]}}
+  let a = matrix_exp(u)
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  param w: [D, 3] = zeros
+  // expected-error @+1 {{matrix_exp takes a square matrix, got shape [4, 3]}}
+  let a = matrix_exp(w)
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  param w: [D, D] = zeros
+  // expected-error @+1 {{matmul multiplies two activations or two parameter tensors, got a tensor of shape [4, 4] and an activation of shape [2, 2]}}
+  let a = matmul(w, reshape(u, [2, 2]))
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  param w: [D] = zeros
+  // expected-error @+1 {{'t' transposes matrices, got a tensor of shape [4]}}
+  let a = t(w)
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}

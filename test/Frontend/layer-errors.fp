@@ -599,7 +599,7 @@ layer l(u: [D]) -> [D] {
 
 layer l(u: [D]) -> [D] {
   config D = 4
-  // expected-error @+1 {{unknown initialiser 'zeroes'; expected zeros, ones, constant, uniform, normal, fan_in_uniform, s4d_real, dt_bias or log_uniform}}
+  // expected-error @+1 {{unknown initialiser 'zeroes'; expected zeros, ones, constant, uniform, normal, fan_in_uniform, s4d_real, dt_bias, log_uniform, eye or orthogonal}}
   param w: [D] = zeroes
   fn f(y: [D]) -> [D] {
     return y
@@ -671,7 +671,7 @@ layer l(u: [D]) -> [D] {
 
 layer l(u: [D]) -> [D] {
   config D = 4
-  // expected-error @+1 {{expected an initialiser (zeros, ones, constant(c), uniform(lo, hi), normal(mean, std), fan_in_uniform, s4d_real, dt_bias(min, max, floor), log_uniform(lo, hi))}}
+  // expected-error @+1 {{expected an initialiser (zeros, ones, constant(c), uniform(lo, hi), normal(mean, std), fan_in_uniform, s4d_real, dt_bias(min, max, floor), log_uniform(lo, hi), eye(c), orthogonal)}}
   param w: [D] = 1.0
   fn f(y: [D]) -> [D] {
     return y
@@ -753,7 +753,7 @@ layer l(u: [D]) -> [D] {
 
 layer l(u: [D]) -> [D] {
   config D = 4
-  // expected-error @+1 {{expected a parameter type: '[shape] = init', linear(in, out), wn_linear(in, out), layer_norm(d), rms_norm(d), causal_conv(d, k) or a mixer}}
+  // expected-error @+1 {{expected a parameter type: '[shape] = init', linear(in, out), wn_linear(in, out), layer_norm(d), rms_norm(d), causal_conv(d, k), orthogonal(n) or a mixer}}
   param p: 3
   fn f(y: [D]) -> [D] {
     return y
@@ -766,7 +766,7 @@ layer l(u: [D]) -> [D] {
 layer l(u: [D]) -> [D] {
   config D = 4
   config k = 3
-  // expected-error @+1 {{a parameter module must be linear, wn_linear, layer_norm, rms_norm, causal_conv or a mixer; got the integer 3}}
+  // expected-error @+1 {{a parameter module must be linear, wn_linear, layer_norm, rms_norm, causal_conv, orthogonal or a mixer; got the integer 3}}
   param p: k
   fn f(y: [D]) -> [D] {
     return y
@@ -1072,7 +1072,7 @@ layer inner(u: [D]) -> [D] {
 
 layer l(u: [D]) -> [D] {
   config D = 4
-  // expected-error @+1 {{a parameter module must be linear, wn_linear, layer_norm, rms_norm, causal_conv or a mixer; got the layer 'inner'}}
+  // expected-error @+1 {{a parameter module must be linear, wn_linear, layer_norm, rms_norm, causal_conv, orthogonal or a mixer; got the layer 'inner'}}
   param mx: inner
   let a = mx(u, u)
   fn f(y: [D]) -> [D] {
@@ -1156,4 +1156,52 @@ layer l(u: [D]) -> [D] {
   assert D == 8, "D is not 8"
   let x = u[D]
   return undefined_name
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  // expected-error @+1 {{initialiser 'eye' needs a square matrix, got shape [4, 3]}}
+  param w: [D, 3] = eye(1.0)
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  // expected-error @+1 {{'frozen' applies to tensor parameters ('param name: [shape] = init frozen')}}
+  param w: linear(D, D) frozen
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  // expected-error @+1 {{'orthogonal' needs its size: orthogonal(n)}}
+  param w: orthogonal
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
+}
+
+// -----
+
+layer l(u: [D]) -> [D] {
+  config D = 4
+  // expected-error @+1 {{an orthogonal map's parameters are not in the weight-decay group}}
+  param w: orthogonal(D) decay
+  fn f(y: [D]) -> [D] {
+    return y
+  }
+  return fixed_point(f, 0.0)
 }

@@ -295,7 +295,7 @@ layer l(u: [D]) -> [D] {
 // -----
 
 layer l(u: [D]) -> [D] {
-  // expected-error @+1 {{expected 'decay', 'no_decay' or the end of the statement, found 'decays'}}
+  // expected-error @+1 {{expected 'decay', 'no_decay', 'frozen' or the end of the statement, found 'decays'}}
   param w: [4] = zeros decays
 }
 

@@ -316,7 +316,9 @@ void CompiledLayer::registerParameters(std::vector<torch::Tensor> values) {
                  .first;
       owner = it->second.get();
     }
-    params.push_back(owner->register_parameter(parts.back(), values[i]));
+    params.push_back(infos[i].frozen
+                         ? owner->register_buffer(parts.back(), values[i])
+                         : owner->register_parameter(parts.back(), values[i]));
   }
 }
 

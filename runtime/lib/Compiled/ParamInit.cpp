@@ -144,6 +144,22 @@ drawParam(const LayerInfo &layer, const ParamInfo &param, at::Generator &gen,
     // softplus⁻¹(a) = a + log(1 − e^{−a}).
     return dt + torch::log(-torch::expm1(-dt));
   }
+  if (kind == "eye" || kind == "orthogonal") {
+    const double value = kind == "eye" ? call.required("value") : 0.0;
+    call.finish();
+    if (shape.size() != 2 || shape[0] != shape[1])
+      call.fail("needs a square matrix");
+    if (kind == "eye")
+      return torch::eye(shape[0], f64()) * value;
+    // PyTorch's orthogonal parametrisation of a default Linear: the Q of
+    // a fan-in uniform draw, with R's diagonal made positive.
+    const double bound = 1.0 / std::sqrt(static_cast<double>(shape[1]));
+    auto [q, r] = torch::linalg::qr(
+        torch::empty(shape, f64()).uniform_(-bound, bound, gen));
+    torch::Tensor signs = torch::sign(r.diagonal());
+    signs.masked_fill_(signs.eq(0), 1);
+    return (q * signs.unsqueeze(0)).contiguous();
+  }
   if (kind == "row_norm") {
     call.finish(/*takesOf=*/true);
     if (param.init.of.empty())
@@ -173,8 +189,9 @@ drawParam(const LayerInfo &layer, const ParamInfo &param, at::Generator &gen,
 
 const std::vector<std::string> &fp::rt::initKinds() {
   static const std::vector<std::string> kinds = {
-      "zeros",          "ones",     "constant", "uniform",  "normal",
-      "fan_in_uniform", "s4d_real", "dt_bias",  "row_norm", "log_uniform",
+      "zeros",    "ones",           "constant", "uniform",
+      "normal",   "fan_in_uniform", "s4d_real", "dt_bias",
+      "row_norm", "log_uniform",    "eye",      "orthogonal",
   };
   return kinds;
 }

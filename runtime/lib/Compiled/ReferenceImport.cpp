@@ -130,6 +130,9 @@ std::vector<ReferenceModel> buildTable() {
   // fp_mamba_monarch.fp: blocks of 16 channels.
   add("fp_mamba_monarch", fpMamba(512, "monarch", 16));
 
+  // fp_mamba_nonselective.fp: one orthogonal matrix for every token.
+  add("fp_mamba_nonselective", fpMamba(512, "nonselective"));
+
   // fp_rnn.fp: spectrally normalised Kronecker.
   ModelConfig rnn = fpRnn(128, "kronecker");
   rnn.kroneckerNorm = "spectral";
@@ -332,9 +335,15 @@ mapReference(const ref::BlockMixer &reference, const LayerInfo &layer,
   std::map<std::string, Source> sources;
   const bool splitConvolutions =
       dynamic_cast<const ref::FPRNNLayer *>(&reference) != nullptr;
-  for (const auto &item : reference.named_parameters(/*recurse=*/true)) {
-    const std::string &name = item.key();
-    const torch::Tensor value = pick(item.value());
+  // Buffers too: a compiled frozen parameter is the reference's buffer
+  // (the nonselective mixer's `weight.base`).
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto &item : reference.named_parameters(/*recurse=*/true))
+    named.emplace_back(item.key(), item.value());
+  for (const auto &item : reference.named_buffers(/*recurse=*/true))
+    named.emplace_back(item.key(), item.value());
+  for (const auto &[name, tensor] : named) {
+    const torch::Tensor value = pick(tensor);
     if (splitConvolutions &&
         (name == "conv1d.weight" || name == "conv1d.bias")) {
       // FP-RNN stacks its four input convolutions as [4, d, K] / [4, d].

@@ -311,14 +311,16 @@ NonselectiveMixer::NonselectiveMixer(int64_t d, torch::Dtype dtype) {
   torch::Tensor weight = torch::empty({d, d}, options);
   initFanInUniform(weight, d);
   // PyTorch's right_inverse: base is the Q factor of the initial weight
-  // with R's diagonal made positive, original is −I.
-  auto [q, r] = torch::linalg::qr(weight);
+  // with R's diagonal made positive, original is −I. The factorisation runs
+  // in f64 (LAPACK has none in bf16).
+  auto [q, r] = torch::linalg::qr(weight.to(torch::kFloat64));
   torch::Tensor signs = torch::sign(r.diagonal());
   signs.masked_fill_(signs.eq(0), 1);
   auto holder =
       register_module("weight", std::make_shared<torch::nn::Module>());
-  base = holder->register_buffer("base", q * signs.unsqueeze(0));
-  original = holder->register_parameter("original", -torch::eye(d, options));
+  base = holder->register_buffer("base", (q * signs.unsqueeze(0)).to(dtype));
+  original = holder->register_parameter(
+      "original", -torch::eye(d, torch::kFloat64).to(dtype));
 }
 
 torch::Tensor NonselectiveMixer::compute() const {

@@ -68,6 +68,22 @@ using namespace fp::rt;
 
 namespace {
 
+/// A module's parameters, then its buffers (the nonselective mixer's frozen
+/// orthogonal base): everything a copy of its weights takes.
+std::vector<torch::Tensor> weightsOf(torch::nn::Module &module) {
+  std::vector<torch::Tensor> weights = module.parameters();
+  for (const torch::Tensor &buffer : module.buffers())
+    weights.push_back(buffer);
+  return weights;
+}
+
+/// The gradient a backward accumulated into `param`, zeros for a frozen
+/// parameter (a buffer, which autograd gives none), as
+/// referenceGradientsFor reports the reference's buffers.
+torch::Tensor gradientOf(const torch::Tensor &param) {
+  return param.grad().defined() ? param.grad() : torch::zeros_like(param);
+}
+
 /// The stems of models/*.fp, sorted.
 std::vector<std::string> modelNames() {
   std::vector<std::string> names;
@@ -159,8 +175,8 @@ double sensitivity(const ModelConfig &config, ref::BlockMixer &reference,
   if (SolverConfig *solver = solverOf(*perturbed))
     solver->fixedIters = steps;
   perturbed->train(training);
-  auto source = reference.parameters();
-  auto target = perturbed->parameters();
+  auto source = weightsOf(reference);
+  auto target = weightsOf(*perturbed);
   double largest = 0;
   for (int draw = 0; draw < kSensitivityDraws; ++draw) {
     for (size_t i = 0; i < source.size(); ++i)
@@ -252,8 +268,8 @@ TEST_P(CompiledModels, ForwardMatchesTheReference) {
   std::shared_ptr<ref::BlockMixer> reference32 = ref::makeBlockMixer(config32);
   {
     torch::NoGradGuard noGrad;
-    auto source = reference64->parameters();
-    auto target = reference32->parameters();
+    auto source = weightsOf(*reference64);
+    auto target = weightsOf(*reference32);
     ASSERT_EQ(source.size(), target.size());
     for (size_t i = 0; i < source.size(); ++i) {
       source[i].copy_(source[i].to(torch::kFloat32));
@@ -510,8 +526,8 @@ std::shared_ptr<ref::BlockMixer> copyReference(const Manifest &manifest,
   std::shared_ptr<ref::BlockMixer> copy =
       ref::makeBlockMixer(referenceConfigFor(manifest, "", dtype));
   torch::NoGradGuard noGrad;
-  auto from = source.parameters();
-  auto to = copy->parameters();
+  auto from = weightsOf(source);
+  auto to = weightsOf(*copy);
   for (size_t i = 0; i < from.size(); ++i)
     to[i].copy_(from[i]);
   if (SolverConfig *solver = solverOf(source))
@@ -529,7 +545,7 @@ std::vector<torch::Tensor> compiledGradients(CompiledLayer &compiled,
   (compiled.forward(input) * w).sum().backward();
   std::vector<torch::Tensor> grads = {input.grad()};
   for (const torch::Tensor &param : compiled.orderedParameters())
-    grads.push_back(param.grad());
+    grads.push_back(gradientOf(param));
   return grads;
 }
 
@@ -659,6 +675,14 @@ TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
           << what << ": no gradient for " << names[i];
       ASSERT_TRUE(allFinite(expected[i]) && allFinite(actual[i]))
           << what << ": " << names[i];
+      // A frozen parameter (the reference's buffer) is not trained: no
+      // gradient on either side.
+      if (i > 0 && layer.params[i - 1].frozen) {
+        EXPECT_EQ(actual[i].abs().max().item<double>(), 0)
+            << what << ": the frozen " << names[i] << " has a gradient";
+        EXPECT_EQ(expected[i].abs().max().item<double>(), 0) << names[i];
+        continue;
+      }
       ASSERT_GT(expected[i].abs().max().item<double>(), 0)
           << what << ": the reference gradient of " << names[i]
           << " vanishes, so it cannot be compared relatively";
@@ -743,8 +767,8 @@ bf16Sensitivity(const Manifest &manifest, ref::BlockMixer &exact,
   std::shared_ptr<ref::BlockMixer> perturbed =
       copyReference(manifest, exact, torch::kFloat64);
   perturbed->train(exact.is_training());
-  auto source = exact.parameters();
-  auto target = perturbed->parameters();
+  auto source = weightsOf(exact);
+  auto target = weightsOf(*perturbed);
   std::vector<double> largest(1 + grads.size(), 0.0);
   for (int draw = 0; draw < kSensitivityDraws; ++draw) {
     {
@@ -822,7 +846,7 @@ TEST_P(CompiledModels, Bf16IsAsAccurateAsTheReferenceInBf16) {
       ref::makeBlockMixer(referenceConfigFor(manifest, "", torch::kFloat64));
   {
     torch::NoGradGuard noGrad;
-    for (torch::Tensor &param : exact->parameters())
+    for (torch::Tensor &param : weightsOf(*exact))
       param.copy_(toBf16(param));
   }
   exact->to(device);
@@ -889,7 +913,7 @@ TEST_P(CompiledModels, Bf16IsAsAccurateAsTheReferenceInBf16) {
     (compiled.forward(input) * w).sum().backward();
     std::vector<torch::Tensor> compiledGrads = {input.grad()};
     for (const torch::Tensor &param : compiled.orderedParameters())
-      compiledGrads.push_back(param.grad());
+      compiledGrads.push_back(gradientOf(param));
 
     double worstRatio = 0;
     std::string worstRatioOf;
@@ -946,6 +970,11 @@ TEST_P(CompiledModels, Bf16IsAsAccurateAsTheReferenceInBf16) {
     std::string worstName;
     for (size_t i = 0; i < names.size(); ++i) {
       ASSERT_TRUE(compiledGrads[i].defined()) << "no gradient for " << names[i];
+      if (i > 0 && layer.params[i - 1].frozen) {
+        EXPECT_EQ(compiledGrads[i].abs().max().item<double>(), 0)
+            << "the frozen " << names[i] << " has a gradient";
+        continue;
+      }
       auto [error, autocastGradError, storageGradError] =
           expectWithin(1 + i, "the gradient of " + names[i], compiledGrads[i],
                        autocastGrads[i], storageGrads[i], exactGrads[i]);

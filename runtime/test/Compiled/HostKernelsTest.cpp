@@ -3,7 +3,8 @@
 // The kernels in fp/Runtime/Kernels/Host.h that are not a transcription of
 // one PyTorch call: the single-precision exponential, the channel-blocked
 // selective scan (and the steps of the CUDA kernels that split a channel's
-// states over lanes, run on the host), the batched small matmul, the linear map
+// states over lanes, run on the host), the batched small matmul, the matrix
+// exponential, the linear map
 // of column ranges read in place and the broadcast fast paths. Each is compared
 // with a direct evaluation in double precision on random inputs (the seed
 // is TestSeed.h's, printed).
@@ -321,6 +322,91 @@ TEST(HostKernels, MatmulMatchesTheDirectSum) {
                 << "batch " << b << ", [" << i << ", " << j << "]";
           }
     }
+}
+
+/// e^A for A = R · blockdiag(θ_i [[0, −1], [1, 0]]) · Rᵀ, R = I − 2vvᵀ:
+/// R · blockdiag(rotations by θ_i) · Rᵀ exactly, with |θ_i| up to 50, so
+/// that matrixExp halves A six times before its series; and for a strictly
+/// upper triangular N (N⁴ = 0), the finite sum I + N + N²/2 + N³/6.
+TEST(HostKernels, MatrixExpOfRotationsAndNilpotents) {
+  std::mt19937_64 rng(testSeed());
+  std::uniform_real_distribution<double> angle(-50, 50);
+  std::normal_distribution<double> normal;
+  constexpr int64_t n = 8;
+  auto product = [](const std::vector<double> &a, const std::vector<double> &b,
+                    bool transposeB) {
+    std::vector<double> c(n * n, 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t k = 0; k < n; ++k)
+          c[i * n + j] +=
+              a[i * n + k] * (transposeB ? b[j * n + k] : b[k * n + j]);
+    return c;
+  };
+  std::vector<double> v(n);
+  double norm = 0;
+  for (double &e : v) {
+    e = normal(rng);
+    norm += e * e;
+  }
+  std::vector<double> reflection(n * n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      reflection[i * n + j] = (i == j ? 1.0 : 0.0) - 2 * v[i] * v[j] / norm;
+  std::vector<double> generator(n * n, 0.0), rotation(n * n, 0.0);
+  for (int64_t b = 0; b < n / 2; ++b) {
+    const double theta = angle(rng);
+    const int64_t i = 2 * b, j = i + 1;
+    generator[i * n + j] = -theta;
+    generator[j * n + i] = theta;
+    rotation[i * n + i] = rotation[j * n + j] = std::cos(theta);
+    rotation[i * n + j] = -std::sin(theta);
+    rotation[j * n + i] = std::sin(theta);
+  }
+  const std::vector<double> a =
+      product(product(reflection, generator, false), reflection, true);
+  const std::vector<double> expected =
+      product(product(reflection, rotation, false), reflection, true);
+
+  std::vector<double> nilpotent(n * n, 0.0);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = i + 1; j < 4; ++j)
+      nilpotent[i * n + j] = normal(rng);
+  std::vector<double> series(n * n, 0.0), power = nilpotent;
+  for (int64_t i = 0; i < n; ++i)
+    series[i * n + i] = 1;
+  for (int k = 1; k <= 3; ++k) {
+    double factorial = k == 3 ? 6 : k;
+    for (int64_t i = 0; i < n * n; ++i)
+      series[i] += power[i] / factorial;
+    power = product(power, nilpotent, false);
+  }
+
+  // f64 within 1e-12 (six squarings of a series summed to 2⁻⁵³, each
+  // doubling its relative error: ~1e-14 per entry); f32 within 5e-5 (the
+  // input's rounding moves θ by up to 50 · 2⁻²⁴ ≈ 3e-6, the series' 2⁻²⁴
+  // doubled six times ≈ 4e-6, over sums of 8 terms); bf16 (computed in f32)
+  // within 2 % of the largest entry, the input's and output's rounding
+  // (2⁻⁸) through the three terms of the series.
+  auto check = [&](auto zero, const std::vector<double> &input,
+                   const std::vector<double> &want, double tolerance,
+                   const char *what) {
+    using Real = decltype(zero);
+    SCOPED_TRACE(what);
+    std::vector<Real> in(n * n), out(n * n);
+    for (int64_t i = 0; i < n * n; ++i)
+      in[i] = Real(input[i]);
+    fp::host::matrixExp(in.data(), n, out.data());
+    for (int64_t i = 0; i < n * n; ++i)
+      ASSERT_NEAR(double(out[i]), want[i], tolerance) << "entry " << i;
+  };
+  check(0.0, a, expected, 1e-12, "rotations, f64");
+  check(0.0f, a, expected, 5e-5, "rotations, f32");
+  check(0.0, nilpotent, series, 1e-14, "nilpotent, f64");
+  check(0.0f, nilpotent, series, 1e-5, "nilpotent, f32");
+  check(fp::bf16(0.0f), nilpotent, series,
+        0.02 * std::max(1.0, *std::max_element(series.begin(), series.end())),
+        "nilpotent, bf16");
 }
 
 TEST(HostKernels, LinearReadsColumnRangesWhereTheyLie) {

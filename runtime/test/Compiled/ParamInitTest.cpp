@@ -139,6 +139,31 @@ TEST(ParamInit, LogUniformIsTheLogOfAUniformDraw) {
               HasSubstr("needs 0 < low <= high"));
 }
 
+TEST(ParamInit, EyeAndOrthogonalFillSquareMatrices) {
+  auto values = init(layerOf({param("original", {6, 6}, "eye", {{"value", -1}}),
+                              param("base", {6, 6}, "orthogonal")}));
+  EXPECT_TRUE(torch::equal(values[0], -torch::eye(6, torch::kFloat64)));
+  // Qᵀ Q = I to rounding, with R's diagonal positive: Q is the Q factor of
+  // a draw whose QR gives it back.
+  const torch::Tensor &q = values[1];
+  EXPECT_LT(maxAbs(torch::matmul(q.t(), q) - torch::eye(6, torch::kFloat64)),
+            1e-14);
+  // The draw itself: the fan-in uniform matrix the same generator gives
+  // first, whose Q (signs fixed) is the parameter.
+  at::Generator generator = makeGenerator(1);
+  torch::Tensor draw =
+      torch::empty({6, 6}, torch::kFloat64)
+          .uniform_(-1 / std::sqrt(6.0), 1 / std::sqrt(6.0), generator);
+  torch::Tensor r = torch::matmul(q.t(), draw);
+  EXPECT_LT(maxAbs(torch::tril(r, -1)), 1e-14);
+  EXPECT_GT(r.diagonal().min().item<double>(), 0);
+  EXPECT_THAT(initError(layerOf({param("w", {3, 2}, "orthogonal")})),
+              HasSubstr("parameter 'w': initialiser 'orthogonal' needs a "
+                        "square matrix"));
+  EXPECT_THAT(initError(layerOf({param("w", {3}, "eye", {{"value", 1}})})),
+              HasSubstr("initialiser 'eye' needs a square matrix"));
+}
+
 TEST(ParamInit, RowNormReadsItsParameterEvenWhenListedFirst) {
   // fpc lists the gain before the direction it measures.
   LayerInfo layer =
@@ -170,13 +195,13 @@ TEST(ParamInit, KnowsTheKindsOfTheDialect) {
   EXPECT_THAT(initKinds(), ::testing::UnorderedElementsAre(
                                "zeros", "ones", "constant", "uniform", "normal",
                                "fan_in_uniform", "s4d_real", "dt_bias",
-                               "row_norm", "log_uniform"));
+                               "row_norm", "log_uniform", "eye", "orthogonal"));
 }
 
 TEST(ParamInit, RefusesWhatItCannotApply) {
-  EXPECT_THAT(initError(layerOf({param("w", {3}, "orthogonal")})),
+  EXPECT_THAT(initError(layerOf({param("w", {3}, "kaiming")})),
               HasSubstr("layer 'test_layer', parameter 'w': unknown "
-                        "initialiser 'orthogonal'; this runtime knows zeros, "
+                        "initialiser 'kaiming'; this runtime knows zeros, "
                         "ones, constant"));
   EXPECT_THAT(initError(layerOf({param("w", {3}, "uniform", {{"low", 0}})})),
               HasSubstr("parameter 'w': initialiser 'uniform' needs the "

@@ -242,6 +242,33 @@ TEST(WeightImport, MapsFpMambaByNameWithTheSkipRenamed) {
   }
 }
 
+TEST(WeightImport, MapsTheNonselectiveBaseBufferToItsFrozenParameter) {
+  ModelConfig config = smallFpMamba();
+  config.mixer = "nonselective";
+  ref::FPMambaLayer reference(config);
+  // The compiled layer's parameters by the reference's names, the buffer
+  // `mixer.weight.base` among them.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> params;
+  for (const auto &item : reference.named_parameters())
+    params.push_back({item.key() == "D" ? "D_skip" : item.key(),
+                      item.value().sizes().vec()});
+  params.push_back({"mixer.weight.base", {16, 16}});
+  LayerInfo layer = layerWith("fp_mamba", params);
+  std::vector<torch::Tensor> weights = referenceWeightsFor(reference, layer);
+  ASSERT_EQ(weights.size(), params.size());
+  EXPECT_TRUE(weights.back().is_same(
+      *reference.named_buffers().find("mixer.weight.base")));
+  // The buffer has no gradient: its counterpart gets zeros.
+  std::vector<torch::Tensor> grads = referenceGradientsFor(reference, layer);
+  EXPECT_TRUE(
+      torch::equal(grads.back(), torch::zeros({16, 16}, torch::kFloat64)));
+  // Without the compiled counterpart, the buffer is listed.
+  params.pop_back();
+  EXPECT_THAT(importError(reference, layerWith("fp_mamba", params)),
+              HasSubstr("reference weight 'mixer.weight.base' [16, 16] has no "
+                        "counterpart in the compiled layer"));
+}
+
 TEST(WeightImport, SplitsFpRnnConvolutions) {
   ModelConfig config;
   config.kind = "fp_rnn";

@@ -69,7 +69,9 @@ def FP_InitKind : I32EnumAttr<"InitKind", "parameter initialiser", [
     I32EnumAttrCase<"S4DReal", 6, "s4d_real">,
     I32EnumAttrCase<"DtBias", 7, "dt_bias">,
     I32EnumAttrCase<"RowNorm", 8, "row_norm">,
-    I32EnumAttrCase<"LogUniform", 9, "log_uniform">
+    I32EnumAttrCase<"LogUniform", 9, "log_uniform">,
+    I32EnumAttrCase<"Eye", 10, "eye">,
+    I32EnumAttrCase<"Orthogonal", 11, "orthogonal">
   ]> {
   let cppNamespace = "::mlir::fp";
   let genSpecializedAttr = 0;
@@ -92,6 +94,8 @@ def FP_InitAttr : FP_Attr<"Init", "init"> {
     | `s4d_real` | — | `log(n+1)` along the last dim (Mamba's `A_log`) |
     | `dt_bias` | `dt_min, dt_max, floor` | `softplus⁻¹(clamp(exp(U(log dt_min, log dt_max)), floor))` |
     | `log_uniform` | `lo, hi` | `log U(lo, hi)` (Mamba-2's `A_log`), `0 < lo < hi` |
+    | `eye` | `c` | `c` on the diagonal of a square matrix, 0 elsewhere |
+    | `orthogonal` | — | the `Q` of `QR = W` for a square `W` drawn as `fan_in_uniform`, `R`'s diagonal made positive (PyTorch's `orthogonal` parametrisation of a default `Linear`) |
     | `row_norm` | — | `‖V_i‖₂` of the rows of parameter `of` (weight-norm gain) |
 
     Example: `#fp.init<fan_in_uniform>`, `#fp.init<dt_bias(1.0e-03, 1.0e-01, 1.0e-04)>`,

@@ -373,23 +373,29 @@ def FP_SolverIterationsOp : FP_Op<"solver_iterations"> {
 //===----------------------------------------------------------------------===//
 
 def FP_ParamOp : FP_Op<"param", [Pure]> {
-  let summary = "a trainable parameter of the enclosing layer";
+  let summary = "a parameter of the enclosing layer";
   let description = [{
     The value of the layer parameter `name`: a statically shaped tensor the
     runtime creates with initialiser `init`, passes to every call, and
     updates during training. `decay` marks parameters in the weight-decay
-    group of the optimiser. Parameters are constant within a call.
+    group of the optimiser. A `frozen` parameter is not trained: the runtime
+    holds it as a buffer (saved, loaded and broadcast with the parameters,
+    never given to the optimiser) and the derived backward computes no
+    gradient for it, as PyTorch's `base` of an orthogonal parametrisation.
+    Parameters are constant within a call.
 
     ```mlir
     %w = fp.param "in_proj" init <fan_in_uniform> decay : tensor<256x128xf32>
     %a = fp.param "A_log" init <s4d_real> : tensor<256x16xf32>
+    %q = fp.param "weight.base" init <orthogonal> frozen : tensor<64x64xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, FP_InitAttr:$init,
-                       UnitAttr:$decay);
+                       UnitAttr:$decay, UnitAttr:$frozen);
   let results = (outs FP_StaticFloatTensor:$result);
   let assemblyFormat = [{
-    $name `init` $init (`decay` $decay^)? attr-dict `:` type($result)
+    $name `init` $init (`decay` $decay^)? (`frozen` $frozen^)? attr-dict `:`
+    type($result)
   }];
   let hasVerifier = 1;
 }
@@ -914,6 +920,30 @@ def FP_TriuOp : FP_Op<"triu", [Pure, DeclareOpInterfaceMethods<FP_Differentiable
   let hasVerifier = 1;
 }
 
+def FP_MatrixExpOp : FP_Op<"matrix_exp", [
+    Pure, SameOperandsAndResultType,
+    DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
+  let summary = "the exponential of a square matrix";
+  let description = [{
+    `result = exp(input) = Σ_k inputᵏ / k!` for a statically shaped square
+    matrix: a parameter-level value (the nonselective mixer's
+    `base · exp(L − Lᵀ)`, docs/spec.md §2.4), computed once per call. The
+    kernels scale by `2⁻ˢ` until the 1-norm is at most 1, sum the Taylor
+    series to the element type's precision and square `s` times. Its
+    cotangent is the Fréchet derivative at the transpose applied to the
+    result's cotangent `G`, the upper-right block of
+    `exp([[inputᵀ, G], [0, inputᵀ]])` (Najfeld and Havel, 1995).
+
+    ```mlir
+    %e = fp.matrix_exp %a : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins FP_StaticMatrix:$input);
+  let results = (outs FP_StaticMatrix:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Gradient ops
 //===----------------------------------------------------------------------===//
@@ -921,7 +951,8 @@ def FP_TriuOp : FP_Op<"triu", [Pure, DeclareOpInterfaceMethods<FP_Differentiable
 // Ops that appear in derived backward functions (fp-derive-backward): the
 // adjoints that no composition of forward ops expresses efficiently.
 
-def FP_TransposeOp : FP_Op<"transpose", [Pure]> {
+def FP_TransposeOp : FP_Op<"transpose", [
+    Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
   let summary = "transpose a matrix";
   let description = [{
     `result[j, i] = input[i, j]`. The backward of `fp.linear` maps the
@@ -938,6 +969,7 @@ def FP_TransposeOp : FP_Op<"transpose", [Pure]> {
   let results = (outs FP_StaticMatrix:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
   let extraClassDeclaration = [{
     /// Whether every use of the result is as the weight of an unnormalised
     /// fp.linear (and it is not materialised).
@@ -966,7 +998,8 @@ def FP_WeightGradOp : FP_Op<"weight_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def FP_TriuPackOp : FP_Op<"triu_pack", [Pure]> {
+def FP_TriuPackOp : FP_Op<"triu_pack", [
+    Pure, DeclareOpInterfaceMethods<FP_DifferentiableOpInterface>]> {
   let summary = "pack the upper triangle of matrices into a vector";
   let description = [{
     The adjoint of `fp.triu`: the `m(m+1)/2` entries on and above the

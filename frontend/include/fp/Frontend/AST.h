@@ -121,6 +121,9 @@ struct Stmt {
   /// ... or a composite (`linear(D, d)`, `householder(r = 2)`).
   ExprPtr paramComposite;
   DecayFlag decay = DecayFlag::Default;
+  /// Param: `frozen`, not trained (a buffer of the runtime's).
+  bool frozen = false;
+  llvm::SMLoc frozenLoc;
   /// Map: the declaration.
   std::unique_ptr<FunctionDecl> map;
   /// For, If: the bodies.

@@ -25,7 +25,8 @@ def FpHoistInvariants : Pass<"fp-hoist-invariants", "func::FuncOp"> {
       column blocks into `W_x x + W_y ȳ` (the bias goes with the invariant
       part), so the `x` half can leave the loop. A linear map of a sum
       with one invariant term, `W (x + ȳ)`, becomes `W x + W ȳ` in the
-      same way.
+      same way, and one of a difference, `W (x − y)`, `W x − W y` (the
+      bias with the left term).
     - Every operation of a fixed-point body whose operands are all defined
       outside it is then hoisted (loop-invariant code motion through the
       op's `LoopLikeOpInterface`), innermost loops first.
@@ -48,7 +49,8 @@ def FpHoistInvariants : Pass<"fp-hoist-invariants", "func::FuncOp"> {
                            "::mlir::fp::FPDialect"];
   let options = [
     Option<"splitConcat", "split-concat", "bool", /*default=*/"true",
-           "split linear maps of partly invariant concatenations and sums">,
+           "split linear maps of partly invariant concatenations, sums "
+           "and differences">,
   ];
 }
 

@@ -53,7 +53,8 @@ fp_solver_overrides keepCompiledSolver();
 /// parameters are registered under the manifest's names, the dots becoming
 /// submodules ("mixer.u_proj.weight_v" is parameter "weight_v" of submodule
 /// "u_proj" of submodule "mixer"), so named_parameters() lists exactly the
-/// manifest's names.
+/// manifest's names, but for frozen parameters, which are buffers of the
+/// same names (named_buffers()).
 class CompiledLayer : public ref::BlockMixer {
 public:
   /// The layer called `layerName` of `library`, its parameters drawn from

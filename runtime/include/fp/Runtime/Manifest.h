@@ -53,6 +53,10 @@ struct ParamInfo {
   std::vector<int64_t> shape; ///< Every extent is positive.
   InitSpec init;
   bool weightDecay = true;
+  /// Not trained (the manifest's `frozen`): held as a buffer, saved, loaded
+  /// and broadcast with the parameters but given to no optimiser; the
+  /// backward writes zeros for it.
+  bool frozen = false;
 
   /// The number of elements, the product of the extents.
   int64_t numElements() const;

@@ -47,6 +47,10 @@ public:
 ///    softplus⁻¹(clamp(exp(U(log dt_min, log dt_max)), min = floor));
 ///  - `row_norm` (`of`: a parameter name): ‖row i of `of`‖₂ over its last
 ///    extent (the weight-norm gain).
+///  - `eye` (`value`): value on the diagonal of a square matrix;
+///  - `orthogonal`: the Q of the QR decomposition of a square fan_in_uniform
+///    draw, R's diagonal made positive (PyTorch's orthogonal
+///    parametrisation of a default Linear).
 const std::vector<std::string> &initKinds();
 
 /// A CPU generator seeded with `seed`.

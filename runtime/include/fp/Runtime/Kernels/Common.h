@@ -184,6 +184,31 @@ struct Min {
 };
 
 //===----------------------------------------------------------------------===//
+// The matrix exponential
+//===----------------------------------------------------------------------===//
+
+/// matrixExp (fp.matrix_exp): the matrix is halved s times until its 1-norm
+/// is at most 1, with s at most kMatrixExpMaxHalvings (beyond 2^32 the
+/// exponential overflows unless the matrix is nearly skew, where the
+/// remaining norm costs accuracy), then e^X is the Taylor polynomial of
+/// matrixExpDegree<C>() terms, whose remainder for ‖X‖₁ ≤ 1 is below C's
+/// unit roundoff (1/19! < 2⁻⁵³, 1/11! < 2⁻²⁴), and is squared s times.
+inline constexpr int kMatrixExpMaxHalvings = 32;
+template <typename C> constexpr int matrixExpDegree() {
+  return sizeof(C) >= 8 ? 18 : 10;
+}
+
+/// The halvings of matrixExp for a 1-norm `norm`.
+template <typename C> FP_HOST_DEVICE inline int matrixExpHalvings(C norm) {
+  int halvings = 0;
+  while (norm > C(1) && halvings < kMatrixExpMaxHalvings) {
+    norm /= C(2);
+    ++halvings;
+  }
+  return halvings;
+}
+
+//===----------------------------------------------------------------------===//
 // Shapes and reductions
 //===----------------------------------------------------------------------===//
 

@@ -71,6 +71,7 @@
 //   kernels::linearStrided          linear of column ranges, read in place
 //   kernels::weightNorm             gain * W / |W| per row
 //   kernels::matmul                 batched products of small matrices
+//   kernels::matrixExp              e^A of a square matrix
 // Host/Layout.h, Device/Layout.cuh
 //   kernels::sliceColumns           a range of columns
 //   kernels::insertColumns          rows written into a range of columns

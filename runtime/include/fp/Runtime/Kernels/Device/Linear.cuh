@@ -1,8 +1,8 @@
 //===- Device/Linear.cuh - Linear maps of the CUDA kernels ------*- C++ -*-===//
 //
 // GEMMs through cuBLAS (bf16 ones on tensor cores with f32 accumulation),
-// linear, linearTransposed, linearStrided, weightNorm and matmul, the batched
-// products of small matrices.
+// linear, linearTransposed, linearStrided, weightNorm, matmul, the batched
+// products of small matrices, and matrixExp.
 //
 // Counterpart: Host/Linear.h.
 //
@@ -13,6 +13,7 @@
 
 #include "fp/Runtime/Kernels/Device/Context.cuh"
 #include "fp/Runtime/Kernels/Device/Elementwise.cuh"
+#include "fp/Runtime/Kernels/Device/FusedKernels.cuh"
 #include "fp/Runtime/Kernels/Device/Launch.cuh"
 
 namespace fp::cuda {
@@ -204,6 +205,138 @@ inline void matmul(In<Real> lhs, In<Real> rhs, int64_t batch, int64_t m,
                  detail::blocksFor(batch * m * n), detail::kThreads, 0,
                  detail::stream(), lhs, rhs, batch, m, n, k, transposeLhs,
                  transposeRhs, out);
+}
+
+namespace detail {
+
+/// matrixExp's start, one block: the halvings s of A (its 1-norm, one
+/// column per thread, reduced over the block) into `*halvings`.
+template <typename Real>
+__global__ void matrixExpHalvingsKernel(const Real *in, int64_t n,
+                                        int *halvings) {
+  using C = Compute<Real>;
+  C norm = 0;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    C column = 0;
+    for (int64_t i = 0; i < n; ++i)
+      column += std::abs(C(in[i * n + j]));
+    norm = column > norm ? column : norm;
+  }
+  norm = blockReduce(norm, MaxOp());
+  if (threadIdx.x == 0)
+    *halvings = fp::host::matrixExpHalvings(norm);
+}
+
+/// x = A / 2^s.
+template <typename Real, typename C>
+__global__ void matrixExpScaleKernel(const Real *in, int64_t size,
+                                     const int *halvings, C *x) {
+  const C scale = ldexp(C(1), -*halvings);
+  for (int64_t i = firstThread(); i < size; i += allThreads())
+    x[i] = C(in[i]) * scale;
+}
+
+/// result = I + factor · term (n × n).
+template <typename C>
+__global__ void identityPlusKernel(const C *term, C factor, int64_t n,
+                                   C *result) {
+  for (int64_t i = firstThread(); i < n * n; i += allThreads())
+    result[i] = term[i] * factor + C(i % (n + 1) == 0 ? 1 : 0);
+}
+
+/// Squaring `step` of matrixExp: t = p · p where step < *halvings, else
+/// nothing, so that the host queues the most squarings and never waits for
+/// the norm. 16 × 16 tiles through shared memory.
+inline constexpr int kSquareTile = 16;
+template <typename C>
+__global__ void matrixExpSquareKernel(const C *p, int64_t n, int step,
+                                      const int *halvings, C *t) {
+  if (step >= *halvings)
+    return;
+  __shared__ C left[kSquareTile][kSquareTile];
+  __shared__ C right[kSquareTile][kSquareTile];
+  const int64_t row = int64_t(blockIdx.y) * kSquareTile + threadIdx.y;
+  const int64_t col = int64_t(blockIdx.x) * kSquareTile + threadIdx.x;
+  C sum = 0;
+  for (int64_t k0 = 0; k0 < n; k0 += kSquareTile) {
+    const int64_t lc = k0 + threadIdx.x, rr = k0 + threadIdx.y;
+    left[threadIdx.y][threadIdx.x] = row < n && lc < n ? p[row * n + lc] : C(0);
+    right[threadIdx.y][threadIdx.x] =
+        rr < n && col < n ? p[rr * n + col] : C(0);
+    __syncthreads();
+    for (int k = 0; k < kSquareTile; ++k)
+      sum += left[threadIdx.y][k] * right[k][threadIdx.x];
+    __syncthreads();
+  }
+  if (row < n && col < n)
+    t[row * n + col] = sum;
+}
+
+/// Squaring `step`'s second half: p = t where step < *halvings.
+template <typename C>
+__global__ void matrixExpTakeKernel(const C *t, int64_t size, int step,
+                                    const int *halvings, C *p) {
+  if (step >= *halvings)
+    return;
+  for (int64_t i = firstThread(); i < size; i += allThreads())
+    p[i] = t[i];
+}
+
+template <typename Real, typename C>
+__global__ void matrixExpStoreKernel(const C *p, int64_t size, Real *out) {
+  for (int64_t i = firstThread(); i < size; i += allThreads())
+    out[i] = Real(p[i]);
+}
+
+} // namespace detail
+
+/// out = e^A for the n × n matrix A (fp.matrix_exp), as Host.h computes it
+/// (Common.h, matrixExp) in Compute<Real>: the halvings s found on the
+/// device, the Taylor polynomial by Horner's rule with cuBLAS GEMMs, then
+/// kMatrixExpMaxHalvings squaring launches of which those past s return at
+/// once, so that the host never waits. Scratch: three n × n matrices.
+template <typename Real>
+inline void matrixExp(In<Real> in, int64_t n, Real *out) {
+  using C = Compute<Real>;
+  const int64_t size = n * n;
+  cudaStream_t stream = detail::stream();
+  detail::LaunchBuffer scratch(3 * size * sizeof(C) + sizeof(int), stream);
+  C *x = scratch.as<C>(), *p = x + size, *t = p + size;
+  int *halvings = reinterpret_cast<int *>(t + size);
+  const int64_t blocks = detail::blocksFor(size);
+  detail::launch("matrixExp (norm)", detail::matrixExpHalvingsKernel<Real>, 1,
+                 detail::kThreads, 0, stream, in, n, halvings);
+  detail::launch("matrixExp (scale)", detail::matrixExpScaleKernel<Real, C>,
+                 blocks, detail::kThreads, 0, stream, in, size,
+                 static_cast<const int *>(halvings), x);
+  const int degree = fp::host::matrixExpDegree<C>();
+  detail::launch("matrixExp (Taylor)", detail::identityPlusKernel<C>, blocks,
+                 detail::kThreads, 0, stream, static_cast<const C *>(x),
+                 C(1) / C(degree), n, p);
+  for (int k = degree - 1; k >= 1; --k) {
+    // Row-major t = x · p is column-major tᵀ = pᵀ · xᵀ.
+    detail::checkBlas(
+        detail::gemm(false, int(n), int(n), int(n), p, int(n), x, int(n), t),
+        "matrixExp (GEMM)");
+    detail::launch("matrixExp (Taylor)", detail::identityPlusKernel<C>, blocks,
+                   detail::kThreads, 0, stream, static_cast<const C *>(t),
+                   C(1) / C(k), n, p);
+  }
+  const dim3 tiles(
+      unsigned((n + detail::kSquareTile - 1) / detail::kSquareTile),
+      unsigned((n + detail::kSquareTile - 1) / detail::kSquareTile));
+  const dim3 tile(detail::kSquareTile, detail::kSquareTile);
+  for (int step = 0; step < fp::host::kMatrixExpMaxHalvings; ++step) {
+    detail::matrixExpSquareKernel<C>
+        <<<tiles, tile, 0, stream>>>(p, n, step, halvings, t);
+    detail::check(cudaGetLastError(), "matrixExp (square)");
+    detail::launch("matrixExp (square)", detail::matrixExpTakeKernel<C>, blocks,
+                   detail::kThreads, 0, stream, static_cast<const C *>(t), size,
+                   step, static_cast<const int *>(halvings), p);
+  }
+  detail::launch("matrixExp (store)", detail::matrixExpStoreKernel<Real, C>,
+                 blocks, detail::kThreads, 0, stream, static_cast<const C *>(p),
+                 size, out);
 }
 
 } // namespace fp::cuda

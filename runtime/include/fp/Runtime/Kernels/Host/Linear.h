@@ -1,7 +1,8 @@
 //===- Host/Linear.h - Linear maps of the host kernels ----------*- C++ -*-===//
 //
 // GEMMs through CBLAS (bf16 ones widened to float), linear, linearTransposed,
-// linearStrided, weightNorm and matmul, the batched products of small matrices.
+// linearStrided, weightNorm, matmul, the batched products of small matrices,
+// and matrixExp.
 //
 // Counterpart: Device/Linear.cuh.
 //
@@ -189,6 +190,45 @@ FP_KERNEL void matmul(In<Real> lhs, In<Real> rhs, int64_t batch, int64_t m,
         }
     });
   }
+}
+
+/// out = e^A for the n × n matrix A (fp.matrix_exp) by scaling and
+/// squaring (Common.h, matrixExp): X = A / 2^s, the Taylor polynomial of
+/// degree m summed by Horner's rule, P = I + X (I + X/2 (… (I + X/m))),
+/// then P squared s times; m − 1 + s GEMMs in Compute<Real>.
+template <typename Real>
+FP_KERNEL void matrixExp(In<Real> in, int64_t n, Real *out) {
+  using C = Compute<Real>;
+  const int64_t size = n * n;
+  std::vector<C> x(size), p(size), t(size);
+  C norm = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    C column = 0;
+    for (int64_t i = 0; i < n; ++i)
+      column += std::abs(C(in[i * n + j]));
+    norm = std::max(norm, column);
+  }
+  const int halvings = matrixExpHalvings(norm);
+  const C scale = std::ldexp(C(1), -halvings);
+  for (int64_t i = 0; i < size; ++i)
+    x[i] = C(in[i]) * scale;
+  auto identityPlus = [&](const std::vector<C> &term, C factor,
+                          std::vector<C> &result) {
+    for (int64_t i = 0; i < size; ++i)
+      result[i] = term[i] * factor + C(i % (n + 1) == 0 ? 1 : 0);
+  };
+  const int degree = matrixExpDegree<C>();
+  identityPlus(x, C(1) / C(degree), p);
+  for (int k = degree - 1; k >= 1; --k) {
+    gemm(false, n, n, n, x.data(), n, p.data(), n, t.data(), false);
+    identityPlus(t, C(1) / C(k), p);
+  }
+  for (int i = 0; i < halvings; ++i) {
+    gemm(false, n, n, n, p.data(), n, p.data(), n, t.data(), false);
+    std::swap(p, t);
+  }
+  for (int64_t i = 0; i < size; ++i)
+    out[i] = Real(p[i]);
 }
 
 } // namespace fp::host
