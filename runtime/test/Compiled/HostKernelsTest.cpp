@@ -490,10 +490,10 @@ TEST(HostKernels, ChunkedKernelsContinueTheWholeSequence) {
   std::mt19937_64 rng(testSeed());
   const int64_t batch = 2, length = 7, channels = 4, state = 3, width = 3;
   const std::vector<int64_t> chunks = {3, 1, 3};
-  const int64_t F = channels;
-  std::vector<double> x = randomValues(rng, batch * length * F),
-                      c = randomValues(rng, batch * length * F),
-                      delta = randomValues(rng, batch * length * F),
+  const int64_t features = channels;
+  std::vector<double> x = randomValues(rng, batch * length * features),
+                      c = randomValues(rng, batch * length * features),
+                      delta = randomValues(rng, batch * length * features),
                       bm = randomValues(rng, batch * length * state),
                       cm = randomValues(rng, batch * length * state),
                       a = randomValues(rng, channels * state),
@@ -526,31 +526,35 @@ TEST(HostKernels, ChunkedKernelsContinueTheWholeSequence) {
   {
     const int64_t offset = 2;
     std::vector<double> whole(x.size()), carried;
-    fp::host::shift(x.data(), batch, length, F, offset, whole.data());
+    fp::host::shift(x.data(), batch, length, features, offset, whole.data());
     std::vector<double> chunked = inChunks(
-        F, offset * F,
+        features, offset * features,
         [&](int64_t t0, int64_t n, const double *in, double *out, double *nx) {
-          std::vector<double> part = tokens(x, batch, length, F, t0, n);
-          fp::host::shiftFrom(part.data(), in, batch, n, F, offset, out, nx);
+          std::vector<double> part = tokens(x, batch, length, features, t0, n);
+          fp::host::shiftFrom(part.data(), in, batch, n, features, offset, out,
+                              nx);
         },
         carried);
     EXPECT_EQ(chunked, whole) << "shiftFrom";
-    EXPECT_EQ(carried, tokens(x, batch, length, F, length - offset, offset))
+    EXPECT_EQ(carried,
+              tokens(x, batch, length, features, length - offset, offset))
         << "shiftFrom's state";
   }
   {
     std::vector<double> whole(x.size()), carried;
-    fp::host::scan(c.data(), x.data(), batch, length, F, false, whole.data());
+    fp::host::scan(c.data(), x.data(), batch, length, features, false,
+                   whole.data());
     std::vector<double> chunked = inChunks(
-        F, F,
+        features, features,
         [&](int64_t t0, int64_t n, const double *in, double *out, double *nx) {
-          std::vector<double> cp = tokens(c, batch, length, F, t0, n),
-                              xp = tokens(x, batch, length, F, t0, n);
-          fp::host::scanFrom(cp.data(), xp.data(), in, batch, n, F, out, nx);
+          std::vector<double> cp = tokens(c, batch, length, features, t0, n),
+                              xp = tokens(x, batch, length, features, t0, n);
+          fp::host::scanFrom(cp.data(), xp.data(), in, batch, n, features, out,
+                             nx);
         },
         carried);
     EXPECT_EQ(chunked, whole) << "scanFrom";
-    EXPECT_EQ(carried, tokens(whole, batch, length, F, length - 1, 1))
+    EXPECT_EQ(carried, tokens(whole, batch, length, features, length - 1, 1))
         << "scanFrom's state";
   }
   {
@@ -560,10 +564,11 @@ TEST(HostKernels, ChunkedKernelsContinueTheWholeSequence) {
                                 cm.data(), skip.data(), nullptr, batch, length,
                                 channels, state, whole.data(), last.data());
     std::vector<double> chunked = inChunks(
-        F, channels * state,
+        features, channels * state,
         [&](int64_t t0, int64_t n, const double *in, double *out, double *nx) {
-          std::vector<double> up = tokens(x, batch, length, F, t0, n),
-                              dp = tokens(delta, batch, length, F, t0, n),
+          std::vector<double> up = tokens(x, batch, length, features, t0, n),
+                              dp =
+                                  tokens(delta, batch, length, features, t0, n),
                               bp = tokens(bm, batch, length, state, t0, n),
                               cp = tokens(cm, batch, length, state, t0, n);
           fp::host::selectiveScanFrom(up.data(), dp.data(), a.data(), bp.data(),
@@ -583,7 +588,7 @@ TEST(HostKernels, ChunkedKernelsContinueTheWholeSequence) {
                                 bias.data(), batch, length, channels, width,
                                 whole.data());
     std::vector<double> chunked = inChunks(
-        F, (width - 1) * F,
+        features, (width - 1) * features,
         [&](int64_t t0, int64_t n, const double *in, double *out, double *nx) {
           std::vector<double> part =
               tokens(wide, batch, length, inStride, t0, n);

@@ -250,8 +250,8 @@ TEST(WeightImport, MapsTheNonselectiveBaseBufferToItsFrozenParameter) {
   // `mixer.weight.base` among them.
   std::vector<std::pair<std::string, std::vector<int64_t>>> params;
   for (const auto &item : reference.named_parameters())
-    params.push_back({item.key() == "D" ? "D_skip" : item.key(),
-                      item.value().sizes().vec()});
+    params.emplace_back(item.key() == "D" ? "D_skip" : item.key(),
+                        item.value().sizes().vec());
   params.push_back({"mixer.weight.base", {16, 16}});
   LayerInfo layer = layerWith("fp_mamba", params);
   std::vector<torch::Tensor> weights = referenceWeightsFor(reference, layer);
