@@ -138,6 +138,17 @@ struct Math {
 /// null: the caller asks only for ops with a cotangent.
 Value onlyCotangent(ValueRange cotangents) { return cotangents.front(); }
 
+/// The rule of a linear op whose adjoint is one op of kind `AdjointOp`
+/// from the result's cotangent back to the type of `input` (reshape and
+/// transpose are their own, triu and triu_pack each other's).
+template <typename AdjointOp>
+LogicalResult adjointByOp(OpBuilder &b, Location loc, Value input,
+                          ValueRange cotangents, SmallVectorImpl<Value> &out) {
+  out.push_back(
+      AdjointOp::create(b, loc, input.getType(), onlyCotangent(cotangents)));
+  return success();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -401,9 +412,7 @@ LogicalResult ConcatOp::buildVJP(OpBuilder &b, ValueRange cotangents,
 
 LogicalResult ReshapeOp::buildVJP(OpBuilder &b, ValueRange cotangents,
                                   SmallVectorImpl<Value> &out) {
-  out.push_back(ReshapeOp::create(b, getLoc(), getInput().getType(),
-                                  onlyCotangent(cotangents)));
-  return success();
+  return adjointByOp<ReshapeOp>(b, getLoc(), getInput(), cotangents, out);
 }
 
 LogicalResult MatmulOp::buildVJP(OpBuilder &b, ValueRange cotangents,
@@ -427,23 +436,17 @@ LogicalResult MatmulOp::buildVJP(OpBuilder &b, ValueRange cotangents,
 
 LogicalResult TriuOp::buildVJP(OpBuilder &b, ValueRange cotangents,
                                SmallVectorImpl<Value> &out) {
-  out.push_back(TriuPackOp::create(b, getLoc(), getInput().getType(),
-                                   onlyCotangent(cotangents)));
-  return success();
+  return adjointByOp<TriuPackOp>(b, getLoc(), getInput(), cotangents, out);
 }
 
 LogicalResult TriuPackOp::buildVJP(OpBuilder &b, ValueRange cotangents,
                                    SmallVectorImpl<Value> &out) {
-  out.push_back(TriuOp::create(b, getLoc(), getInput().getType(),
-                               onlyCotangent(cotangents)));
-  return success();
+  return adjointByOp<TriuOp>(b, getLoc(), getInput(), cotangents, out);
 }
 
 LogicalResult TransposeOp::buildVJP(OpBuilder &b, ValueRange cotangents,
                                     SmallVectorImpl<Value> &out) {
-  out.push_back(TransposeOp::create(b, getLoc(), getInput().getType(),
-                                    onlyCotangent(cotangents)));
-  return success();
+  return adjointByOp<TransposeOp>(b, getLoc(), getInput(), cotangents, out);
 }
 
 LogicalResult MatrixExpOp::buildVJP(OpBuilder &b, ValueRange cotangents,

@@ -653,23 +653,28 @@ Val Elaborator::builtinTranspose(const Expr &expr, ArrayRef<const Expr *>) {
   return fail(expr.loc, "'t(x)' is only allowed as an operand of matmul");
 }
 
+std::optional<Val> Elaborator::evalSquareMatrix(const Expr &expr,
+                                                StringRef what) {
+  std::optional<Val> x = evalTensor(expr, what, /*activation=*/false);
+  if (x && (x->shape.size() != 2 || x->shape[0] != x->shape[1])) {
+    emitError(expr.loc) << what << " takes a square matrix, got shape "
+                        << formatShape(x->shape);
+    return std::nullopt;
+  }
+  return x;
+}
+
 Val Elaborator::builtinTril(const Expr &expr, ArrayRef<const Expr *> a) {
-  std::optional<Val> x = evalTensor(*a[0], "tril", /*activation=*/false);
+  std::optional<Val> x = evalSquareMatrix(*a[0], "tril");
   if (!x)
     return Val::error();
-  if (x->shape.size() != 2 || x->shape[0] != x->shape[1])
-    return fail(a[0]->loc, "tril takes a square matrix, got shape " +
-                               formatShape(x->shape));
   return Val::ofTensor(lowerTriangle(x->value, loc(expr.loc)), false, x->shape);
 }
 
 Val Elaborator::builtinMatrixExp(const Expr &expr, ArrayRef<const Expr *> a) {
-  std::optional<Val> x = evalTensor(*a[0], "matrix_exp", /*activation=*/false);
+  std::optional<Val> x = evalSquareMatrix(*a[0], "matrix_exp");
   if (!x)
     return Val::error();
-  if (x->shape.size() != 2 || x->shape[0] != x->shape[1])
-    return fail(a[0]->loc, "matrix_exp takes a square matrix, got shape " +
-                               formatShape(x->shape));
   auto op =
       MatrixExpOp::create(builder, loc(expr.loc), x->value.getType(), x->value);
   return Val::ofTensor(op, false, x->shape);

@@ -423,6 +423,8 @@ private:
   Val builtinTranspose(const Expr &expr, ArrayRef<const Expr *> a);
   Val builtinTriu(const Expr &expr, ArrayRef<const Expr *> a);
   Val builtinTril(const Expr &expr, ArrayRef<const Expr *> a);
+  /// A parameter tensor of shape [n, n] for `what`, or a located error.
+  std::optional<Val> evalSquareMatrix(const Expr &expr, StringRef what);
   Val builtinMatrixExp(const Expr &expr, ArrayRef<const Expr *> a);
   /// Parameter-level linear algebra on static matrices (Builtins.cpp).
   Value transposeMatrix(Value x, Location l);
