@@ -34,6 +34,7 @@
 #include "llvm/Support/Path.h"
 
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::fp;
@@ -473,8 +474,14 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
   return success();
 }
 
+std::string mlir::fp::codegen::cudaPartMacro(StringRef dtype) {
+  return "FP_CUDA_PART_" + dtype.upper();
+}
+
 /// The namespace layer_<layer>::<ns> of the CUDA unit: a layer's forward
-/// (and backward), and with `chunks` its sampleChunks.
+/// (and backward), and with `chunks` its sampleChunks. The explicit
+/// instantiations close the namespace, one block per element type, each
+/// compiled only in its type's part of the unit (cudaPartMacro).
 static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
                                      StringRef ns, bool chunks,
                                      const LibraryInfo &info) {
@@ -488,19 +495,21 @@ static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
   emitSolverSettings(w, plan);
   w.text("namespace kernels = fp::cuda;");
   w.blank();
+  // The instantiation of each function for a C++ element type.
+  SmallVector<std::function<std::string(StringRef)>> instantiations;
   LayerEmitter emitter(w, plan);
   if (failed(emitter.emitFunction(forwardSignature("forward"))))
     return failure();
   w.blank();
-  for (auto [dtype, type] : elementTypes(info))
-    w.line("template {0};", forwardSignature(("forward<" + type + ">").str()));
-  w.blank();
+  instantiations.push_back([](StringRef type) {
+    return forwardSignature(("forward<" + type + ">").str());
+  });
   if (chunks) {
     emitter.emitSampleChunks();
     w.blank();
-    for (auto [dtype, type] : elementTypes(info))
-      w.line("template int64_t sampleChunks<{0}>(int64_t B, int64_t T);", type);
-    w.blank();
+    instantiations.push_back([](StringRef type) {
+      return ("int64_t sampleChunks<" + type + ">(int64_t B, int64_t T)").str();
+    });
   }
   if (const LayerPlan *backward = plan.backward.get()) {
     emitSolverSettings(w, *backward);
@@ -508,10 +517,9 @@ static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
     if (failed(backwardEmitter.emitFunction(backwardSignature("backward"))))
       return failure();
     w.blank();
-    for (auto [dtype, type] : elementTypes(info))
-      w.line("template {0};",
-             backwardSignature(("backward<" + type + ">").str()));
-    w.blank();
+    instantiations.push_back([](StringRef type) {
+      return backwardSignature(("backward<" + type + ">").str());
+    });
   }
   if (const LayerPlan *chunk = plan.chunk.get()) {
     emitSolverSettings(w, *chunk);
@@ -519,11 +527,17 @@ static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
     if (failed(chunkEmitter.emitFunction(chunkSignature("forwardChunk"))))
       return failure();
     w.blank();
-    for (auto [dtype, type] : elementTypes(info))
-      w.line("template {0};",
-             chunkSignature(("forwardChunk<" + type + ">").str()));
-    w.blank();
+    instantiations.push_back([](StringRef type) {
+      return chunkSignature(("forwardChunk<" + type + ">").str());
+    });
   }
+  for (auto [dtype, type] : elementTypes(info)) {
+    w.line("#ifdef {0}", cudaPartMacro(dtype));
+    for (const auto &instantiation : instantiations)
+      w.line("template {0};", instantiation(type));
+    w.text("#endif");
+  }
+  w.blank();
   return success();
 }
 
@@ -551,6 +565,24 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
   w.blank();
   w.text("#include <cmath>");
   w.text("#include <limits>");
+  w.blank();
+  SmallVector<std::string> parts;
+  for (auto [dtype, type] : elementTypes(info))
+    parts.push_back(cudaPartMacro(dtype));
+  for (StringRef line :
+       {"// fpc compiles this unit once per element type, defining the type's",
+        "// FP_CUDA_PART_<TYPE>: each compilation instantiates that type's "
+        "entry",
+        "// points. Compiled with none defined, the unit instantiates them "
+        "all."})
+    w.text(line);
+  SmallVector<std::string> undefined;
+  for (const std::string &part : parts)
+    undefined.push_back("!defined(" + part + ")");
+  w.line("#if {0}", llvm::join(undefined, " && "));
+  for (const std::string &part : parts)
+    w.line("#define {0}", part);
+  w.text("#endif");
 
   for (auto [index, plan] : llvm::enumerate(library->plans)) {
     const bool split = !library->splitPlans.empty();

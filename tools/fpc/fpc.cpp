@@ -240,6 +240,9 @@ LogicalResult writeFile(StringRef path, StringRef contents,
 /// SIGINT or SIGTERM (LLVM's interrupt signals).
 class Temporary {
 public:
+  Temporary() = default;
+  Temporary(const Temporary &) = delete;
+  Temporary &operator=(const Temporary &) = delete;
   std::error_code create(StringRef suffix) {
     std::error_code ec =
         llvm::sys::fs::createTemporaryFile("fpc-model", suffix, path);
@@ -259,10 +262,13 @@ private:
   SmallString<128> path;
 };
 
-/// The compilers fpc is waiting for (the host compiler and nvcc run at the
-/// same time), 0 where none: a signal that stops fpc stops them too
-/// (onInterrupt).
-std::atomic<llvm::sys::procid_t> runningChildren[2] = {};
+/// The compilers fpc runs at once: the host compiler and an nvcc per part
+/// of the CUDA unit (one per element type).
+constexpr size_t kMaxCompilers = 4;
+
+/// The compilers fpc is waiting for, 0 where none: a signal that stops fpc
+/// stops them too (onInterrupt).
+std::atomic<llvm::sys::procid_t> runningChildren[kMaxCompilers] = {};
 
 /// Runs on SIGINT and SIGTERM, after LLVM removed the files registered for
 /// removal (the temporaries): kills the host or CUDA compiler fpc waits
@@ -352,8 +358,10 @@ struct Command {
   std::vector<std::string> args; ///< args[0] is the program
 };
 
-/// The CUDA unit → an object file, for every architecture asked for.
-Command deviceCompileCommand(StringRef nvcc, StringRef source,
+/// The part of the CUDA unit that `part` (a codegen::cudaPartMacro) selects,
+/// or the whole unit where `part` is empty → an object file, for every
+/// architecture asked for.
+Command deviceCompileCommand(StringRef nvcc, StringRef source, StringRef part,
                              StringRef object) {
   Command command{"nvcc", nvcc.str(), {nvcc.str()}};
   auto &args = command.args;
@@ -371,6 +379,8 @@ Command deviceCompileCommand(StringRef nvcc, StringRef source,
     args.emplace_back("-gencode");
     args.push_back("arch=compute_" + arch + ",code=sm_" + arch);
   }
+  if (!part.empty())
+    args.push_back(("-D" + part).str());
   args.push_back("-I" + runtimeIncludeDir());
   args.emplace_back("-c");
   args.push_back(source.str());
@@ -403,20 +413,19 @@ Command hostCompileCommand(StringRef compiler, StringRef source,
   return command;
 }
 
-/// The host object (and the CUDA object, if any) → the shared library.
+/// The host object (and the CUDA objects, if any) → the shared library.
 Command linkCommand(StringRef compiler, StringRef hostObject,
-                    StringRef deviceObject, StringRef output) {
+                    ArrayRef<std::string> deviceObjects, StringRef output) {
   Command command{"the linker", compiler.str(), {compiler.str()}};
   auto &args = command.args;
   for (StringRef arg : {"-shared", "-fopenmp"})
     args.push_back(arg.str());
   args.push_back(hostObject.str());
-  if (!deviceObject.empty())
-    args.push_back(deviceObject.str());
+  llvm::append_range(args, deviceObjects);
   args.emplace_back("-o");
   args.push_back(output.str());
   args.emplace_back("-lopenblas");
-  if (!deviceObject.empty()) {
+  if (!deviceObjects.empty()) {
     std::string lib = cudaHome() + "/lib64";
     args.push_back("-L" + lib);
     args.push_back("-Wl,-rpath," + lib);
@@ -466,9 +475,10 @@ std::vector<std::string> localCudaArchs() {
   return archs;
 }
 
-/// Runs `commands` at the same time (at most two) and waits for them; on
-/// the first failure stops the others and prints the failed command with
-/// the first lines of its output. Returns 0 when every one succeeded.
+/// Runs `commands` at the same time (at most kMaxCompilers) and waits for
+/// them; on the first failure stops the others and prints the failed
+/// command with the first lines of its output. Returns 0 when every one
+/// succeeded.
 int runAll(ArrayRef<Command> commands) {
   assert(commands.size() <= std::size(runningChildren) && "too many at once");
   struct Running {
@@ -581,11 +591,15 @@ std::string checkCachedLibrary(StringRef library, StringRef hashFile,
   return "";
 }
 
-/// Compiles the host source (and the CUDA source, when not empty) into
-/// `output`, or copies a cached library that checkCachedLibrary accepts for
-/// `manifest`. Every file is written atomically (writeFile).
+/// Compiles the host source (and the CUDA source, when not empty, once for
+/// each of its `deviceParts`) into `output`, or copies a cached library that
+/// checkCachedLibrary accepts for `manifest`. Every file is written
+/// atomically (writeFile).
 int buildLibrary(StringRef hostSource, StringRef deviceSource,
-                 StringRef manifest, StringRef output) {
+                 ArrayRef<std::string> deviceParts, StringRef manifest,
+                 StringRef output) {
+  assert(deviceSource.empty() ||
+         (!deviceParts.empty() && deviceParts.size() < kMaxCompilers));
   std::string compiler = hostCompiler();
   std::optional<std::string> hostProgram = findProgram(compiler);
   if (!hostProgram)
@@ -608,13 +622,16 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
   hash.update(deviceSource);
   for (const std::string &arg : hostCompileCommand(*hostProgram, "", "").args)
     hash.update(arg);
+  SmallVector<std::string> noObjects(
+      deviceSource.empty() ? 0 : deviceParts.size(), "o");
   for (const std::string &arg :
-       linkCommand(*hostProgram, "", deviceSource.empty() ? "" : "o", "").args)
+       linkCommand(*hostProgram, "", noObjects, "").args)
     hash.update(arg);
   if (nvccProgram)
-    for (const std::string &arg :
-         deviceCompileCommand(*nvccProgram, "", "").args)
-      hash.update(arg);
+    for (const std::string &part : deviceParts)
+      for (const std::string &arg :
+           deviceCompileCommand(*nvccProgram, "", part, "").args)
+        hash.update(arg);
   // -march=native means this CPU: a cache shared by machines must not hand
   // one's library to another.
   if (hostArch == "native") {
@@ -681,32 +698,39 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
     }
   }
 
-  Temporary host, hostObject, device, object, library;
+  Temporary host, hostObject, device, library;
+  std::vector<Temporary> objects(nvccProgram ? deviceParts.size() : 0);
+  std::vector<std::string> objectPaths;
   for (auto [file, suffix] :
        {std::pair{&host, "cpp"}, {&hostObject, "o"}, {&library, "so"}})
     if (std::error_code ec = file->create(suffix))
       return fail("cannot create a temporary file: " + ec.message());
   if (failed(writeFile(host.get(), hostSource)))
     return 1;
-  // The host unit and the CUDA unit compile at the same time.
+  // The host unit and the parts of the CUDA unit compile at the same time.
   std::vector<Command> compiles = {
       hostCompileCommand(*hostProgram, host.get(), hostObject.get())};
   if (nvccProgram) {
-    for (auto [file, suffix] : {std::pair{&device, "cu"}, {&object, "o"}})
-      if (std::error_code ec = file->create(suffix))
-        return fail("cannot create a temporary file: " + ec.message());
+    if (std::error_code ec = device.create("cu"))
+      return fail("cannot create a temporary file: " + ec.message());
     if (failed(writeFile(device.get(), deviceSource)))
       return 1;
     if (verbose)
-      llvm::errs() << "fpc: compiling the CUDA unit for sm_"
-                   << llvm::join(cudaArchs, ", sm_") << "\n";
-    compiles.push_back(
-        deviceCompileCommand(*nvccProgram, device.get(), object.get()));
+      llvm::errs() << "fpc: compiling the CUDA unit in " << deviceParts.size()
+                   << " parts for sm_" << llvm::join(cudaArchs, ", sm_")
+                   << "\n";
+    for (auto [object, part] : llvm::zip_equal(objects, deviceParts)) {
+      if (std::error_code ec = object.create("o"))
+        return fail("cannot create a temporary file: " + ec.message());
+      objectPaths.push_back(object.get().str());
+      compiles.push_back(
+          deviceCompileCommand(*nvccProgram, device.get(), part, object.get()));
+    }
   }
   if (int status = runAll(compiles))
     return status;
   if (int status = runAll({linkCommand(*hostProgram, hostObject.get(),
-                                       object.get(), library.get())}))
+                                       objectPaths, library.get())}))
     return status;
   auto built = llvm::MemoryBuffer::getFile(library.get());
   if (!built)
@@ -934,6 +958,11 @@ int main(int argc, char **argv) {
                 "<file>.so");
   if (failed(refuseOverwritingInput(output)))
     return 1;
+  // One part of the CUDA unit per element type.
+  std::vector<std::string> deviceParts;
+  for (StringRef dtype : fp::codegen::knownDTypes())
+    if (llvm::is_contained(info.dtypes, dtype))
+      deviceParts.push_back(fp::codegen::cudaPartMacro(dtype));
   return buildLibrary(hostSource, target == Target::CPU ? "" : deviceSource,
-                      *manifest, output);
+                      deviceParts, *manifest, output);
 }
