@@ -474,14 +474,22 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
   return success();
 }
 
-std::string mlir::fp::codegen::cudaPartMacro(StringRef dtype) {
+/// The macro of element type `dtype`'s part of the CUDA unit.
+static std::string cudaPartMacro(StringRef dtype) {
   return "FP_CUDA_PART_" + dtype.upper();
+}
+
+SmallVector<std::string> mlir::fp::codegen::cudaParts(const LibraryInfo &info) {
+  SmallVector<std::string> parts;
+  for (auto [dtype, type] : elementTypes(info))
+    parts.push_back(cudaPartMacro(dtype));
+  return parts;
 }
 
 /// The namespace layer_<layer>::<ns> of the CUDA unit: a layer's forward
 /// (and backward), and with `chunks` its sampleChunks. The explicit
 /// instantiations close the namespace, one block per element type, each
-/// compiled only in its type's part of the unit (cudaPartMacro).
+/// compiled only in its type's part of the unit (cudaParts).
 static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
                                      StringRef ns, bool chunks,
                                      const LibraryInfo &info) {
@@ -566,15 +574,13 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
   w.text("#include <cmath>");
   w.text("#include <limits>");
   w.blank();
-  SmallVector<std::string> parts;
-  for (auto [dtype, type] : elementTypes(info))
-    parts.push_back(cudaPartMacro(dtype));
-  for (StringRef line :
-       {"// fpc compiles this unit once per element type, defining the type's",
-        "// FP_CUDA_PART_<TYPE>: each compilation instantiates that type's "
-        "entry",
-        "// points. Compiled with none defined, the unit instantiates them "
-        "all."})
+  SmallVector<std::string> parts = cudaParts(info);
+  for (StringRef line : {"// fpc compiles this unit once per element type, "
+                         "defining the type's",
+                         "// FP_CUDA_PART_<TYPE>: each compilation "
+                         "instantiates that type's entry",
+                         "// points. Compiled with none defined, the unit "
+                         "instantiates them all."})
     w.text(line);
   SmallVector<std::string> undefined;
   for (const std::string &part : parts)

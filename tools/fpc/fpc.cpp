@@ -358,7 +358,7 @@ struct Command {
   std::vector<std::string> args; ///< args[0] is the program
 };
 
-/// The part of the CUDA unit that `part` (a codegen::cudaPartMacro) selects,
+/// The part of the CUDA unit that `part` (one of codegen::cudaParts) selects,
 /// or the whole unit where `part` is empty → an object file, for every
 /// architecture asked for.
 Command deviceCompileCommand(StringRef nvcc, StringRef source, StringRef part,
@@ -958,11 +958,6 @@ int main(int argc, char **argv) {
                 "<file>.so");
   if (failed(refuseOverwritingInput(output)))
     return 1;
-  // One part of the CUDA unit per element type.
-  std::vector<std::string> deviceParts;
-  for (StringRef dtype : fp::codegen::knownDTypes())
-    if (llvm::is_contained(info.dtypes, dtype))
-      deviceParts.push_back(fp::codegen::cudaPartMacro(dtype));
   return buildLibrary(hostSource, target == Target::CPU ? "" : deviceSource,
-                      deviceParts, *manifest, output);
+                      fp::codegen::cudaParts(info), *manifest, output);
 }

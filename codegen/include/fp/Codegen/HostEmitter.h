@@ -58,13 +58,13 @@ LogicalResult emitHostSource(ModuleOp module, const LibraryInfo &info,
 LogicalResult emitDeviceSource(ModuleOp module, const LibraryInfo &info,
                                raw_ostream &os);
 
-/// The macro that selects the part of the CUDA unit for element type `dtype`
-/// (FP_CUDA_PART_F32 for "f32"). fpc compiles the unit once per element type
-/// of the library, defining that type's macro, and each compilation
-/// instantiates that type's entry points: the parts compile in parallel and
-/// share no kernel, so nothing compiles twice. Compiled with none of them
-/// defined, the unit instantiates every element type.
-std::string cudaPartMacro(StringRef dtype);
+/// The macros that select the parts of the CUDA unit, one per element type
+/// `info` lists (FP_CUDA_PART_F32 for "f32"), in knownDTypes() order. fpc
+/// compiles the unit once per part, defining its macro, and each
+/// compilation instantiates that type's entry points: the parts compile in
+/// parallel and share no kernel, so nothing compiles twice. Compiled with
+/// none of them defined, the unit instantiates every element type.
+SmallVector<std::string> cudaParts(const LibraryInfo &info);
 
 /// Registers the `--fp-to-host` and `--fp-to-cuda` translations.
 void registerHostTranslation();
