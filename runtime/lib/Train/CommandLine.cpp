@@ -229,6 +229,13 @@ const std::vector<FlagInfo> &trainFlags() {
        "Run"},
       {"dist-timeout", "S", "300",
        "seconds a process of a job waits for the others before failing", "Run"},
+      {"bucket-mib", "M", "25",
+       "sum the gradients over the processes in buckets of at most M MiB",
+       "Run"},
+      {"overlap-allreduce", "on|off", "off",
+       "start summing a bucket as soon as the backward has written its "
+       "gradients (off: after the backward)",
+       "Run"},
       {"help", nullptr, "", "print this help and exit", "Run"},
   };
   return flags;
@@ -663,6 +670,12 @@ void applyFlag(TrainConfig &config, const std::string &name,
     config.keepBest = oneOf("keep-best", value, choices) == "on";
   } else if (name == "dist-timeout") {
     config.distTimeout = integer();
+  } else if (name == "bucket-mib") {
+    config.bucketMiB = integer();
+  } else if (name == "overlap-allreduce") {
+    static const char *const choices[] = {"on", "off"};
+    config.overlapAllReduce =
+        oneOf("overlap-allreduce", value, choices) == "on";
   }
 }
 
@@ -824,7 +837,8 @@ TrainConfig resumeTrainConfig(const CommandLine &commandLine,
   for (const auto &[name, value] : commandLine.flags()) {
     if (name == "resume" || name == "progress" || name == "nproc-per-node")
       continue;
-    if (name == "steps" || name == "dist-timeout") {
+    if (name == "steps" || name == "dist-timeout" || name == "bucket-mib" ||
+        name == "overlap-allreduce") {
       applyFlag(config, name, value);
       continue;
     }
@@ -967,6 +981,10 @@ void validateTrainConfig(const TrainConfig &config) {
   atLeast("nonfinite-limit", config.nonFiniteLimit, 1);
   atLeast("threads", config.threads, 0);
   atLeast("dist-timeout", config.distTimeout, 1);
+  atLeast("bucket-mib", config.bucketMiB, 1);
+  if (config.bucketMiB > (int64_t(1) << 20))
+    usage(fmt::format("--bucket-mib must be at most 1048576 (1 TiB), got {}",
+                      config.bucketMiB));
 
   const std::string &device = config.device;
   bool deviceOk = device == "cpu" || device == "cuda";

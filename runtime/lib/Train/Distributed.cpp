@@ -56,6 +56,8 @@ DistributedEnv fp::rt::distributedEnvFromEnvironment() {
   return env;
 }
 
+PendingCollective::~PendingCollective() = default;
+
 Collectives::~Collectives() = default;
 
 #if FP_HAVE_GLOO
@@ -98,46 +100,14 @@ public:
     });
   }
 
-  void allReduceSum(const std::vector<torch::Tensor> &tensors) override {
+  std::unique_ptr<PendingCollective>
+  startSum(const torch::Tensor &tensor) override {
+    c10::intrusive_ptr<c10d::Work> work;
     guard("summing the gradients", [&] {
-      // Buckets of consecutive tensors of one dtype and device.
-      struct Bucket {
-        std::vector<torch::Tensor> members;
-        torch::Tensor flat;
-        c10::intrusive_ptr<c10d::Work> work;
-      };
-      std::vector<Bucket> buckets;
-      int64_t bytes = 0;
-      for (const torch::Tensor &tensor : tensors) {
-        const int64_t size = tensor.numel() * tensor.element_size();
-        if (buckets.empty() || bytes + size > bucketBytes ||
-            buckets.back().members.front().scalar_type() !=
-                tensor.scalar_type() ||
-            buckets.back().members.front().device() != tensor.device()) {
-          buckets.emplace_back();
-          bytes = 0;
-        }
-        buckets.back().members.push_back(tensor);
-        bytes += size;
-      }
-      for (Bucket &bucket : buckets) {
-        std::vector<torch::Tensor> flats;
-        for (const torch::Tensor &member : bucket.members)
-          flats.push_back(member.reshape(-1));
-        bucket.flat = torch::cat(flats);
-        std::vector<torch::Tensor> one = {bucket.flat};
-        bucket.work = group->allreduce(one);
-      }
-      for (Bucket &bucket : buckets) {
-        bucket.work->wait(timeout);
-        int64_t offset = 0;
-        for (const torch::Tensor &member : bucket.members) {
-          member.copy_(bucket.flat.narrow(0, offset, member.numel())
-                           .view(member.sizes()));
-          offset += member.numel();
-        }
-      }
+      std::vector<torch::Tensor> one = {tensor};
+      work = group->allreduce(one);
     });
+    return std::make_unique<PendingSum>(*this, std::move(work));
   }
 
   void allReduceSum(std::vector<double> &values) override {
@@ -153,6 +123,19 @@ public:
   }
 
 private:
+  class PendingSum final : public PendingCollective {
+  public:
+    PendingSum(GlooCollectives &owner, c10::intrusive_ptr<c10d::Work> work)
+        : owner(owner), work(std::move(work)) {}
+    void wait() override {
+      owner.guard("summing the gradients", [&] { work->wait(owner.timeout); });
+    }
+
+  private:
+    GlooCollectives &owner;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+
   void reduceScalars(std::vector<double> &values, c10d::ReduceOp op,
                      const char *what) {
     if (values.empty())

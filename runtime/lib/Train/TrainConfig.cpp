@@ -194,6 +194,8 @@ nlohmann::ordered_json toJson(const TrainConfig &config) {
       {"threads", config.threads},
       {"world_size", config.worldSize},
       {"dist_timeout", config.distTimeout},
+      {"bucket_mib", config.bucketMiB},
+      {"overlap_allreduce", config.overlapAllReduce},
   };
   return json;
 }
@@ -369,6 +371,10 @@ TrainConfig trainConfigFromJson(const nlohmann::json &json) {
   config.threads = runtime.get<int64_t>("threads");
   config.worldSize = runtime.get<int64_t>("world_size", 1);
   config.distTimeout = runtime.get<int64_t>("dist_timeout", 300);
+  config.bucketMiB =
+      runtime.get<int64_t>("bucket_mib", TrainConfig().bucketMiB);
+  config.overlapAllReduce =
+      runtime.get<bool>("overlap_allreduce", TrainConfig().overlapAllReduce);
   return config;
 }
 

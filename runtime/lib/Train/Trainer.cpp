@@ -12,6 +12,7 @@
 #include "fp/Runtime/Train/Trainer.h"
 
 #include "fp/Runtime/Reference/Autocast.h"
+#include "fp/Runtime/Train/GradientReducer.h"
 #include "fp/Runtime/Train/Interrupt.h"
 #include "fp/Runtime/Train/Optimizer.h"
 
@@ -394,6 +395,11 @@ RunOutcome Trainer::train() {
   };
 
   std::vector<torch::Tensor> parameters = seqModel->parameters();
+  std::optional<GradientReducer> reducer;
+  if (options.collectives)
+    reducer.emplace(options.collectives, parameters,
+                    trainConfig.bucketMiB * (int64_t(1) << 20),
+                    trainConfig.overlapAllReduce);
   seqModel->train();
   try {
     if (validationPending)
@@ -435,7 +441,8 @@ RunOutcome Trainer::train() {
     // gradients add up to the whole batch's.
     // With several processes, each takes its rows of the batch (every
     // process draws the whole batch from the same seed) and the gradients
-    // are summed over them after the backward.
+    // are summed over them: during the last micro-batch's backward, bucket
+    // by bucket as its gradients are ready (GradientReducer.h).
     const int64_t parts = trainConfig.gradAccum;
     const int64_t world = worldSize();
     const int64_t rows = trainConfig.batchSize / (parts * world);
@@ -456,6 +463,8 @@ RunOutcome Trainer::train() {
             std::max(supervised, 1.0);
         loss = loss * share;
       }
+      if (reducer && part == parts - 1)
+        reducer->arm();
       loss.backward();
       lossValue += loss.item<double>();
       const ForwardStats &stats = seqModel->lastStats();
@@ -464,11 +473,12 @@ RunOutcome Trainer::train() {
       nonFinite += stats.nonFiniteSamples();
     }
     if (options.collectives) {
-      std::vector<torch::Tensor> grads;
-      for (const torch::Tensor &parameter : parameters)
-        if (parameter.grad().defined())
-          grads.push_back(parameter.grad());
-      options.collectives->allReduceSum(grads);
+      auto waitStart = std::chrono::steady_clock::now();
+      reducer->finish();
+      window.reduceWaitSeconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        waitStart)
+              .count();
       std::vector<double> sums = {lossValue, itersSum, double(nonFinite)};
       options.collectives->allReduceSum(sums);
       std::vector<double> most = {double(itersMax)};
@@ -618,6 +628,8 @@ void Trainer::logTrainingStep(double lr, int64_t cap) {
   };
   if (trainConfig.gammaCap)
     record["iter_cap"] = cap;
+  if (options.collectives)
+    record["allreduce_wait_ms"] = 1e3 * window.reduceWaitSeconds / window.steps;
   if (windowMemory.available()) {
     double peak = windowMemory.peakBytes();
     sessionPeakBytes = std::max(sessionPeakBytes, peak);
@@ -886,7 +898,8 @@ void Trainer::saveCheckpoint() {
         {"nonfinite", window.nonFinite},
         {"skipped", window.skipped},
         {"tokens", window.tokens},
-        {"seconds", window.seconds}}},
+        {"seconds", window.seconds},
+        {"reduce_wait_seconds", window.reduceWaitSeconds}}},
   };
   archive.write("trainer", c10::IValue(state.dump()));
 
@@ -1011,6 +1024,7 @@ void Trainer::loadCheckpoint() {
   window.skipped = w.value("skipped", int64_t(0));
   window.tokens = w.at("tokens").get<int64_t>();
   window.seconds = w.at("seconds").get<double>();
+  window.reduceWaitSeconds = w.value("reduce_wait_seconds", 0.0);
 
   {
     torch::Tensor cpuState;

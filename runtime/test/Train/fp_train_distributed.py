@@ -3,7 +3,9 @@
 #
 # Runs fp-train as a user would with --nproc-per-node 2 (two Gloo processes
 # on this machine) and checks, on the same seed:
-#   - 2 processes x batch B/2 train what 1 process x batch B trains: f64
+#   - 2 processes x batch B/2 train what 1 process x batch B trains (the
+#     gradients summed after the backward, and during it with
+#     --overlap-allreduce on): f64
 #     parameters after 20 steps within 1e-10 relative, for the reference
 #     FP-Mamba and for a compiled model library (each solve runs a fixed
 #     number of steps, so that it does not depend on which samples share a
@@ -70,6 +72,11 @@ def max_relative_difference(torch_python, first, second):
     return float(value), int(count)
 
 
+def train_records(directory):
+    with open(os.path.join(directory, "metrics.jsonl")) as f:
+        return [r for r in map(json.loads, f) if r["kind"] == "train"]
+
+
 def metric_steps(directory):
     with open(os.path.join(directory, "metrics.jsonl")) as f:
         return [(r["step"], r["kind"]) for r in map(json.loads, f)]
@@ -89,17 +96,32 @@ def same_training(binary, torch_python, work, name, model_args):
     check(run(binary, common + ["--out", two, "--nproc-per-node",
                                 "2"]).returncode == 0,
           f"{name}: the two-process run failed")
-    difference, count = max_relative_difference(torch_python, one, two)
-    print(f"{name}: {count} parameters, largest relative difference "
-          f"{difference:.2e} after 20 steps")
-    check(count > 0 and difference <= 1e-10,
-          f"{name}: 2 processes differ from 1 by {difference:.2e} (> 1e-10)")
+    # Again with the sums started from the backward's hooks.
+    overlapped = os.path.join(work, f"{name}-2-overlapped")
+    check(run(binary, common + ["--out", overlapped, "--nproc-per-node", "2",
+                                "--overlap-allreduce", "on"]).returncode == 0,
+          f"{name}: the two-process run with --overlap-allreduce on failed")
+    for other, how in ((two, "2 processes"),
+                       (overlapped, "2 processes overlapping the sums")):
+        difference, count = max_relative_difference(torch_python, one, other)
+        print(f"{name}, {how}: {count} parameters, largest relative "
+              f"difference {difference:.2e} after 20 steps")
+        check(count > 0 and difference <= 1e-10,
+              f"{name}: {how} differ from 1 by {difference:.2e} (> 1e-10)")
     check(metric_steps(one) == metric_steps(two),
           f"{name}: metrics.jsonl records differ: {metric_steps(one)} vs "
           f"{metric_steps(two)}")
     with open(os.path.join(two, "config.json")) as f:
         check(json.load(f)["runtime"]["world_size"] == 2,
               f"{name}: config.json does not record world_size 2")
+    waits = [record.get("allreduce_wait_ms") for record in
+             train_records(two)]
+    check(waits and all(isinstance(w, float) and w >= 0 for w in waits),
+          f"{name}: the two-process run's train records lack "
+          f"allreduce_wait_ms: {waits}")
+    check(all("allreduce_wait_ms" not in record
+              for record in train_records(one)),
+          f"{name}: the one-process run records allreduce_wait_ms")
 
 
 def signal_second_worker(binary, args, ready, sent, name):

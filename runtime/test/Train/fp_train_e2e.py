@@ -250,7 +250,9 @@ def main():
           "config.json: eval lengths")
     check(config["optimizer"]["name"] == "adamw", "config.json: optimizer")
     check(config["runtime"] == {"device": "cpu", "threads": 1,
-                                "world_size": 1, "dist_timeout": 300},
+                                "world_size": 1, "dist_timeout": 300,
+                                "bucket_mib": 25,
+                                "overlap_allreduce": False},
           "config.json: runtime")
     check("fpc_version" in config and "torch_version" in config,
           "config.json: versions")

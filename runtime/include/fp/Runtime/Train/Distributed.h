@@ -10,6 +10,7 @@
 // needs of it: the parameters broadcast from rank 0, gradients and
 // statistics summed, a barrier; each failing with the rank and what to
 // suspect rather than hanging (every collective has the run's timeout).
+// GradientReducer.h sums the gradients with them, during the backward.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,15 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// A collective in flight (Collectives::startSum).
+class PendingCollective {
+public:
+  virtual ~PendingCollective();
+  /// Waits for the collective to end. Throws DistributedError as the
+  /// blocking collectives do.
+  virtual void wait() = 0;
+};
+
 /// The collectives of one process of a job.
 class Collectives {
 public:
@@ -69,16 +79,15 @@ public:
 
   /// Overwrites `tensors` on every rank with rank 0's.
   virtual void broadcastFromRoot(const std::vector<torch::Tensor> &tensors) = 0;
-  /// Sums `tensors` over the ranks, in place, in buckets of at most
-  /// bucketBytes each (one collective per bucket, all in flight at once).
-  virtual void allReduceSum(const std::vector<torch::Tensor> &tensors) = 0;
+  /// Starts summing `tensor` (contiguous) over the ranks, in place; it
+  /// holds the sum once the returned collective has been waited for. Every
+  /// rank must start the same sums, of the same sizes, in the same order.
+  virtual std::unique_ptr<PendingCollective>
+  startSum(const torch::Tensor &tensor) = 0;
   /// Sums, or takes the maximum of, a few numbers over the ranks.
   virtual void allReduceSum(std::vector<double> &values) = 0;
   virtual void allReduceMax(std::vector<double> &values) = 0;
   virtual void barrier() = 0;
-
-  /// The largest bucket of allReduceSum, in bytes (PyTorch DDP's default).
-  int64_t bucketBytes = 25 * 1024 * 1024;
 
 protected:
   explicit Collectives(DistributedEnv env) : env(std::move(env)) {}

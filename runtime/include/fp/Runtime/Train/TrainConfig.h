@@ -97,6 +97,13 @@ struct TrainConfig {
   int64_t worldSize = 1;
   /// Seconds a collective waits for the other processes before failing.
   int64_t distTimeout = 300;
+  /// The gradients are summed over the processes in buckets of at most this
+  /// many MiB (GradientReducer.h; PyTorch DDP's default)...
+  int64_t bucketMiB = 25;
+  /// ...each started as soon as the backward has written its gradients,
+  /// rather than after the backward (off by default: on CPUs it measured
+  /// no faster, docs/training.md).
+  bool overlapAllReduce = false;
 
   /// The schedule over `steps`.
   ScheduleConfig schedule() const;

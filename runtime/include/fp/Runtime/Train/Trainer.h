@@ -174,6 +174,9 @@ private:
     int64_t skipped = 0;
     int64_t tokens = 0;
     double seconds = 0;
+    /// Of those, the seconds spent waiting, after the backward, for the
+    /// gradients' sums over the processes.
+    double reduceWaitSeconds = 0;
   };
 
   RunOutcome train();
