@@ -94,6 +94,7 @@ struct TwoLayers {
 
 std::vector<torch::Tensor> gradients(const std::vector<torch::Tensor> &params) {
   std::vector<torch::Tensor> grads;
+  grads.reserve(params.size());
   for (const torch::Tensor &parameter : params)
     grads.push_back(parameter.grad().defined() ? parameter.grad().clone()
                                                : torch::Tensor());
