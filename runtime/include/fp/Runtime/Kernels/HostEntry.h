@@ -349,6 +349,43 @@ inline const char *scheduleName(const LayerDescriptor &layer, fp_target target,
   return schedule.name;
 }
 
+/// The checks every entry point's argument struct starts with: it is there,
+/// and it is the size this library was compiled with (`typeName`).
+template <typename Args>
+fp_status checkArgsStruct(const std::string &where, const Args *args,
+                          const char *typeName) {
+  if (!args)
+    return fail(FP_ERROR_INVALID_ARGUMENT, where + "args is NULL");
+  if (args->struct_size != sizeof(Args))
+    return fail(FP_ERROR_INVALID_ARGUMENT,
+                where + "struct_size " + std::to_string(args->struct_size) +
+                    " does not match this library's " + typeName + " (" +
+                    std::to_string(sizeof(Args)) + " bytes)");
+  return FP_OK;
+}
+
+/// Lays the call's buffers out in its workspace (their offsets into
+/// `offsets`), failing where the workspace is missing or too small;
+/// `sizeField` names the fp_buffer_sizes field that gives its size, where
+/// that is not the call's own.
+template <typename Args>
+fp_status layoutWorkspace(const std::string &where, const Args &args,
+                          const BufferSpec *buffers, int count,
+                          std::vector<size_t> &offsets,
+                          const char *sizeField = nullptr) {
+  offsets.resize(count);
+  size_t needed = layoutBuffers(buffers, count, args.batch, args.seq_len,
+                                scalarSize(args.dtype), offsets.data());
+  if (needed > 0 && (!args.workspace || args.workspace_bytes < needed))
+    return fail(FP_ERROR_WORKSPACE,
+                where + "the workspace has " +
+                    std::to_string(args.workspace ? args.workspace_bytes : 0) +
+                    " bytes; buffer_sizes() asks for " +
+                    std::to_string(needed) +
+                    (sizeField ? std::string(" (") + sizeField + ")" : ""));
+  return FP_OK;
+}
+
 /// The checks a forward's and a chunked forward's arguments share.
 template <typename Args>
 fp_status checkForwardArgs(const std::string &where,
@@ -375,13 +412,8 @@ fp_status checkForwardArgs(const std::string &where,
 inline fp_status forward(const fp_forward_args *args,
                          const LayerDescriptor &layer) {
   std::string where = std::string(layer.name) + " forward: ";
-  if (!args)
-    return fail(FP_ERROR_INVALID_ARGUMENT, where + "args is NULL");
-  if (args->struct_size != sizeof(fp_forward_args))
-    return fail(FP_ERROR_INVALID_ARGUMENT,
-                where + "struct_size " + std::to_string(args->struct_size) +
-                    " does not match this library's fp_forward_args (" +
-                    std::to_string(sizeof(fp_forward_args)) + " bytes)");
+  if (fp_status status = checkArgsStruct(where, args, "fp_forward_args"))
+    return status;
   if (fp_status status = checkCall("forward", layer, args->target, args->dtype,
                                    args->batch, args->seq_len))
     return status;
@@ -393,16 +425,10 @@ inline fp_status forward(const fp_forward_args *args,
                                   args->seq_len);
       }))
     return status;
-  std::vector<size_t> offsets(schedule.numBuffers);
-  size_t needed =
-      layoutBuffers(schedule.buffers, schedule.numBuffers, args->batch,
-                    args->seq_len, scalarSize(args->dtype), offsets.data());
-  if (needed > 0 && (!args->workspace || args->workspace_bytes < needed))
-    return fail(
-        FP_ERROR_WORKSPACE,
-        where + "the workspace has " +
-            std::to_string(args->workspace ? args->workspace_bytes : 0) +
-            " bytes; buffer_sizes() asks for " + std::to_string(needed));
+  std::vector<size_t> offsets;
+  if (fp_status status = layoutWorkspace(where, *args, schedule.buffers,
+                                         schedule.numBuffers, offsets))
+    return status;
   return guarded(where, [&] {
     schedule.forward(*args, static_cast<char *>(args->workspace),
                      offsets.data());
@@ -412,13 +438,8 @@ inline fp_status forward(const fp_forward_args *args,
 inline fp_status backward(const fp_backward_args *args,
                           const LayerDescriptor &layer) {
   std::string where = std::string(layer.name) + " backward: ";
-  if (!args)
-    return fail(FP_ERROR_INVALID_ARGUMENT, where + "args is NULL");
-  if (args->struct_size != sizeof(fp_backward_args))
-    return fail(FP_ERROR_INVALID_ARGUMENT,
-                where + "struct_size " + std::to_string(args->struct_size) +
-                    " does not match this library's fp_backward_args (" +
-                    std::to_string(sizeof(fp_backward_args)) + " bytes)");
+  if (fp_status status = checkArgsStruct(where, args, "fp_backward_args"))
+    return status;
   if (fp_status status = checkCall("backward", layer, args->target, args->dtype,
                                    args->batch, args->seq_len))
     return status;
@@ -452,16 +473,10 @@ inline fp_status backward(const fp_backward_args *args,
     return fail(FP_ERROR_INVALID_ARGUMENT,
                 where + "saved is NULL; run a training forward (with saved) "
                         "first");
-  std::vector<size_t> offsets(schedule.numBackwardBuffers);
-  size_t needed = layoutBuffers(
-      schedule.backwardBuffers, schedule.numBackwardBuffers, args->batch,
-      args->seq_len, scalarSize(args->dtype), offsets.data());
-  if (needed > 0 && (!args->workspace || args->workspace_bytes < needed))
-    return fail(
-        FP_ERROR_WORKSPACE,
-        where + "the workspace has " +
-            std::to_string(args->workspace ? args->workspace_bytes : 0) +
-            " bytes; buffer_sizes() asks for " + std::to_string(needed));
+  std::vector<size_t> offsets;
+  if (fp_status status = layoutWorkspace(where, *args, schedule.backwardBuffers,
+                                         schedule.numBackwardBuffers, offsets))
+    return status;
   return guarded(where, [&] {
     schedule.backward(*args, static_cast<char *>(args->workspace),
                       offsets.data());
@@ -471,13 +486,8 @@ inline fp_status backward(const fp_backward_args *args,
 inline fp_status forwardChunk(const fp_chunk_args *args,
                               const LayerDescriptor &layer) {
   std::string where = std::string(layer.name) + " forward_chunk: ";
-  if (!args)
-    return fail(FP_ERROR_INVALID_ARGUMENT, where + "args is NULL");
-  if (args->struct_size != sizeof(fp_chunk_args))
-    return fail(FP_ERROR_INVALID_ARGUMENT,
-                where + "struct_size " + std::to_string(args->struct_size) +
-                    " does not match this library's fp_chunk_args (" +
-                    std::to_string(sizeof(fp_chunk_args)) + " bytes)");
+  if (fp_status status = checkArgsStruct(where, args, "fp_chunk_args"))
+    return status;
   const ChunkSchedule *chunk = layer.chunk;
   if (!chunk)
     return fail(FP_ERROR_UNSUPPORTED,
@@ -506,17 +516,11 @@ inline fp_status forwardChunk(const fp_chunk_args *args,
     return fail(FP_ERROR_UNSUPPORTED,
                 where + "the chunked forward is not compiled for this target "
                         "and dtype");
-  std::vector<size_t> offsets(chunk->numBuffers);
-  size_t needed =
-      layoutBuffers(chunk->buffers, chunk->numBuffers, args->batch,
-                    args->seq_len, scalarSize(args->dtype), offsets.data());
-  if (needed > 0 && (!args->workspace || args->workspace_bytes < needed))
-    return fail(
-        FP_ERROR_WORKSPACE,
-        where + "the workspace has " +
-            std::to_string(args->workspace ? args->workspace_bytes : 0) +
-            " bytes; buffer_sizes() asks for " + std::to_string(needed) +
-            " (chunk_workspace_bytes)");
+  std::vector<size_t> offsets;
+  if (fp_status status =
+          layoutWorkspace(where, *args, chunk->buffers, chunk->numBuffers,
+                          offsets, "chunk_workspace_bytes"))
+    return status;
   return guarded(where, [&] {
     fn(*args, static_cast<char *>(args->workspace), offsets.data());
   });
