@@ -1,5 +1,4 @@
-//===- IterationCost.cpp - Work and traffic of a layer's launches -*- C++
-//-*-===//
+//===- IterationCost.cpp - Work and traffic of a layer's launches ---------===//
 //
 // Walks the step of a lowered fixed-point loop, or a layer function outside
 // it, launch by launch and counts FLOPs and elements moved, as

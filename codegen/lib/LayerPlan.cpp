@@ -1,5 +1,4 @@
-//===- LayerPlan.cpp - Shapes, parameters and buffers of a layer -*- C++
-//-*-===//
+//===- LayerPlan.cpp - Shapes, parameters and buffers of a layer ----------===//
 //
 // Shape resolution (dynamic extents are B at position 0 and T at position
 // 1, nowhere else), parameter order (first appearance), and the storage of

@@ -1,5 +1,4 @@
-//===- Manifest.cpp - The JSON manifest of a model library -------*- C++
-//-*-===//
+//===- Manifest.cpp - The JSON manifest of a model library ----------------===//
 //
 // Writes the manifest of docs/abi.md with llvm::json: what the runtime needs
 // to create, initialise and call every layer, and to assemble the model.

@@ -1,5 +1,4 @@
-//===- Loader.h - A .fp file and its imports ----------------------*- C++
-//-*-===//
+//===- Loader.h - A .fp file and its imports --------------------*- C++ -*-===//
 //
 // Private to the frontend: loads the main file and, depth first, every file
 // it imports (docs/dsl.md §4), each parsed once, with import cycles and

@@ -1,5 +1,4 @@
-//===- DeriveBackward.cpp - Reverse-mode differentiation of layers -*- C++
-//-*-===//
+//===- DeriveBackward.cpp - Reverse-mode differentiation of layers --------===//
 //
 // fp-derive-backward: for every layer function, the values its backward
 // needs become extra results of the forward (fp.saved), and a backward

@@ -1,5 +1,4 @@
-//===- MergeLinears.cpp - One GEMM per input in fixed-point bodies -*- C++
-//-*-===//
+//===- MergeLinears.cpp - One GEMM per input in fixed-point bodies --------===//
 //
 // fp-merge-linears: inside a fixed-point body, the plain linear maps of one
 // input with loop-invariant weights become one linear map with the weights

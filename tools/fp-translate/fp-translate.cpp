@@ -1,5 +1,4 @@
-//===- fp-translate.cpp - Translations to and from the fp dialect -*- C++
-//-*-===//
+//===- fp-translate.cpp - Translations to and from the fp dialect ---------===//
 //
 // mlir-translate for fp: `--import-fp` reads .fp source into the fp dialect
 // (with `-verify-diagnostics` for the frontend's lit tests).

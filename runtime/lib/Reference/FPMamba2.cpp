@@ -1,5 +1,4 @@
-//===- FPMamba2.cpp - The reference FP-Mamba2 and Mamba-2 layers -*- C++
-//-*-===//
+//===- FPMamba2.cpp - The reference FP-Mamba2 and Mamba-2 layers ----------===//
 //
 // docs/spec.md §5.1: FP-Mamba2, Mamba-2's multi-head SSD scan in the
 // fixed-point map, written to the intended design (the released code cannot

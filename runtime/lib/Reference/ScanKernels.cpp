@@ -1,5 +1,4 @@
-//===- ScanKernels.cpp - Selective scan kernels under autograd --*- C++ -*-===//
-//-*-===//
+//===- ScanKernels.cpp - Selective scan kernels under autograd ------------===//
 //
 // selectiveScanKernels: the reference code runs Mamba's selective scan as one
 // CUDA kernel forward and one backward (mamba_ssm's selective_scan_cuda), not

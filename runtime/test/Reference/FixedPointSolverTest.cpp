@@ -1,5 +1,4 @@
-//===- FixedPointSolverTest.cpp - The solver's rules, one by one -*- C++
-//-*-===//
+//===- FixedPointSolverTest.cpp - The solver's rules, one by one ----------===//
 //
 // Each rule of docs/spec.md §3 on hand-built inputs (quantile interpolation,
 // best-so-far residuals, patience and decay, caps, the evaluation quantile),

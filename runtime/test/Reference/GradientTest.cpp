@@ -1,5 +1,4 @@
-//===- GradientTest.cpp - One-step gradients vs finite differences -*- C++
-//-*-===//
+//===- GradientTest.cpp - One-step gradients vs finite differences --------===//
 //
 // In fp64 on small shapes: the gradient the reference layers produce through
 // autograd is compared with central finite differences of the quantity the

@@ -1,5 +1,4 @@
-//===- Roofline.h - A solver step against the machine's ceilings -*- C++
-//-*-===//
+//===- Roofline.h - A solver step against the ceilings ----------*- C++ -*-===//
 //
 // Places one step of a compiled layer's solver loop, and a whole forward
 // call or training step, on the roofline of the machine fp-bench runs on.

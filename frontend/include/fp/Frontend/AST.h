@@ -1,5 +1,4 @@
-//===- AST.h - Syntax tree of the .fp language --------------------*- C++
-//-*-===//
+//===- AST.h - Syntax tree of the .fp language ------------------*- C++ -*-===//
 //
 // The syntax tree the parser builds (docs/dsl.md §2). It is untyped: sizes,
 // shapes and names are resolved when a layer is elaborated into the fp

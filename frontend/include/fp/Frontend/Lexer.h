@@ -1,5 +1,4 @@
-//===- Lexer.h - Tokens of the .fp language -----------------------*- C++
-//-*-===//
+//===- Lexer.h - Tokens of the .fp language ---------------------*- C++ -*-===//
 //
 // The lexer of the .fp language (docs/dsl.md §1). It works on one buffer of
 // an llvm::SourceMgr, never fails: bytes it cannot read become `error` tokens

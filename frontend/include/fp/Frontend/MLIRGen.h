@@ -1,5 +1,4 @@
-//===- MLIRGen.h - From .fp source to the fp dialect --------------*- C++
-//-*-===//
+//===- MLIRGen.h - From .fp source to the fp dialect ------------*- C++ -*-===//
 //
 // The frontend's entry point: parse a .fp file and the files it imports,
 // check it, and elaborate its models (or, in a file without models, its

@@ -1,5 +1,4 @@
-//===- Parser.h - Parser of the .fp language ----------------------*- C++
-//-*-===//
+//===- Parser.h - Parser of the .fp language --------------------*- C++ -*-===//
 //
 // A recursive-descent parser from one SourceMgr buffer to a SourceFile
 // (docs/dsl.md §2). Errors are reported through mlir::emitError at

@@ -1,5 +1,4 @@
-//===- Distributed.h - Data parallelism over c10d process groups -*- C++
-//-*-===//
+//===- Distributed.h - Data parallelism over c10d ---------------*- C++ -*-===//
 //
 // Several fp-train processes train one model on shards of each batch
 // (docs/training.md, "Several processes"). They find each other the way
