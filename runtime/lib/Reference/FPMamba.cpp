@@ -146,6 +146,12 @@ torch::Tensor FPMambaLayer::forward(const torch::Tensor &u) {
   return head(yhat, inv);
 }
 
+torch::Tensor FPMambaLayer::applyMapOnce(const torch::Tensor &u,
+                                         const torch::Tensor &y) {
+  torch::NoGradGuard noGrad;
+  return applyMap(y, precompute(u));
+}
+
 torch::Tensor FPMambaLayer::forwardChunk(const torch::Tensor &u,
                                          ChunkState &state) {
   torch::NoGradGuard noGrad;

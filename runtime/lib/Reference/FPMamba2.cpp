@@ -155,6 +155,12 @@ torch::Tensor FPMamba2Layer::forward(const torch::Tensor &u) {
   return head(yhat, inv);
 }
 
+torch::Tensor FPMamba2Layer::applyMapOnce(const torch::Tensor &u,
+                                          const torch::Tensor &y) {
+  torch::NoGradGuard noGrad;
+  return applyMap(y, precompute(u));
+}
+
 torch::Tensor FPMamba2Layer::forwardChunk(const torch::Tensor &u,
                                           ChunkState &state) {
   torch::NoGradGuard noGrad;

@@ -127,6 +127,12 @@ torch::Tensor FPRNNLayer::forward(const torch::Tensor &u) {
   return readout(yhat, inv);
 }
 
+torch::Tensor FPRNNLayer::applyMapOnce(const torch::Tensor &u,
+                                       const torch::Tensor &y) {
+  torch::NoGradGuard noGrad;
+  return applyMap(y, precompute(u));
+}
+
 torch::Tensor FPRNNLayer::forwardChunk(const torch::Tensor &u,
                                        ChunkState &state) {
   torch::NoGradGuard noGrad;

@@ -120,3 +120,8 @@ torch::Tensor BlockMixer::forwardChunk(const torch::Tensor & /*u*/,
                                        ChunkState & /*state*/) {
   throw std::logic_error("this layer has no chunked form");
 }
+
+torch::Tensor BlockMixer::applyMapOnce(const torch::Tensor & /*u*/,
+                                       const torch::Tensor & /*y*/) {
+  throw std::logic_error("this layer has no fixed point");
+}

@@ -115,18 +115,6 @@ bool allFinite(const torch::Tensor &tensor) {
   return torch::isfinite(tensor).all().item<bool>();
 }
 
-/// The solver configuration of a reference fixed-point layer, or null (a
-/// one-pass layer).
-SolverConfig *solverOf(ref::BlockMixer &layer) {
-  if (auto *fpMamba = dynamic_cast<ref::FPMambaLayer *>(&layer))
-    return &fpMamba->config.solver;
-  if (auto *fpMamba2 = dynamic_cast<ref::FPMamba2Layer *>(&layer))
-    return &fpMamba2->config.solver;
-  if (auto *fpRnn = dynamic_cast<ref::FPRNNLayer *>(&layer))
-    return &fpRnn->config.solver;
-  return nullptr;
-}
-
 /// Above this sensitivity to one rounding a solve has lost all but a digit
 /// or two; its output and stop step are then no test of anything.
 constexpr double chaoticSensitivity = 1e-2;
@@ -144,7 +132,7 @@ void setSolveMode(ref::BlockMixer &reference, CompiledLayer &compiled,
                   const SolveMode &mode) {
   compiled.solverOverrides.max_iter = mode.cap;
   compiled.solverOverrides.fixed_iters = mode.fixedSteps;
-  SolverConfig *solver = solverOf(reference);
+  SolverConfig *solver = reference.solverConfig();
   if (solver && compiled.info().solver) {
     const SolverDefaults &defaults = *compiled.info().solver;
     solver->maxIterTrain = mode.cap >= 0 ? mode.cap : defaults.maxIterTrain;
@@ -172,7 +160,7 @@ double sensitivity(const ModelConfig &config, ref::BlockMixer &reference,
   std::shared_ptr<ref::BlockMixer> perturbed = ref::makeBlockMixer(config);
   perturbed->to(x.device());
   torch::NoGradGuard noGrad;
-  if (SolverConfig *solver = solverOf(*perturbed))
+  if (SolverConfig *solver = perturbed->solverConfig())
     solver->fixedIters = steps;
   perturbed->train(training);
   auto source = weightsOf(reference);
@@ -530,8 +518,8 @@ std::shared_ptr<ref::BlockMixer> copyReference(const Manifest &manifest,
   auto to = weightsOf(*copy);
   for (size_t i = 0; i < from.size(); ++i)
     to[i].copy_(from[i]);
-  if (SolverConfig *solver = solverOf(source))
-    *solverOf(*copy) = *solver;
+  if (SolverConfig *solver = source.solverConfig())
+    *copy->solverConfig() = *solver;
   copy->to(from.empty() ? torch::kCPU : from[0].device());
   return copy;
 }

@@ -111,23 +111,9 @@ ChunkedRun runInChunks(ref::BlockMixer &layer, const torch::Tensor &u,
 /// on input `u`.
 double wholeSequenceResidual(ref::BlockMixer &layer, const torch::Tensor &u,
                              const torch::Tensor &y) {
-  if (auto *fpMamba = dynamic_cast<ref::FPMambaLayer *>(&layer)) {
-    ref::FPMambaInvariants inv = fpMamba->precompute(u);
-    return ref::relativeResidual(y, fpMamba->applyMap(y, inv))
-        .max()
-        .item<double>();
-  }
-  if (auto *fpMamba2 = dynamic_cast<ref::FPMamba2Layer *>(&layer)) {
-    ref::FPMamba2Invariants inv = fpMamba2->precompute(u);
-    return ref::relativeResidual(y, fpMamba2->applyMap(y, inv))
-        .max()
-        .item<double>();
-  }
-  auto *fpRnn = dynamic_cast<ref::FPRNNLayer *>(&layer);
-  if (!fpRnn)
-    throw std::logic_error("not a fixed-point layer");
-  ref::FPRNNInvariants inv = fpRnn->precompute(u);
-  return ref::relativeResidual(y, fpRnn->applyMap(y, inv)).max().item<double>();
+  return ref::relativeResidual(y, layer.applyMapOnce(u, y))
+      .max()
+      .item<double>();
 }
 
 double relativeDifference(const torch::Tensor &a, const torch::Tensor &b) {

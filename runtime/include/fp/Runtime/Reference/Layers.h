@@ -51,6 +51,16 @@ public:
   /// that has no chunked form.
   virtual torch::Tensor forwardChunk(const torch::Tensor &u, ChunkState &state);
 
+  /// The solver settings of a fixed-point layer; null for a layer without
+  /// a fixed point.
+  virtual SolverConfig *solverConfig() { return nullptr; }
+  /// The layer's fixed-point map applied once to y [B, T, d] on the whole
+  /// sequence u, without gradient: y = f(y) at the fixed point, so
+  /// ‖f(y) − y‖ measures how far y is from it. Throws std::logic_error for a
+  /// layer without a fixed point.
+  virtual torch::Tensor applyMapOnce(const torch::Tensor &u,
+                                     const torch::Tensor &y);
+
   /// Per-sample iterations of the last forward ([B] int64); undefined for a
   /// layer without a fixed point. On the CPU, except a compiled layer's after
   /// a CUDA call: on its device, written by the call's queued work.
@@ -100,6 +110,9 @@ public:
 
   torch::Tensor forwardChunk(const torch::Tensor &u,
                              ChunkState &state) override;
+  SolverConfig *solverConfig() override { return &config.solver; }
+  torch::Tensor applyMapOnce(const torch::Tensor &u,
+                             const torch::Tensor &y) override;
 
   /// `carry`: the chunk's ChunkState (its convolution tail), or null for a
   /// whole sequence.
@@ -194,6 +207,9 @@ public:
   torch::Tensor forward(const torch::Tensor &u) override;
   torch::Tensor forwardChunk(const torch::Tensor &u,
                              ChunkState &state) override;
+  SolverConfig *solverConfig() override { return &config.solver; }
+  torch::Tensor applyMapOnce(const torch::Tensor &u,
+                             const torch::Tensor &y) override;
   FPMamba2Invariants precompute(const torch::Tensor &u,
                                 const ChunkState *carry = nullptr);
   torch::Tensor applyMap(const torch::Tensor &y, const FPMamba2Invariants &inv,
@@ -240,6 +256,9 @@ public:
   torch::Tensor forward(const torch::Tensor &u) override;
   torch::Tensor forwardChunk(const torch::Tensor &u,
                              ChunkState &state) override;
+  SolverConfig *solverConfig() override { return &config.solver; }
+  torch::Tensor applyMapOnce(const torch::Tensor &u,
+                             const torch::Tensor &y) override;
 
   FPRNNInvariants precompute(const torch::Tensor &u,
                              const ChunkState *carry = nullptr);
