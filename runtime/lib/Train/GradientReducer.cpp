@@ -77,8 +77,6 @@ GradientReducer::~GradientReducer() {
 
 void GradientReducer::arm() {
   armed = !hooks.empty();
-  nextToStart = 0;
-  startedInBackward = 0;
   for (Bucket &bucket : buckets)
     bucket.waiting = bucket.members.size();
 }
@@ -99,10 +97,8 @@ void GradientReducer::gradientReady(size_t parameter) {
 }
 
 void GradientReducer::startCompleteBuckets() {
-  while (nextToStart < buckets.size() && buckets[nextToStart].waiting == 0) {
+  while (nextToStart < buckets.size() && buckets[nextToStart].waiting == 0)
     start(buckets[nextToStart++]);
-    ++startedInBackward;
-  }
 }
 
 void GradientReducer::start(Bucket &bucket) {
@@ -119,11 +115,9 @@ void GradientReducer::start(Bucket &bucket) {
 }
 
 void GradientReducer::finish() {
-  if (!armed)
-    nextToStart = 0;
+  // Only an armed backward's hooks start buckets.
+  lastStartedEarly = static_cast<int64_t>(nextToStart);
   armed = false;
-  lastStartedEarly = startedInBackward;
-  startedInBackward = 0;
   if (hookFailure)
     std::rethrow_exception(std::exchange(hookFailure, nullptr));
   while (nextToStart < buckets.size())
@@ -143,6 +137,7 @@ void GradientReducer::finish() {
     }
     bucket.flat = torch::Tensor();
   }
+  nextToStart = 0;
 }
 
 std::vector<std::vector<size_t>> GradientReducer::bucketMembers() const {

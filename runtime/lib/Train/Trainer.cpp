@@ -36,6 +36,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// Seconds from `start` until now.
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 /// SplitMix64: decorrelates the seeds derived from the run's seed.
 uint64_t splitMix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -277,9 +283,7 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<SequenceModel> model,
 Trainer::~Trainer() = default;
 
 double Trainer::elapsedSeconds() const {
-  return elapsedBefore + std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - sessionStart)
-                             .count();
+  return elapsedBefore + secondsSince(sessionStart);
 }
 
 RunOutcome Trainer::start() {
@@ -441,8 +445,8 @@ RunOutcome Trainer::train() {
     // gradients add up to the whole batch's.
     // With several processes, each takes its rows of the batch (every
     // process draws the whole batch from the same seed) and the gradients
-    // are summed over them: during the last micro-batch's backward, bucket
-    // by bucket as its gradients are ready (GradientReducer.h).
+    // are summed over them after the last micro-batch's backward (or, with
+    // --overlap-allreduce on, during it: GradientReducer.h).
     const int64_t parts = trainConfig.gradAccum;
     const int64_t world = worldSize();
     const int64_t rows = trainConfig.batchSize / (parts * world);
@@ -475,10 +479,7 @@ RunOutcome Trainer::train() {
     if (options.collectives) {
       auto waitStart = std::chrono::steady_clock::now();
       reducer->finish();
-      window.reduceWaitSeconds +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        waitStart)
-              .count();
+      window.reduceWaitSeconds += secondsSince(waitStart);
       std::vector<double> sums = {lossValue, itersSum, double(nonFinite)};
       options.collectives->allReduceSum(sums);
       std::vector<double> most = {double(itersMax)};
@@ -513,9 +514,7 @@ RunOutcome Trainer::train() {
     window.itersMax = std::max(window.itersMax, itersMax);
     window.nonFinite += nonFinite;
     window.tokens += batch.inputs.numel();
-    window.seconds += std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - stepStart)
-                          .count();
+    window.seconds += secondsSince(stepStart);
     ++currentStep;
 
     const bool diverged = nonFiniteRun >= trainConfig.nonFiniteLimit;

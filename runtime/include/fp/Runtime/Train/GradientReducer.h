@@ -84,8 +84,8 @@ private:
   std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>>
       hooks;
   bool armed = false;
+  /// The first bucket not started yet in this step.
   size_t nextToStart = 0;
-  int64_t startedInBackward = 0;
   int64_t lastStartedEarly = 0;
   /// A failure inside a hook, rethrown by finish().
   std::exception_ptr hookFailure;
