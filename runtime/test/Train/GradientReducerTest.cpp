@@ -3,11 +3,13 @@
 // GradientReducer against a job of two identical processes played by one:
 // every sum doubles its tensor, so the reduced gradients are exactly twice
 // the local ones, and the collectives record when and what they were
-// given.
+// given. The weights and inputs are drawn from TestSeed.h's seed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fp/Runtime/Train/GradientReducer.h"
+
+#include "TestSeed.h"
 
 #include <gtest/gtest.h>
 
@@ -58,7 +60,7 @@ private:
 /// the second layer's).
 struct TwoLayers {
   TwoLayers() {
-    torch::manual_seed(0);
+    torch::manual_seed(static_cast<int64_t>(fp::test::testSeed()));
     first = torch::randn({8, 4}, torch::kFloat64).requires_grad_();
     firstBias = torch::randn({8}, torch::kFloat64).requires_grad_();
     second = torch::randn({3, 8}, torch::kFloat64).requires_grad_();
