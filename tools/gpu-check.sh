@@ -61,6 +61,7 @@
 # at context 2048 on English text (Debian's fortunes, carried in the
 # bundle), micro-batches of 16 accumulated to --batch, for a few steps:
 # the compiled library, then the eager reference of the same architecture,
+# then the compiled library again in an NCCL process group of one process,
 # and tabulates tokens/s (the first step left out as warm-up), peak device
 # memory and fixed-point iterations ($OUT/train-lm-summary.md). Each stage
 # prints a one-line verdict; the exit status is that of the first stage that
@@ -582,12 +583,18 @@ stage_train_lm() {
   local eager=(--model reference:fp_mamba --layers 12 --d-model 768
     --d-state 16 --short-conv --glu-in-loop --no-bc-norm --mixer householder
     --mixer-rank 2)
-  for model in compiled eager; do
+  # compiled-nccl: the compiled run in an NCCL process group of one
+  # process, its gradients summed through NCCL (issue 48's first NCCL run).
+  for model in compiled eager compiled-nccl; do
     code=0
     started=$SECONDS
     rm -rf "$out/lm-$model"
     if [[ $model == compiled ]]; then
       "$root/build-gpu/bin/fp-train" "${common[@]}" --model "$lib" \
+        --out "$out/lm-$model" >"$out/lm-$model.log" 2>&1 || code=$?
+    elif [[ $model == compiled-nccl ]]; then
+      MASTER_PORT=29533 "$root/build-gpu/bin/fp-train" "${common[@]}" \
+        --model "$lib" --dist-backend nccl \
         --out "$out/lm-$model" >"$out/lm-$model.log" 2>&1 || code=$?
     else
       "$root/build-gpu/bin/fp-train" "${common[@]}" "${eager[@]}" \

@@ -2,8 +2,10 @@
 #===- tools/train-lm-summary.py - gpu-check's LM training as a table ------===#
 #
 # Tabulates the train-lm stage of tools/gpu-check.sh: tokens/s, peak device
-# memory and fixed-point iterations of the compiled and the eager LM run.
-# OUT holds lm-compiled/ and lm-eager/, fp-train run directories whose
+# memory and fixed-point iterations of the compiled and the eager LM run,
+# and of the compiled run in an NCCL process group of one process where
+# there is one. OUT holds lm-compiled/, lm-eager/ and lm-compiled-nccl/,
+# fp-train run directories whose
 # metrics.jsonl has one training record per step (--log-every 1). The first
 # step (CUDA and cuBLAS set-up, the allocator's first growth) is left out of
 # the means where a later one exists.
@@ -31,8 +33,10 @@ def main():
           "| k token-iterations/s |")
     print("|---|---|---|---|---|---|")
     rates = {}
-    for model in ("compiled", "eager"):
+    for model in ("compiled", "eager", "compiled-nccl"):
         path = out / f"lm-{model}" / "metrics.jsonl"
+        if model == "compiled-nccl" and not path.parent.exists():
+            continue
         try:
             records = [json.loads(line)
                        for line in path.read_text().splitlines() if line]
@@ -51,10 +55,13 @@ def main():
         rates[model] = rate
         print(f"| {model} | {len(timed)} | {rate:.0f} | {peak} | "
               f"{iters:.1f} | {rate * iters / 1000:.1f} |")
-    if len(rates) == 2 and rates["eager"] > 0:
-        print()
+    print()
+    if "compiled" in rates and rates.get("eager", 0) > 0:
         print(f"compiled / eager tokens/s: "
               f"{rates['compiled'] / rates['eager']:.2f}x")
+    if rates.get("compiled", 0) > 0 and "compiled-nccl" in rates:
+        print(f"compiled in an NCCL group of one / without a group, "
+              f"tokens/s: {rates['compiled-nccl'] / rates['compiled']:.2f}x")
 
 
 if __name__ == "__main__":

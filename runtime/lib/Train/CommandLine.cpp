@@ -223,12 +223,17 @@ const std::vector<FlagInfo> &trainFlags() {
        "auto (a bar on a terminal, log lines otherwise), bar, lines or none",
        "Run"},
       {"nproc-per-node", "N", "1",
-       "train in N processes on this machine (Gloo), each on its share of "
-       "every batch; leave it out under torchrun or srun, which start the "
+       "train in N processes on this machine, each on its share of every "
+       "batch; leave it out under torchrun or srun, which start the "
        "processes",
        "Run"},
       {"dist-timeout", "S", "300",
        "seconds a process of a job waits for the others before failing", "Run"},
+      {"dist-backend", "NAME", "auto",
+       "the processes' transport: gloo, nccl (CUDA), or auto (nccl on CUDA "
+       "where built with it, else gloo); naming one opens a process group "
+       "even for one process",
+       "Run"},
       {"bucket-mib", "M", "25",
        "sum the gradients over the processes in buckets of at most M MiB",
        "Run"},
@@ -670,6 +675,9 @@ void applyFlag(TrainConfig &config, const std::string &name,
     config.keepBest = oneOf("keep-best", value, choices) == "on";
   } else if (name == "dist-timeout") {
     config.distTimeout = integer();
+  } else if (name == "dist-backend") {
+    static const char *const choices[] = {"auto", "gloo", "nccl"};
+    config.distBackend = oneOf("dist-backend", value, choices);
   } else if (name == "bucket-mib") {
     config.bucketMiB = integer();
   } else if (name == "overlap-allreduce") {
@@ -837,8 +845,8 @@ TrainConfig resumeTrainConfig(const CommandLine &commandLine,
   for (const auto &[name, value] : commandLine.flags()) {
     if (name == "resume" || name == "progress" || name == "nproc-per-node")
       continue;
-    if (name == "steps" || name == "dist-timeout" || name == "bucket-mib" ||
-        name == "overlap-allreduce") {
+    if (name == "steps" || name == "dist-timeout" || name == "dist-backend" ||
+        name == "bucket-mib" || name == "overlap-allreduce") {
       applyFlag(config, name, value);
       continue;
     }

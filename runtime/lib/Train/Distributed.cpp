@@ -8,9 +8,21 @@
 
 #include <fmt/format.h>
 
+#ifndef FP_HAVE_GLOO
+#define FP_HAVE_GLOO 0
+#endif
+#ifndef FP_HAVE_NCCL
+#define FP_HAVE_NCCL 0
+#endif
+
+#if FP_HAVE_GLOO || FP_HAVE_NCCL
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
 #if FP_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+#if FP_HAVE_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
 #include <cerrno>
@@ -56,33 +68,115 @@ DistributedEnv fp::rt::distributedEnvFromEnvironment() {
   return env;
 }
 
+const char *fp::rt::backendName(CollectiveBackend backend) {
+  return backend == CollectiveBackend::Nccl ? "nccl" : "gloo";
+}
+
+bool fp::rt::backendAvailable(CollectiveBackend backend) {
+  switch (backend) {
+  case CollectiveBackend::Gloo:
+    return FP_HAVE_GLOO != 0;
+  case CollectiveBackend::Nccl:
+    return FP_HAVE_NCCL != 0;
+  }
+  return false;
+}
+
+CollectiveBackend fp::rt::chooseBackend(const std::string &name,
+                                        torch::Device device) {
+  if (name == "auto")
+    return device.is_cuda() && backendAvailable(CollectiveBackend::Nccl)
+               ? CollectiveBackend::Nccl
+               : CollectiveBackend::Gloo;
+  if (name == "gloo")
+    return CollectiveBackend::Gloo;
+  if (name != "nccl")
+    throw std::invalid_argument(
+        fmt::format("--dist-backend {}: expected auto, gloo or nccl", name));
+  if (!device.is_cuda())
+    throw std::invalid_argument(fmt::format(
+        "--dist-backend nccl sums tensors on CUDA devices; this run trains "
+        "on {} (use --device cuda, or --dist-backend gloo)",
+        device.str()));
+  if (!backendAvailable(CollectiveBackend::Nccl))
+    throw std::invalid_argument(
+        "--dist-backend nccl: this fp-train was built without NCCL (its "
+        "LibTorch has no CUDA, or no nccl.h was found); use --dist-backend "
+        "gloo");
+  return CollectiveBackend::Nccl;
+}
+
+torch::Device fp::rt::trainingDevice(const std::string &name,
+                                     std::optional<int64_t> localRank) {
+  std::optional<torch::Device> parsed;
+  try {
+    parsed = torch::Device(name);
+  } catch (const c10::Error &) {
+  }
+  if (!parsed || !(parsed->is_cpu() || parsed->is_cuda()))
+    throw std::invalid_argument(fmt::format(
+        "unknown device '{}'; expected cpu, cuda or cuda:<index>", name));
+  torch::Device device = *parsed;
+  if (!device.is_cuda())
+    return device;
+  if (!torch::cuda::is_available())
+    throw std::invalid_argument(fmt::format(
+        "--device {}: CUDA is not available (this LibTorch has no CUDA "
+        "support or no GPU is visible); use --device cpu",
+        name));
+  const auto visible = static_cast<int64_t>(torch::cuda::device_count());
+  if (!device.has_index() && localRank) {
+    if (*localRank >= visible)
+      throw std::invalid_argument(fmt::format(
+          "--device {} on local rank {} (LOCAL_RANK) needs CUDA device {}, "
+          "but only {} are visible; start at most {} processes a machine",
+          name, *localRank, *localRank, visible, visible));
+    return {torch::kCUDA, static_cast<c10::DeviceIndex>(*localRank)};
+  }
+  if (device.has_index() && device.index() >= visible)
+    throw std::invalid_argument(fmt::format(
+        "--device {}: only {} CUDA device(s) visible", name, visible));
+  return device;
+}
+
 PendingCollective::~PendingCollective() = default;
 
 Collectives::~Collectives() = default;
 
-#if FP_HAVE_GLOO
+#if FP_HAVE_GLOO || FP_HAVE_NCCL
 
 namespace {
 
-class GlooCollectives final : public Collectives {
+/// Collectives over a c10d process group of type `Group` (the backends share
+/// their collectives' interface, whichever base class a LibTorch version
+/// gives them). Numbers are reduced in a tensor on `scalarDevice`: the CPU
+/// for Gloo, the process's device for NCCL. A collective's wait has
+/// `waitTimeout`: the run's timeout for Gloo; none for NCCL, whose wait then
+/// only orders the current stream after the collective (a host wait with a
+/// timeout would poll), and whose own watchdog ends a collective that
+/// outlives the group's timeout.
+template <typename Group> class GroupCollectives final : public Collectives {
 public:
-  GlooCollectives(DistributedEnv env, std::chrono::milliseconds timeout)
-      : Collectives(std::move(env)), timeout(timeout) {
+  using MakeGroup = c10::intrusive_ptr<Group> (*)(
+      const c10::intrusive_ptr<c10d::Store> &, const DistributedEnv &,
+      std::chrono::milliseconds);
+
+  GroupCollectives(DistributedEnv env, std::chrono::milliseconds timeout,
+                   std::chrono::milliseconds waitTimeout,
+                   torch::Device scalarDevice, MakeGroup makeGroup)
+      : Collectives(std::move(env)), timeout(timeout), waitTimeout(waitTimeout),
+        scalarDevice(scalarDevice) {
     guard("meeting the other processes", [&] {
-      store = c10::make_intrusive<c10d::TCPStore>(
-          this->env.masterAddr, static_cast<uint16_t>(this->env.masterPort),
-          static_cast<int>(this->env.worldSize), this->env.rank == 0, timeout,
-          /*waitWorkers=*/true);
-      auto options = c10d::ProcessGroupGloo::Options::create();
-      options->timeout = timeout;
-      options->devices.push_back(
-          this->env.masterAddr == "127.0.0.1" ||
-                  this->env.masterAddr == "localhost"
-              ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-              : c10d::ProcessGroupGloo::createDefaultDevice());
-      group = c10::make_intrusive<c10d::ProcessGroupGloo>(
-          store, static_cast<int>(this->env.rank),
-          static_cast<int>(this->env.worldSize), options);
+      // The options form: LibTorch 2.6 and newer have no other.
+      c10d::TCPStoreOptions options;
+      options.port = static_cast<uint16_t>(this->env.masterPort);
+      options.isServer = this->env.rank == 0;
+      options.numWorkers = static_cast<size_t>(this->env.worldSize);
+      options.waitWorkers = true;
+      options.timeout = timeout;
+      store =
+          c10::make_intrusive<c10d::TCPStore>(this->env.masterAddr, options);
+      group = makeGroup(store, this->env, timeout);
     });
   }
 
@@ -96,7 +190,7 @@ public:
         works.push_back(group->broadcast(one, options));
       }
       for (auto &work : works)
-        work->wait(timeout);
+        work->wait(waitTimeout);
     });
   }
 
@@ -118,21 +212,25 @@ public:
     reduceScalars(values, c10d::ReduceOp::MAX, "agreeing on the step");
   }
 
+  /// A sum of one number that every rank reads back: unlike the process
+  /// groups' own barriers it needs no guess of NCCL's device.
   void barrier() override {
-    guard("waiting at a barrier", [&] { group->barrier()->wait(timeout); });
+    std::vector<double> one = {1.0};
+    reduceScalars(one, c10d::ReduceOp::SUM, "waiting at a barrier");
   }
 
 private:
   class PendingSum final : public PendingCollective {
   public:
-    PendingSum(GlooCollectives &owner, c10::intrusive_ptr<c10d::Work> work)
+    PendingSum(GroupCollectives &owner, c10::intrusive_ptr<c10d::Work> work)
         : owner(owner), work(std::move(work)) {}
     void wait() override {
-      owner.guard("summing the gradients", [&] { work->wait(owner.timeout); });
+      owner.guard("summing the gradients",
+                  [&] { work->wait(owner.waitTimeout); });
     }
 
   private:
-    GlooCollectives &owner;
+    GroupCollectives &owner;
     c10::intrusive_ptr<c10d::Work> work;
   };
 
@@ -141,13 +239,15 @@ private:
     if (values.empty())
       return;
     guard(what, [&] {
-      torch::Tensor tensor = torch::tensor(values, torch::kFloat64);
+      torch::Tensor tensor =
+          torch::tensor(values, torch::kFloat64).to(scalarDevice);
       std::vector<torch::Tensor> one = {tensor};
       c10d::AllreduceOptions options;
       options.reduceOp = op;
-      group->allreduce(one, options)->wait(timeout);
+      group->allreduce(one, options)->wait(waitTimeout);
+      torch::Tensor host = tensor.cpu();
       for (size_t i = 0; i < values.size(); ++i)
-        values[i] = tensor[static_cast<int64_t>(i)].item<double>();
+        values[i] = host[static_cast<int64_t>(i)].item<double>();
     });
   }
 
@@ -173,30 +273,67 @@ private:
   }
 
   std::chrono::milliseconds timeout;
+  std::chrono::milliseconds waitTimeout;
+  torch::Device scalarDevice;
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  c10::intrusive_ptr<Group> group;
 };
+
+#if FP_HAVE_GLOO
+c10::intrusive_ptr<c10d::ProcessGroupGloo>
+makeGlooGroup(const c10::intrusive_ptr<c10d::Store> &store,
+              const DistributedEnv &env, std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupGloo::Options::create();
+  options->timeout = timeout;
+  options->devices.push_back(
+      env.masterAddr == "127.0.0.1" || env.masterAddr == "localhost"
+          ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+          : c10d::ProcessGroupGloo::createDefaultDevice());
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(
+      store, static_cast<int>(env.rank), static_cast<int>(env.worldSize),
+      options);
+}
+#endif
+
+#if FP_HAVE_NCCL
+c10::intrusive_ptr<c10d::ProcessGroupNCCL>
+makeNcclGroup(const c10::intrusive_ptr<c10d::Store> &store,
+              const DistributedEnv &env, std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(
+      store, static_cast<int>(env.rank), static_cast<int>(env.worldSize),
+      options);
+}
+#endif
 
 } // namespace
 
-bool fp::rt::distributedAvailable() { return true; }
+#endif // FP_HAVE_GLOO || FP_HAVE_NCCL
 
 std::shared_ptr<Collectives>
 Collectives::connect(const DistributedEnv &env,
-                     std::chrono::milliseconds timeout) {
-  return std::make_shared<GlooCollectives>(env, timeout);
-}
-
-#else // !FP_HAVE_GLOO
-
-bool fp::rt::distributedAvailable() { return false; }
-
-std::shared_ptr<Collectives> Collectives::connect(const DistributedEnv &env,
-                                                  std::chrono::milliseconds) {
+                     std::chrono::milliseconds timeout,
+                     CollectiveBackend backend, torch::Device device) {
+#if FP_HAVE_NCCL
+  if (backend == CollectiveBackend::Nccl)
+    return std::make_shared<GroupCollectives<c10d::ProcessGroupNCCL>>(
+        env, timeout, /*waitTimeout=*/std::chrono::milliseconds(0), device,
+        &makeNcclGroup);
+#endif
+#if FP_HAVE_GLOO
+  if (backend == CollectiveBackend::Gloo)
+    return std::make_shared<GroupCollectives<c10d::ProcessGroupGloo>>(
+        env, timeout, timeout, torch::Device(torch::kCPU), &makeGlooGroup);
+#endif
+  (void)timeout;
+  (void)device;
   throw std::invalid_argument(fmt::format(
-      "a job of {} processes needs LibTorch's Gloo process group, which this "
-      "fp-train was built without (no gloo headers: Debian's libgloo-dev)",
-      env.worldSize));
+      "a job of {} process(es) over {} needs LibTorch's {} process group, "
+      "which this fp-train was built without ({})",
+      env.worldSize, backendName(backend),
+      backend == CollectiveBackend::Nccl ? "NCCL" : "Gloo",
+      backend == CollectiveBackend::Nccl
+          ? "a CUDA LibTorch and nccl.h are needed"
+          : "no gloo headers: Debian's libgloo-dev"));
 }
-
-#endif // FP_HAVE_GLOO

@@ -194,6 +194,7 @@ nlohmann::ordered_json toJson(const TrainConfig &config) {
       {"threads", config.threads},
       {"world_size", config.worldSize},
       {"dist_timeout", config.distTimeout},
+      {"dist_backend", config.distBackend},
       {"bucket_mib", config.bucketMiB},
       {"overlap_allreduce", config.overlapAllReduce},
   };
@@ -371,6 +372,8 @@ TrainConfig trainConfigFromJson(const nlohmann::json &json) {
   config.threads = runtime.get<int64_t>("threads");
   config.worldSize = runtime.get<int64_t>("world_size", 1);
   config.distTimeout = runtime.get<int64_t>("dist_timeout", 300);
+  config.distBackend =
+      runtime.get<std::string>("dist_backend", TrainConfig().distBackend);
   config.bucketMiB =
       runtime.get<int64_t>("bucket_mib", TrainConfig().bucketMiB);
   config.overlapAllReduce =

@@ -231,22 +231,12 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<SequenceModel> model,
       task(std::move(task)), directory(std::move(directory)),
       options(std::move(options)), device(torch::kCPU),
       rng(splitMix64(trainConfig.seed ^ 0x47414D4D41ull)) { // "GAMMA"
-  try {
-    device = torch::Device(trainConfig.device);
-  } catch (const c10::Error &) {
-    throw std::invalid_argument(
-        fmt::format("unknown device '{}'; expected cpu, cuda or cuda:<index>",
-                    trainConfig.device));
-  }
-  if (device.is_cuda() && !torch::cuda::is_available())
-    throw std::invalid_argument(
-        "--device cuda: CUDA is not available (this LibTorch has no CUDA "
-        "support or no GPU is visible); use --device cpu");
-  if (device.is_cuda() && device.has_index() &&
-      device.index() >= static_cast<int64_t>(torch::cuda::device_count()))
-    throw std::invalid_argument(
-        fmt::format("--device {}: only {} CUDA device(s) visible",
-                    trainConfig.device, torch::cuda::device_count()));
+  // In a job, each process on its local rank's device.
+  device = trainingDevice(
+      trainConfig.device,
+      this->options.collectives
+          ? std::optional<int64_t>(this->options.collectives->localRank())
+          : std::nullopt);
   windowMemory = DevicePeakMemory(device);
   if (trainConfig.gammaCap && this->task->options().trainLength <= 0)
     throw std::invalid_argument(

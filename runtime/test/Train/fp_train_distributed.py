@@ -15,8 +15,11 @@
 #     the launcher names the rank; --resume from the last checkpoint ends
 #     where an uninterrupted run ends; a worker that stops answering: the
 #     other fails after --dist-timeout and the job ends;
+#   - one process with --dist-backend gloo (a process group of one) trains
+#     what one process without a group trains, and records the wait;
 #   - refusals: another world size on --resume, a batch that does not
-#     split, --nproc-per-node under an outer launcher.
+#     split, --nproc-per-node under an outer launcher, --dist-backend nccl
+#     on the CPU.
 #
 # usage: fp_train_distributed.py PYTHON_WITH_TORCH FP_TRAIN WORK_DIR [LIBRARY]
 #
@@ -28,6 +31,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -49,6 +53,12 @@ def run(binary, args, timeout=600, env=None):
     if result.stderr:
         print(result.stderr.rstrip()[-2000:])
     return result
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
 
 
 def max_relative_difference(torch_python, first, second):
@@ -101,8 +111,15 @@ def same_training(binary, torch_python, work, name, model_args):
     check(run(binary, common + ["--out", overlapped, "--nproc-per-node", "2",
                                 "--overlap-allreduce", "on"]).returncode == 0,
           f"{name}: the two-process run with --overlap-allreduce on failed")
+    # One process in a process group of one.
+    grouped = os.path.join(work, f"{name}-1-grouped")
+    env = dict(os.environ, MASTER_PORT=free_port())
+    check(run(binary, common + ["--out", grouped, "--dist-backend", "gloo"],
+              env=env).returncode == 0,
+          f"{name}: the one-process run with --dist-backend gloo failed")
     for other, how in ((two, "2 processes"),
-                       (overlapped, "2 processes overlapping the sums")):
+                       (overlapped, "2 processes overlapping the sums"),
+                       (grouped, "1 process in a Gloo group")):
         difference, count = max_relative_difference(torch_python, one, other)
         print(f"{name}, {how}: {count} parameters, largest relative "
               f"difference {difference:.2e} after 20 steps")
@@ -122,6 +139,14 @@ def same_training(binary, torch_python, work, name, model_args):
     check(all("allreduce_wait_ms" not in record
               for record in train_records(one)),
           f"{name}: the one-process run records allreduce_wait_ms")
+    check(all("allreduce_wait_ms" in record
+              for record in train_records(grouped)),
+          f"{name}: the run in a group of one lacks allreduce_wait_ms")
+    with open(os.path.join(grouped, "config.json")) as f:
+        runtime = json.load(f)["runtime"]
+        check(runtime["dist_backend"] == "gloo" and
+              runtime["world_size"] == 1,
+              f"{name}: config.json of the grouped run says {runtime}")
 
 
 def signal_second_worker(binary, args, ready, sent, name):
@@ -238,6 +263,11 @@ def refusals(binary, work):
                           os.path.join(work, "badrank")], env=env)
     check(result.returncode == 2 and "RANK=2" in result.stderr,
           "a RANK outside the world is not refused")
+    result = run(binary, ["--task", "parity", "--dist-backend", "nccl",
+                          "--out", os.path.join(work, "nccl-on-cpu")])
+    check(result.returncode == 2 and
+          "--dist-backend nccl sums tensors on CUDA devices" in result.stderr,
+          "--dist-backend nccl on the CPU is not refused")
 
 
 def main():

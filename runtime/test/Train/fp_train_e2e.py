@@ -251,6 +251,7 @@ def main():
     check(config["optimizer"]["name"] == "adamw", "config.json: optimizer")
     check(config["runtime"] == {"device": "cpu", "threads": 1,
                                 "world_size": 1, "dist_timeout": 300,
+                                "dist_backend": "auto",
                                 "bucket_mib": 25,
                                 "overlap_allreduce": False},
           "config.json: runtime")

@@ -154,10 +154,14 @@ int run(const std::vector<std::string> &args) {
       if (job.rank == 0)
         checkFreshOutputDirectory(directory);
     }
-    // The Trainer checks that the batch splits over the processes.
-    if (job.distributed())
-      options.collectives =
-          Collectives::connect(job, std::chrono::seconds(config.distTimeout));
+    // The Trainer checks that the batch splits over the processes. A job
+    // of one process opens a group only where a backend is named.
+    if (job.distributed() || config.distBackend != "auto") {
+      torch::Device device = trainingDevice(config.device, job.localRank);
+      options.collectives = Collectives::connect(
+          job, std::chrono::seconds(config.distTimeout),
+          chooseBackend(config.distBackend, device), device);
+    }
     // Building a run can take long (a large model, a task's data): a stop
     // request is honoured between its phases, before anything is written.
     throwIfStopRequested();

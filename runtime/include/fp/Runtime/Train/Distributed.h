@@ -4,8 +4,9 @@
 // (docs/training.md, "Several processes"). They find each other the way
 // torchrun and SLURM launch jobs, through RANK, WORLD_SIZE, LOCAL_RANK,
 // MASTER_ADDR and MASTER_PORT, meet at a c10d TCPStore served by rank 0,
-// and talk through a c10d ProcessGroupGloo: PyTorch's own transport, the one
-// torch.distributed uses on CPUs. Collectives is the little the trainer
+// and talk through a c10d process group: PyTorch's own transports, Gloo
+// (the one torch.distributed uses on CPUs) or NCCL (on CUDA devices, one
+// device per local rank). Collectives is the little the trainer
 // needs of it: the parameters broadcast from rank 0, gradients and
 // statistics summed, a barrier; each failing with the rank and what to
 // suspect rather than hanging (every collective has the run's timeout).
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -45,6 +47,30 @@ struct DistributedEnv {
 /// [0, WORLD_SIZE), RANK missing from a job of several).
 DistributedEnv distributedEnvFromEnvironment();
 
+/// The transport of a job's collectives.
+enum class CollectiveBackend { Gloo, Nccl };
+
+const char *backendName(CollectiveBackend backend);
+
+/// Whether this build has `backend` (LibTorch's c10d Gloo, or its NCCL,
+/// which a CUDA LibTorch may have).
+bool backendAvailable(CollectiveBackend backend);
+
+/// The backend `name` ("auto", "gloo" or "nccl", as --dist-backend takes
+/// it) means for a process training on `device`: auto is NCCL on a CUDA
+/// device where this build has it, else Gloo. Throws std::invalid_argument
+/// for a backend this build lacks or NCCL off a CUDA device.
+CollectiveBackend chooseBackend(const std::string &name, torch::Device device);
+
+/// The device a process trains on, from --device ("cpu", "cuda" or
+/// "cuda:<index>"): in a job (`localRank` given) a bare "cuda" is the
+/// local rank's device, as torchrun's convention is. Throws
+/// std::invalid_argument for a malformed name, CUDA where there is none,
+/// and an index past the visible devices (naming LOCAL_RANK where that
+/// chose it).
+torch::Device trainingDevice(const std::string &name,
+                             std::optional<int64_t> localRank);
+
 /// A collective failed: a peer died, hung past the timeout, or the job's
 /// processes could not meet. The message names this process's rank.
 class DistributedError : public std::runtime_error {
@@ -65,14 +91,18 @@ public:
 class Collectives {
 public:
   /// Meets the other processes of `env` (rank 0 serves the store) and opens
-  /// a Gloo process group; every later collective, and the meeting itself,
-  /// fails after `timeout`. Throws DistributedError, or
-  /// std::invalid_argument where this build has no Gloo.
-  static std::shared_ptr<Collectives>
-  connect(const DistributedEnv &env, std::chrono::milliseconds timeout);
+  /// a process group of `backend` for tensors on `device` (NCCL: this
+  /// process's CUDA device); every later collective, and the meeting
+  /// itself, fails after `timeout`. Throws DistributedError, or
+  /// std::invalid_argument where this build lacks the backend.
+  static std::shared_ptr<Collectives> connect(const DistributedEnv &env,
+                                              std::chrono::milliseconds timeout,
+                                              CollectiveBackend backend,
+                                              torch::Device device);
   virtual ~Collectives();
 
   int64_t rank() const { return env.rank; }
+  int64_t localRank() const { return env.localRank; }
   int64_t worldSize() const { return env.worldSize; }
   bool isRoot() const { return env.rank == 0; }
 
@@ -92,9 +122,6 @@ protected:
   explicit Collectives(DistributedEnv env) : env(std::move(env)) {}
   DistributedEnv env;
 };
-
-/// Whether this build can run several processes (LibTorch's Gloo).
-bool distributedAvailable();
 
 } // namespace fp::rt
 

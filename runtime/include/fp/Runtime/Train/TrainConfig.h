@@ -97,6 +97,10 @@ struct TrainConfig {
   int64_t worldSize = 1;
   /// Seconds a collective waits for the other processes before failing.
   int64_t distTimeout = 300;
+  /// The processes' transport (Distributed.h, chooseBackend): "auto",
+  /// "gloo" or "nccl". Naming one opens a process group even for a job of
+  /// one process.
+  std::string distBackend = "auto";
   /// The gradients are summed over the processes in buckets of at most this
   /// many MiB (GradientReducer.h; PyTorch DDP's default)...
   int64_t bucketMiB = 25;
