@@ -234,7 +234,7 @@ private:
     c10::intrusive_ptr<c10d::Work> work;
   };
 
-  void reduceScalars(std::vector<double> &values, c10d::ReduceOp op,
+  void reduceScalars(std::vector<double> &values, const c10d::ReduceOp &op,
                      const char *what) {
     if (values.empty())
       return;

@@ -27,7 +27,7 @@ namespace {
 /// Sets environment variables for one test and restores them after it.
 class ScopedEnvironment {
 public:
-  explicit ScopedEnvironment(std::map<std::string, std::string> values) {
+  explicit ScopedEnvironment(const std::map<std::string, std::string> &values) {
     for (const char *name :
          {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}) {
       if (const char *old = std::getenv(name))
@@ -172,14 +172,16 @@ TEST(Distributed, BareCudaIsTheLocalRanksDevice) {
               HasSubstr("(LOCAL_RANK)"));
 }
 
-TEST(Distributed, AGroupOfOneProcessReducesToItself) {
-  if (!backendAvailable(CollectiveBackend::Gloo))
-    GTEST_SKIP() << "this build has no Gloo";
+namespace {
+
+/// Every collective of a group of one process leaves its operands as they
+/// were; `device` holds the gradient.
+void checkGroupOfOne(CollectiveBackend backend, torch::Device device) {
   DistributedEnv env;
   env.masterPort = freePort();
   ASSERT_GT(env.masterPort, 0);
-  std::shared_ptr<Collectives> collectives = Collectives::connect(
-      env, std::chrono::seconds(20), CollectiveBackend::Gloo, torch::kCPU);
+  std::shared_ptr<Collectives> collectives =
+      Collectives::connect(env, std::chrono::seconds(20), backend, device);
   EXPECT_EQ(collectives->worldSize(), 1);
   EXPECT_TRUE(collectives->isRoot());
 
@@ -189,11 +191,27 @@ TEST(Distributed, AGroupOfOneProcessReducesToItself) {
   collectives->allReduceMax(values);
   EXPECT_EQ(values, (std::vector<double>{1.5, -2.0, 0.25}));
 
-  torch::Tensor gradient = torch::arange(6, torch::kFloat32);
+  torch::Tensor gradient =
+      torch::arange(6, torch::TensorOptions(torch::kFloat32).device(device));
   torch::Tensor expected = gradient.clone();
   collectives->startSum(gradient)->wait();
-  EXPECT_TRUE(torch::equal(gradient, expected));
+  EXPECT_TRUE(torch::equal(gradient.cpu(), expected.cpu()));
   collectives->broadcastFromRoot({gradient});
-  EXPECT_TRUE(torch::equal(gradient, expected));
+  EXPECT_TRUE(torch::equal(gradient.cpu(), expected.cpu()));
   collectives->barrier();
+}
+
+} // namespace
+
+TEST(Distributed, AGlooGroupOfOneReducesToItself) {
+  if (!backendAvailable(CollectiveBackend::Gloo))
+    GTEST_SKIP() << "this build has no Gloo";
+  checkGroupOfOne(CollectiveBackend::Gloo, torch::kCPU);
+}
+
+TEST(Distributed, AnNcclGroupOfOneReducesToItself) {
+  if (!torch::cuda::is_available() ||
+      !backendAvailable(CollectiveBackend::Nccl))
+    GTEST_SKIP() << "no CUDA device, or this build has no NCCL";
+  checkGroupOfOne(CollectiveBackend::Nccl, torch::Device(torch::kCUDA, 0));
 }
