@@ -19,45 +19,30 @@ void ForwardStats::add(const torch::Tensor &layerIterations,
   residuals.push_back(layerResiduals);
 }
 
-torch::Tensor ForwardStats::finiteSamples() const {
-  torch::Tensor finite;
-  for (const torch::Tensor &layer : residuals) {
-    if (!layer.defined())
-      continue;
-    torch::Tensor here = torch::isfinite(layer).cpu();
-    finite = finite.defined() ? finite.logical_and(here) : here;
-  }
-  if (!finite.defined() && !iterations.empty())
-    finite = torch::ones({iterations.front().size(0)}, torch::kBool);
-  return finite;
-}
-
-int64_t ForwardStats::nonFiniteSamples() const {
-  torch::Tensor finite = finiteSamples();
-  return finite.defined() ? finite.numel() - finite.sum().item<int64_t>() : 0;
-}
-
-double ForwardStats::meanIterations() const {
-  torch::Tensor finite = finiteSamples();
-  double total = 0;
-  int64_t count = 0;
-  for (const torch::Tensor &layer : iterations) {
-    torch::Tensor kept = layer.cpu().masked_select(finite);
-    total += kept.sum().item<double>();
-    count += kept.numel();
-  }
-  return count ? total / count : 0;
-}
-
-int64_t ForwardStats::maxIterations() const {
-  torch::Tensor finite = finiteSamples();
-  int64_t result = 0;
-  for (const torch::Tensor &layer : iterations) {
-    torch::Tensor kept = layer.cpu().masked_select(finite);
-    if (kept.numel())
-      result = std::max(result, kept.max().item<int64_t>());
-  }
-  return result;
+FixedPointSummary ForwardStats::summarize() const {
+  if (iterations.empty())
+    return {};
+  // [layers, B]; a sample counts where its solve stayed finite in every
+  // layer that reports residuals.
+  torch::Tensor counts = torch::stack(iterations).to(torch::kFloat64);
+  torch::Tensor finite =
+      torch::ones({counts.size(1)}, counts.options().dtype(torch::kBool));
+  for (const torch::Tensor &layer : residuals)
+    if (layer.defined())
+      finite = finite.logical_and(torch::isfinite(layer));
+  torch::Tensor kept = counts.masked_fill(finite.logical_not(), 0);
+  torch::Tensor finiteCount = finite.sum().to(torch::kFloat64);
+  // Iterations are at least 1, so the filled zeros never win the maximum.
+  torch::Tensor figures =
+      torch::stack({finite.numel() - finiteCount, kept.sum(),
+                    finiteCount * counts.size(0), kept.max()})
+          .cpu();
+  auto *value = figures.data_ptr<double>();
+  FixedPointSummary summary;
+  summary.nonFiniteSamples = static_cast<int64_t>(value[0]);
+  summary.meanIterations = value[2] > 0 ? value[1] / value[2] : 0;
+  summary.maxIterations = static_cast<int64_t>(value[3]);
+  return summary;
 }
 
 static void require(bool condition, const std::string &message) {

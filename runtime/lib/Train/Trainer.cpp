@@ -461,10 +461,10 @@ RunOutcome Trainer::train() {
         reducer->arm();
       loss.backward();
       lossValue += loss.item<double>();
-      const ForwardStats &stats = seqModel->lastStats();
-      itersSum += stats.meanIterations();
-      itersMax = std::max(itersMax, stats.maxIterations());
-      nonFinite += stats.nonFiniteSamples();
+      const FixedPointSummary stats = seqModel->lastStats().summarize();
+      itersSum += stats.meanIterations;
+      itersMax = std::max(itersMax, stats.maxIterations);
+      nonFinite += stats.nonFiniteSamples;
     }
     if (options.collectives) {
       auto waitStart = std::chrono::steady_clock::now();
@@ -700,11 +700,11 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
     }
     // Iterations are those of the samples whose solve stayed finite; the
     // others are counted apart.
-    const ForwardStats &stats = seqModel->lastStats();
-    const int64_t diverged = stats.nonFiniteSamples();
-    fixedPoint |= !stats.iterations.empty();
-    itersSum += stats.meanIterations() * double(count - diverged);
-    result.itersMax = std::max(result.itersMax, stats.maxIterations());
+    fixedPoint |= !seqModel->lastStats().iterations.empty();
+    const FixedPointSummary stats = seqModel->lastStats().summarize();
+    const int64_t diverged = stats.nonFiniteSamples;
+    itersSum += stats.meanIterations * double(count - diverged);
+    result.itersMax = std::max(result.itersMax, stats.maxIterations);
     result.nonFinite += diverged;
     finiteRows += count - diverged;
   }

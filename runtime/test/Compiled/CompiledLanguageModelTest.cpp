@@ -80,9 +80,9 @@ TEST(CompiledLanguageModel, ValidationLossEqualsTheEagerReference) {
   torch::NoGradGuard noGrad;
   Batch batch = task->validationBatch(6, /*seed=*/0);
   torch::Tensor eagerLogits = reference.forward(batch.inputs);
-  const ForwardStats eagerStats = reference.lastStats();
+  const FixedPointSummary eagerStats = reference.lastStats().summarize();
   torch::Tensor oursLogits = compiled.forward(batch.inputs);
-  const ForwardStats &oursStats = compiled.lastStats();
+  const FixedPointSummary oursStats = compiled.lastStats().summarize();
   Scores eager = task->score(eagerLogits, batch);
   Scores ours = task->score(oursLogits, batch);
   EXPECT_EQ(ours.tokens, 6 * 64);
@@ -98,13 +98,12 @@ TEST(CompiledLanguageModel, ValidationLossEqualsTheEagerReference) {
           .item<double>();
   EXPECT_LT(logitsDifference, 1e-2);
   // Both solved every sample (evaluation mode) and report their iterations.
-  EXPECT_GT(eagerStats.maxIterations(), 1);
-  EXPECT_GT(oursStats.maxIterations(), 1);
+  EXPECT_GT(eagerStats.maxIterations, 1);
+  EXPECT_GT(oursStats.maxIterations, 1);
   std::cout << fmt::format(
       "[ compare  ] loss eager {:.9f}, compiled {:.9f} (relative {:.2e}); "
       "logits max relative difference {:.2e}; fixed-point iterations "
       "(mean) eager {:.1f}, compiled {:.1f}\n",
       eager.loss, ours.loss, std::abs(ours.loss - eager.loss) / eager.loss,
-      logitsDifference, eagerStats.meanIterations(),
-      oursStats.meanIterations());
+      logitsDifference, eagerStats.meanIterations, oursStats.meanIterations);
 }

@@ -288,7 +288,7 @@ TEST(CompiledModel, AssemblesTheManifestStack) {
   torch::Tensor expected = torch::matmul(rms(r), model.embedding.t());
   EXPECT_LT((logits - expected).abs().max().item<double>(), 1e-12);
   ASSERT_EQ(model.lastStats().iterations.size(), 2u);
-  EXPECT_EQ(model.lastStats().maxIterations(), 1);
+  EXPECT_EQ(model.lastStats().summarize().maxIterations, 1);
 }
 
 TEST(CompiledModel, BackpropagatesToEveryParameter) {

@@ -238,7 +238,7 @@ TEST(LanguageModel, PadsVocabularyAndTiesTheHead) {
   // One iteration count per fixed-point layer and sample.
   ASSERT_EQ(model->lastStats().iterations.size(), 2u);
   EXPECT_EQ(model->lastStats().iterations[0].numel(), 3);
-  EXPECT_GE(model->lastStats().maxIterations(), 3);
+  EXPECT_GE(model->lastStats().summarize().maxIterations, 3);
 }
 
 TEST(LanguageModel, InitialisesLikeTheReferenceWrapper) {
@@ -425,3 +425,25 @@ TEST(Factory, RejectsBadConfigurations) {
 }
 
 } // namespace
+
+TEST(ForwardStats, SummaryLeavesOutSamplesThatDiverged) {
+  EXPECT_EQ(ForwardStats{}.summarize().maxIterations, 0);
+  ForwardStats stats;
+  // The second sample diverged in the first layer; the second layer reports
+  // no residuals.
+  stats.add(torch::tensor({3, 50, 7}, torch::kLong),
+            torch::tensor({0.1, std::nan(""), 0.2}));
+  stats.add(torch::tensor({4, 60, 2}, torch::kLong), torch::Tensor());
+  FixedPointSummary summary = stats.summarize();
+  EXPECT_EQ(summary.nonFiniteSamples, 1);
+  EXPECT_DOUBLE_EQ(summary.meanIterations, (3 + 7 + 4 + 2) / 4.0);
+  EXPECT_EQ(summary.maxIterations, 7);
+  // Every sample diverged: no iteration counts.
+  ForwardStats lost;
+  lost.add(torch::tensor({5, 6}, torch::kLong),
+           torch::tensor({std::nan(""), HUGE_VAL}));
+  summary = lost.summarize();
+  EXPECT_EQ(summary.nonFiniteSamples, 2);
+  EXPECT_EQ(summary.meanIterations, 0);
+  EXPECT_EQ(summary.maxIterations, 0);
+}

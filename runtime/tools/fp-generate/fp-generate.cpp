@@ -310,7 +310,7 @@ int run(const std::vector<std::string> &args) {
     }
     const ForwardStats &stats = model->lastStats();
     if (!stats.iterations.empty()) {
-      iterations += stats.meanIterations();
+      iterations += stats.summarize().meanIterations;
       ++solves;
     }
     torch::Tensor last =

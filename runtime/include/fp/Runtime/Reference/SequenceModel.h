@@ -33,6 +33,18 @@ struct SolverConfig {
   int64_t fixedIters = 0;
 };
 
+/// What a forward pass's fixed points came to, over its layers and samples.
+struct FixedPointSummary {
+  /// Samples whose solve diverged in some layer: their iteration counts are
+  /// not a convergence result, and the figures below leave them out.
+  int64_t nonFiniteSamples = 0;
+  /// Mean over layers and the samples that stayed finite; 0 when the model
+  /// has no fixed point or no sample stayed finite.
+  double meanIterations = 0;
+  /// Maximum over layers and the samples that stayed finite; 0 likewise.
+  int64_t maxIterations = 0;
+};
+
 /// Fixed-point statistics of one forward pass.
 struct ForwardStats {
   /// Per fixed-point layer: the iterations of each sample, steps + 1
@@ -46,17 +58,9 @@ struct ForwardStats {
   void add(const torch::Tensor &layerIterations,
            const torch::Tensor &layerResiduals);
 
-  /// Per sample [B] bool: its solve stayed finite in every layer. Undefined
-  /// when the model has no fixed point.
-  torch::Tensor finiteSamples() const;
-  /// Samples whose solve diverged in some layer: their iteration counts are
-  /// not a convergence result, and the means below leave them out.
-  int64_t nonFiniteSamples() const;
-  /// Mean over layers and the samples that stayed finite; 0 when the model
-  /// has no fixed point or no sample stayed finite.
-  double meanIterations() const;
-  /// Maximum over layers and the samples that stayed finite; 0 likewise.
-  int64_t maxIterations() const;
+  /// The pass's figures, computed where the statistics lie (a CUDA model
+  /// leaves them on its device) and read back in one copy.
+  FixedPointSummary summarize() const;
 };
 
 /// A model from token ids [B, T] (int64) to logits [B, T, V_pad].
