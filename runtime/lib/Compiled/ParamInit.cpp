@@ -154,7 +154,7 @@ drawParam(const LayerInfo &layer, const ParamInfo &param, at::Generator &gen,
     // PyTorch's orthogonal parametrisation of a default Linear: the Q of
     // a fan-in uniform draw, with R's diagonal made positive.
     const double bound = 1.0 / std::sqrt(static_cast<double>(shape[1]));
-    auto [q, r] = torch::linalg::qr(
+    auto [q, r] = torch::linalg_qr(
         torch::empty(shape, f64()).uniform_(-bound, bound, gen));
     torch::Tensor signs = torch::sign(r.diagonal());
     signs.masked_fill_(signs.eq(0), 1);

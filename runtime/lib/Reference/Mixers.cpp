@@ -313,7 +313,7 @@ NonselectiveMixer::NonselectiveMixer(int64_t d, torch::Dtype dtype) {
   // PyTorch's right_inverse: base is the Q factor of the initial weight
   // with R's diagonal made positive, original is −I. The factorisation runs
   // in f64 (LAPACK has none in bf16).
-  auto [q, r] = torch::linalg::qr(weight.to(torch::kFloat64));
+  auto [q, r] = torch::linalg_qr(weight.to(torch::kFloat64));
   torch::Tensor signs = torch::sign(r.diagonal());
   signs.masked_fill_(signs.eq(0), 1);
   auto holder =

@@ -15,6 +15,7 @@
 #include "fp/Runtime/Tasks/TokenCorpus.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>

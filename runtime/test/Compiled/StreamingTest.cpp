@@ -36,6 +36,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <random>
@@ -172,8 +173,9 @@ TEST_P(Streaming, ChunksSolveTheWholeSequencesEquations) {
     SCOPED_TRACE(fmt::format("chunks {}", fmt::join(sizes, " ")));
     ChunkedRun run = runInChunks(*layer, u, sizes);
     const double difference = relativeDifference(run.output, whole);
-    if (unique || sizes.size() == 1)
+    if (unique || sizes.size() == 1) {
       EXPECT_LE(difference, kBound);
+    }
     if (!fixedPoint)
       continue;
     // A chunk whose solve cannot reach the tolerance either (its step size
@@ -283,10 +285,12 @@ TEST_P(Streaming, CompiledChunksMatchTheReferencesChunks) {
       const double fromReference =
           relativeDifference(run.output, expected.output);
       const double fromWhole = relativeDifference(run.output, whole);
-      if (f64 || unique)
+      if (f64 || unique) {
         EXPECT_LE(fromReference, bound);
-      if (unique || sizes.size() == 1)
+      }
+      if (unique || sizes.size() == 1) {
         EXPECT_LE(fromWhole, bound);
+      }
       if (sizes.size() == size_t(length))
         std::cout << fmt::format(
             "[ stream   ] {}: one token per chunk: {:.1e} from the "

@@ -11,7 +11,6 @@
 #include "fp/Runtime/Reference/Mixers.h"
 
 #include "gtest/gtest.h"
-#include <torch/linalg.h>
 
 #include <algorithm>
 #include <cmath>
@@ -208,7 +207,7 @@ TEST(Mixers, PowerIterationFindsDominantEigenvalue) {
   torch::Tensor l = torch::randn({4, 6, 6}, f64());
   // Well-separated spectrum so 16 steps suffice.
   torch::Tensor diag = torch::tensor({10.0, 3.0, 2.0, 1.0, 0.5, 0.1}, f64());
-  auto [qr, r] = torch::linalg::qr(l);
+  auto [qr, r] = torch::linalg_qr(l);
   torch::Tensor m = torch::matmul(qr * diag, qr.transpose(-1, -2)); // Q diag Qᵀ
   torch::Tensor estimate = powerIterationEigenvalue(m, 36);
   EXPECT_LT((estimate - 10.0).abs().max().item<double>(), 1e-6);
@@ -297,7 +296,7 @@ TEST(Mixers, SelectiveDenseMatchesNormalisedDenseMatrix) {
     // ‖S u‖ ≥ λ₁ / √(1 + r⁶² Σ_{i>1} c_i² / c_1²), times the norm of the
     // last w, λ₃₁ / (λ₃₁ + ε). How close that is depends on the draw's
     // spectral gap.
-    auto [values, vectors] = torch::linalg::eigh(s, "L");
+    auto [values, vectors] = torch::linalg_eigh(s, "L");
     const double largest = values[d - 1].item<double>();
     const double ratio = values[d - 2].item<double>() / largest;
     const double first =

@@ -339,8 +339,9 @@ TEST(FPMamba2, ChunksCarryingStateEqualTheWholeSequence) {
       fp->norm->weight.mul_(0.25);
     torch::Tensor u = torch::randn({3, 11, config.dModel}, f64());
     torch::Tensor whole = layer->forward(u);
-    if (layer->lastResiduals.defined())
+    if (layer->lastResiduals.defined()) {
       ASSERT_LT(layer->lastResiduals.max().item<double>(), 1e-13);
+    }
     ChunkState state;
     std::vector<torch::Tensor> pieces;
     for (auto [start, length] :
