@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fp/Runtime/CompiledLayer.h"
+#include "fp/Runtime/AutogradNode.h"
 #include "fp/Runtime/ParamInit.h"
 
 #include <c10/core/DeviceGuard.h>
@@ -142,14 +143,15 @@ public:
     torch::autograd::variable_list result(1 + savedParams.size());
     if (!grads[0].defined())
       return result;
-    std::shared_ptr<Node> self = shared_from_this();
-    torch::Tensor input = savedInput.unpack(self);
+    // Saved as inputs, not outputs: unpacking needs no reference to this
+    // node.
+    torch::Tensor input = savedInput.unpack();
     std::vector<torch::Tensor> params;
     std::vector<const void *> paramPointers;
     std::vector<void *> gradPointers;
     params.reserve(savedParams.size());
     for (size_t i = 0; i < savedParams.size(); ++i) {
-      params.push_back(savedParams[i].unpack(self));
+      params.push_back(savedParams[i].unpack());
       paramPointers.push_back(params.back().data_ptr());
       result[1 + i] = torch::zeros_like(params.back());
       gradPointers.push_back(result[1 + i].data_ptr());
@@ -537,9 +539,8 @@ torch::Tensor CompiledLayer::call(const torch::Tensor &input,
   }
 
   if (differentiable) {
-    auto node = std::shared_ptr<CompiledLayerBackward>(
-        new CompiledLayerBackward(std::move(call), backwardSteps),
-        torch::autograd::deleteNode);
+    auto node =
+        makeAutogradNode<CompiledLayerBackward>(std::move(call), backwardSteps);
     node->save(in, contiguous, std::move(saved));
     torch::autograd::edge_list edges;
     edges.push_back(torch::autograd::impl::gradient_edge(in));

@@ -52,7 +52,7 @@ GradientReducer::GradientReducer(std::shared_ptr<Collectives> collectives,
   for (size_t i = 0; i < parameters.size(); ++i) {
     if (bucketOf[i] == kNoBucket)
       continue;
-    std::shared_ptr<torch::autograd::Node> accumulator =
+    NodeRef accumulator =
         torch::autograd::impl::grad_accumulator(parameters[i]);
     if (!accumulator)
       throw std::invalid_argument(

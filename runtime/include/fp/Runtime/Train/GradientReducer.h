@@ -17,6 +17,7 @@
 #ifndef FP_RUNTIME_TRAIN_GRADIENTREDUCER_H
 #define FP_RUNTIME_TRAIN_GRADIENTREDUCER_H
 
+#include "fp/Runtime/AutogradNode.h"
 #include "fp/Runtime/Train/Distributed.h"
 
 #include <torch/torch.h>
@@ -81,8 +82,7 @@ private:
   std::vector<size_t> bucketOf;
   /// The accumulators the hooks hang on, with each hook's key: a parameter
   /// holds its accumulator only weakly, so the reducer keeps them alive.
-  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>>
-      hooks;
+  std::vector<std::pair<NodeRef, uintptr_t>> hooks;
   bool armed = false;
   /// The first bucket not started yet in this step.
   size_t nextToStart = 0;
