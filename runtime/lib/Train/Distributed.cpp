@@ -25,6 +25,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
@@ -246,8 +247,7 @@ private:
       options.reduceOp = op;
       group->allreduce(one, options)->wait(waitTimeout);
       torch::Tensor host = tensor.cpu();
-      for (size_t i = 0; i < values.size(); ++i)
-        values[i] = host[static_cast<int64_t>(i)].item<double>();
+      std::copy_n(host.data_ptr<double>(), values.size(), values.begin());
     });
   }
 
