@@ -437,6 +437,17 @@ stage_bench() {
       --device cuda --mode train --dtype bf16 --repeats "$repeats" \
       --kernels 12 $args >>"$log" 2>&1 || code=$?
     echo >>"$log"
+    # The f32 training step with TF32 GEMMs on both sides (--tf32, the
+    # opt-in PyTorch users know as allow_tf32): its time beside the exact
+    # f32 step above, and its distance from the f64 reference.
+    if [[ "$name" == s_householder1 || "$name" == lm ]]; then
+      echo "== $name, train, f32, --tf32: fp-bench --model $name.so $args --tf32" >>"$log"
+      # shellcheck disable=SC2086 # $args holds separate words
+      "$root/build-gpu/bin/fp-bench" --model "$bundle/bench/$name.so" \
+        --device cuda --mode train --tf32 --repeats "$repeats" \
+        --kernels 4 $args >>"$log" 2>&1 || code=$?
+      echo >>"$log"
+    fi
     # Config S's bf16 training step again with the launches' scratch handed
     # back to the OS at every synchronisation, as before the libraries kept
     # their memory pool's high-water mark (FP_CUDA_KEEP_SCRATCH=0).

@@ -90,7 +90,7 @@ LogicalResult LayerEmitter::emitFunction(StringRef signature) {
   w.text("template <typename Real>");
   auto fn = w.block("{0}", signature);
   w.text("using Scalar = fp::Compute<Real>;");
-  w.text("kernels::Scope scope(args.stream);");
+  w.text("kernels::Scope scope(args.stream, args.allow_tf32 != 0);");
   w.text("const int64_t B = args.batch, T = args.seq_len;");
   w.text("(void)B;");
   w.text("(void)T;");

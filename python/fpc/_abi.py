@@ -1,7 +1,7 @@
 #===- python/fpc/_abi.py - The model library's C ABI in ctypes -----------===#
 #
 # The structs and functions of runtime/include/fp/Runtime/ModelABI.h, field
-# for field, for ABI version 5. A library checks each struct's struct_size,
+# for field, for ABI version 6. A library checks each struct's struct_size,
 # and tests/test_abi_layout.py compares every field's offset with the
 # header's as a C compiler lays it out.
 #
@@ -11,7 +11,7 @@ import ctypes
 from ctypes import (POINTER, c_char_p, c_double, c_float, c_int, c_int32,
                     c_int64, c_size_t, c_uint32, c_uint64, c_void_p)
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 # fp_target, fp_dtype and fp_status are C enums: int-sized.
 TARGET_CPU = 0
@@ -64,6 +64,7 @@ class ForwardArgs(ctypes.Structure):
         ("struct_size", c_uint32),
         ("target", c_int),
         ("dtype", c_int),
+        ("allow_tf32", c_int32),
         ("stream", c_void_p),
         ("batch", c_int64),
         ("seq_len", c_int64),
@@ -86,6 +87,7 @@ class BackwardArgs(ctypes.Structure):
         ("struct_size", c_uint32),
         ("target", c_int),
         ("dtype", c_int),
+        ("allow_tf32", c_int32),
         ("stream", c_void_p),
         ("batch", c_int64),
         ("seq_len", c_int64),
@@ -107,6 +109,7 @@ class ChunkArgs(ctypes.Structure):
         ("struct_size", c_uint32),
         ("target", c_int),
         ("dtype", c_int),
+        ("allow_tf32", c_int32),
         ("stream", c_void_p),
         ("batch", c_int64),
         ("seq_len", c_int64),

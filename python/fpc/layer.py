@@ -8,7 +8,8 @@
 # derived backward for the input's and every parameter's gradient.
 #
 # On CUDA a call enqueues on PyTorch's current stream and leaves the
-# solver's statistics on the device: the host does not wait for it.
+# solver's statistics on the device: the host does not wait for it. Its f32
+# GEMMs use TF32 where torch.backends.cuda.matmul.allow_tf32 is set.
 #
 #===------------------------------------------------------------------------===#
 
@@ -46,6 +47,13 @@ def _stream(device: torch.device):
     if device.type == "cuda":
         return torch.cuda.current_stream(device).cuda_stream
     return None
+
+
+def _allow_tf32(device: torch.device) -> int:
+    """A call's allow_tf32: PyTorch's own switch for f32 cuBLAS products,
+    read at every call as PyTorch's matmuls read it."""
+    return int(device.type == "cuda" and
+               torch.backends.cuda.matmul.allow_tf32)
 
 
 def _pointers(tensors: Sequence[torch.Tensor]):
@@ -322,6 +330,7 @@ class CompiledLayer(torch.nn.Module):
         args.struct_size = ctypes.sizeof(args)
         args.target = target
         args.dtype = dtype
+        args.allow_tf32 = _allow_tf32(x.device)
         args.stream = _stream(x.device)
         args.batch = x.size(0)
         args.seq_len = x.size(1)
@@ -373,6 +382,7 @@ class CompiledLayer(torch.nn.Module):
         args.struct_size = ctypes.sizeof(args)
         args.target = target
         args.dtype = dtype
+        args.allow_tf32 = _allow_tf32(x.device)
         args.stream = _stream(x.device)
         args.batch = x.size(0)
         args.seq_len = x.size(1)

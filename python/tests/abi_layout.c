@@ -37,6 +37,7 @@ int main(void) {
   FIELD(fp_forward_args, struct_size);
   FIELD(fp_forward_args, target);
   FIELD(fp_forward_args, dtype);
+  FIELD(fp_forward_args, allow_tf32);
   FIELD(fp_forward_args, stream);
   FIELD(fp_forward_args, batch);
   FIELD(fp_forward_args, seq_len);
@@ -56,6 +57,7 @@ int main(void) {
   FIELD(fp_backward_args, struct_size);
   FIELD(fp_backward_args, target);
   FIELD(fp_backward_args, dtype);
+  FIELD(fp_backward_args, allow_tf32);
   FIELD(fp_backward_args, stream);
   FIELD(fp_backward_args, batch);
   FIELD(fp_backward_args, seq_len);
@@ -74,6 +76,7 @@ int main(void) {
   FIELD(fp_chunk_args, struct_size);
   FIELD(fp_chunk_args, target);
   FIELD(fp_chunk_args, dtype);
+  FIELD(fp_chunk_args, allow_tf32);
   FIELD(fp_chunk_args, stream);
   FIELD(fp_chunk_args, batch);
   FIELD(fp_chunk_args, seq_len);

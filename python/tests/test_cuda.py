@@ -5,8 +5,9 @@
 # run python); skipped elsewhere. For each library, the same layer and
 # weights on the CPU and on CUDA: outputs and gradients within the
 # tolerances of the C++ CUDA tests (f64 1e-9, f32 1e-4 relative), the same
-# result on a side stream as on the default one; then three training steps
-# of a compiled LM in a standard loop with torch.autocast to bf16.
+# result on a side stream as on the default one; PyTorch's allow_tf32
+# reaching the library; then three training steps of a compiled LM in a
+# standard loop with torch.autocast to bf16.
 #
 #===------------------------------------------------------------------------===#
 
@@ -70,6 +71,30 @@ class OnCuda(unittest.TestCase):
                     stream.synchronize()
                     with torch.no_grad():
                         self.assertTrue(torch.equal(side, device(x.cuda())))
+
+    def test_tf32_follows_torch_switch(self):
+        # torch.backends.cuda.matmul.allow_tf32 reaches the library's f32
+        # GEMMs (the ABI's allow_tf32) at every call: at B·T = 2048 rows
+        # the output with it differs from the exact f32 one, which comes
+        # back bit for bit once it is off again.
+        path = os.path.join(libraries(), "fp_mamba_householder2.so")
+        layer = fpc.load(path, fpc.Library(path).manifest.layers[0].name,
+                         seed=support.SEED).cuda().eval()
+        g = torch.Generator().manual_seed(support.SEED)
+        x = torch.randn(64, 32, layer.info.d_model, generator=g).cuda()
+        saved = torch.backends.cuda.matmul.allow_tf32
+        try:
+            with torch.no_grad():
+                torch.backends.cuda.matmul.allow_tf32 = False
+                exact = layer(x)
+                torch.backends.cuda.matmul.allow_tf32 = True
+                rounded = layer(x)
+                torch.backends.cuda.matmul.allow_tf32 = False
+                again = layer(x)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = saved
+        self.assertFalse(torch.equal(rounded, exact))
+        self.assertTrue(torch.equal(again, exact))
 
     def test_training_step_under_autocast(self):
         path = os.path.join(libraries(), "fp_mamba_lm.so")

@@ -97,6 +97,23 @@ class MatchesTheRuntime(unittest.TestCase):
             layer(x)
             self.assertGreater(layer.last_steps, 2)
 
+    def test_tf32_switch_changes_nothing_on_the_cpu(self):
+        # allow_tf32 is PyTorch's switch for CUDA GEMMs; a CPU call passes
+        # 0 whatever it holds, and the host's GEMMs are exact f32.
+        layer = fpc.load(library("fp_mamba_kronecker"), seed=support.SEED)
+        x = torch.randn(2, 5, 8,
+                        generator=torch.Generator().manual_seed(support.SEED))
+        saved = torch.backends.cuda.matmul.allow_tf32
+        try:
+            with torch.no_grad():
+                torch.backends.cuda.matmul.allow_tf32 = True
+                on = layer(x)
+                torch.backends.cuda.matmul.allow_tf32 = False
+                off = layer(x)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = saved
+        self.assertTrue(torch.equal(on, off))
+
     def test_chunked_forward_continues_the_sequence(self):
         layer = fpc.load(library("mamba"), seed=support.SEED,
                          dtype=torch.float64)
@@ -178,8 +195,8 @@ class RefusesBadUse(unittest.TestCase):
         # Hand-written libraries, each broken in one way.
         for name, message in (
                 ("wrong_abi", "built for model ABI version 99, but this "
-                 "package speaks version 5"),
-                ("manifest_abi_mismatch", "field 'abi_version' is 6"),
+                 "package speaks version 6"),
+                ("manifest_abi_mismatch", "field 'abi_version' is 7"),
                 ("no_abi_symbol", "not an fpc model library"),
                 ("missing_entry_point", "lacks entry point"),
                 ("malformed_manifest", "has an invalid manifest"),

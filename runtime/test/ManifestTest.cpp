@@ -24,7 +24,7 @@ namespace {
 
 /// The example manifest of docs/abi.md.
 constexpr const char *goodManifest = R"json({
-  "abi_version": 5, "generator": "fpc 0.1.0", "source": "models/x.fp",
+  "abi_version": 6, "generator": "fpc 0.1.0", "source": "models/x.fp",
   "targets": ["cpu", "cuda"], "dtypes": ["f32", "f64"],
   "layers": [{"name": "fp_mamba", "d_model": 512,
               "entry_points": {"buffer_sizes": "fp_fp_mamba_buffer_sizes",
@@ -70,7 +70,7 @@ std::string parseError(const std::string &text) {
 
 TEST(ManifestTest, ParsesEveryField) {
   Manifest manifest = parseManifest(goodManifest);
-  EXPECT_EQ(manifest.abiVersion, 5u);
+  EXPECT_EQ(manifest.abiVersion, 6u);
   EXPECT_EQ(manifest.generator, "fpc 0.1.0");
   EXPECT_EQ(manifest.source, "models/x.fp");
   EXPECT_THAT(manifest.targets, ElementsAre(FP_TARGET_CPU, FP_TARGET_CUDA));

@@ -291,7 +291,7 @@ TEST(ModelLibraryTest, RefusesWrongAbiVersion) {
   EXPECT_THAT(openError(FP_FIXTURE_WRONG_ABI),
               AllOf(HasSubstr(quoted(FP_FIXTURE_WRONG_ABI) +
                               " was built for model ABI version 99, but this "
-                              "runtime speaks version 5"),
+                              "runtime speaks version 6"),
                     HasSubstr("recompile it with a matching fpc")));
 }
 
@@ -304,8 +304,8 @@ TEST(ModelLibraryTest, RefusesMalformedManifest) {
 TEST(ModelLibraryTest, RefusesManifestDisagreeingWithAbiSymbol) {
   EXPECT_THAT(openError(FP_FIXTURE_MANIFEST_ABI_MISMATCH),
               HasSubstr(quoted(FP_FIXTURE_MANIFEST_ABI_MISMATCH) +
-                        " has an invalid manifest: field 'abi_version' is 6, "
-                        "but fp_model_abi_version() returns 5"));
+                        " has an invalid manifest: field 'abi_version' is 7, "
+                        "but fp_model_abi_version() returns 6"));
 }
 
 TEST(ModelLibraryTest, RefusesLibraryWithoutManifestChecksum) {
@@ -328,7 +328,7 @@ TEST(ModelLibraryTest, RefusesLibraryWithoutLastError) {
   EXPECT_THAT(openError(FP_FIXTURE_NO_LAST_ERROR),
               HasSubstr(quoted(FP_FIXTURE_NO_LAST_ERROR) +
                         " lacks symbol 'fp_model_last_error' required by "
-                        "model ABI version 5"));
+                        "model ABI version 6"));
 }
 
 TEST(ModelLibraryTest, RefusesMissingEntryPoint) {

@@ -36,7 +36,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK:   namespace kernels = fp::host;
 //       CHECK:   template <typename Real>
 //       CHECK:   void forward(const fp_forward_args &args, char *workspace, const size_t *offsets) {
-//       CHECK:     kernels::Scope scope(args.stream);
+//       CHECK:     kernels::Scope scope(args.stream, args.allow_tf32 != 0);
 //       CHECK:     const Real *p0 = static_cast<const Real *>(args.params[0]); // in_proj.weight
 // The output is computed in the caller's buffer; the workspace has none.
 //       CHECK:     Real *[[OUT:s[0-9]+]] = static_cast<Real *>(args.output);
@@ -63,7 +63,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //       CHECK: FP_MODEL_EXPORT fp_status fp_tiny_backward(
 //       CHECK: FP_MODEL_EXPORT uint32_t fp_model_abi_version(void) {
 //       CHECK: FP_MODEL_EXPORT const char *fp_model_manifest(void) {
-//  CHECK-NEXT:   return "{\"abi_version\":5,
+//  CHECK-NEXT:   return "{\"abi_version\":6,
 //  CHECK-SAME:   \"layers\":[{\"backward_targets\":[],
 //  CHECK-SAME:   \"call_cost\":{\"forward\":{\"launches\":[{\"elements\":{\"fixed\":32,\"per_sample\":0,\"per_token\":12},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":64},\"op\":\"fp.linear\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"fp.slice\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":4},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"tensor.splat\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":0},\"op\":\"scf.while\"},{\"elements\":{\"fixed\":0,\"per_sample\":0,\"per_token\":8},\"flops\":{\"fixed\":0,\"per_sample\":0,\"per_token\":20},\"op\":\"fp.silu\"}]}},
 //  CHECK-SAME:   \"d_model\":4,\"entry_points\":{\"backward\":\"fp_tiny_backward\",\"buffer_sizes\":\"fp_tiny_buffer_sizes\",\"forward\":\"fp_tiny_forward\",\"schedule\":\"fp_tiny_schedule\"},
@@ -84,7 +84,7 @@ module attributes {fp.models = [{d_model = 4 : i64, layer = @tiny, n_layers = 2 
 //  CUDA:   const fp::host::SolverSettings kSolver = {0.10000000000000001, 0.75, 7, 9, 0.98999999999999999, 0.90000000000000002, 3};
 //  CUDA:   namespace kernels = fp::cuda;
 //  CUDA:   void forward(const fp_forward_args &args, char *workspace, const size_t *offsets) {
-//  CUDA:     kernels::Scope scope(args.stream);
+//  CUDA:     kernels::Scope scope(args.stream, args.allow_tf32 != 0);
 //  CUDA:     [[SOLVER:solver[0-9]+]].loop([&] {
 //  CUDA:       kernels::scan(
 //  CUDA:       [[SOLVER]].relaxAndUpdate(

@@ -13,6 +13,7 @@
 #include "fp/Runtime/AutogradNode.h"
 #include "fp/Runtime/ParamInit.h"
 
+#include <ATen/Context.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
@@ -65,6 +66,15 @@ void *streamFor(const torch::Device &device) {
   (void)device;
 #endif
   return nullptr;
+}
+
+/// A call's `allow_tf32`: PyTorch's switch for its own f32 cuBLAS products
+/// (`torch.backends.cuda.matmul.allow_tf32`, which `--tf32` sets), read at
+/// every call as PyTorch's matmuls read it, so that a compiled layer and
+/// the eager reference round alike.
+int32_t allowTF32(fp_target target) {
+  return target == FP_TARGET_CUDA && at::globalContext().allowTF32CuBLAS() ? 1
+                                                                           : 0;
 }
 
 /// Memory of at least `bytes` bytes on `device`, aligned as the ABI
@@ -168,6 +178,7 @@ public:
     args.struct_size = sizeof(fp_backward_args);
     args.target = call.target;
     args.dtype = call.dtype;
+    args.allow_tf32 = allowTF32(call.target);
     args.stream = streamFor(input.device());
     args.batch = batch;
     args.seq_len = length;
@@ -482,6 +493,7 @@ torch::Tensor CompiledLayer::call(const torch::Tensor &input,
     args.struct_size = sizeof(args);
     args.target = target;
     args.dtype = dtype;
+    args.allow_tf32 = allowTF32(target);
     args.stream = streamFor(input.device());
     args.batch = batch;
     args.seq_len = length;

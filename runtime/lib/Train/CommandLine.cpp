@@ -198,6 +198,11 @@ const std::vector<FlagInfo> &trainFlags() {
       {"seed", "N", "0",
        "seed of the initialisation, the data and the trainer's RNG", "Run"},
       {"device", "NAME", "cpu", "cpu, cuda or cuda:<index>", "Run"},
+      {"tf32", "on|off", "off",
+       "on CUDA, f32 matrix products (GEMMs) may round their inputs to "
+       "TF32 on tensor cores, as PyTorch's "
+       "torch.backends.cuda.matmul.allow_tf32",
+       "Run"},
       {"threads", "N", "0 (LibTorch's default)", "LibTorch intra-op threads",
        "Run"},
       {"out", "DIR", "required for a fresh run",
@@ -660,6 +665,9 @@ void applyFlag(TrainConfig &config, const std::string &name,
     config.seed = parseUnsigned(name, value);
   } else if (name == "device") {
     config.device = value;
+  } else if (name == "tf32") {
+    static const char *const choices[] = {"on", "off"};
+    config.tf32 = oneOf("tf32", value, choices) == "on";
   } else if (name == "threads") {
     config.threads = integer();
   } else if (name == "log-every") {
@@ -846,7 +854,7 @@ TrainConfig resumeTrainConfig(const CommandLine &commandLine,
     if (name == "resume" || name == "progress" || name == "nproc-per-node")
       continue;
     if (name == "steps" || name == "dist-timeout" || name == "dist-backend" ||
-        name == "bucket-mib" || name == "overlap-allreduce") {
+        name == "bucket-mib" || name == "overlap-allreduce" || name == "tf32") {
       applyFlag(config, name, value);
       continue;
     }
@@ -1003,6 +1011,9 @@ void validateTrainConfig(const TrainConfig &config) {
     usage(fmt::format("--device: unknown value '{}'; expected cpu, cuda or "
                       "cuda:<index>",
                       device));
+  if (config.tf32 && device == "cpu")
+    usage("--tf32 on lets f32 matrix products on CUDA use TF32 tensor cores; "
+          "this run trains on cpu (use --device cuda, or leave --tf32 off)");
 }
 
 void checkFreshOutputDirectory(const fs::path &directory) {

@@ -191,6 +191,7 @@ nlohmann::ordered_json toJson(const TrainConfig &config) {
   };
   json["runtime"] = {
       {"device", config.device},
+      {"tf32", config.tf32},
       {"threads", config.threads},
       {"world_size", config.worldSize},
       {"dist_timeout", config.distTimeout},
@@ -369,6 +370,7 @@ TrainConfig trainConfigFromJson(const nlohmann::json &json) {
 
   SectionReader runtime(json, "runtime");
   config.device = runtime.get<std::string>("device");
+  config.tf32 = runtime.get<bool>("tf32", TrainConfig().tf32);
   config.threads = runtime.get<int64_t>("threads");
   config.worldSize = runtime.get<int64_t>("world_size", 1);
   config.distTimeout = runtime.get<int64_t>("dist_timeout", 300);

@@ -53,6 +53,7 @@
 #include "fp/Runtime/Reference/Autocast.h"
 #include "fp/Runtime/ReferenceImport.h"
 
+#include <ATen/Context.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -980,6 +981,151 @@ TEST_P(CompiledModels, Bf16IsAsAccurateAsTheReferenceInBf16) {
     std::cout << "[   bf16   ] " << what << ": the largest ratio of the "
               << "compiled error to the larger reference error is "
               << worstRatio << " (" << worstRatioOf << ")" << std::endl;
+  }
+}
+
+/// Restores PyTorch's TF32 switch for cuBLAS when a test ends.
+class TF32Switch {
+public:
+  explicit TF32Switch(bool allow)
+      : saved(at::globalContext().allowTF32CuBLAS()) {
+    at::globalContext().setAllowTF32CuBLAS(allow);
+  }
+  TF32Switch(const TF32Switch &) = delete;
+  TF32Switch &operator=(const TF32Switch &) = delete;
+  ~TF32Switch() { at::globalContext().setAllowTF32CuBLAS(saved); }
+
+private:
+  bool saved;
+};
+
+// TF32: with PyTorch's allow_tf32 set, a compiled f32 call's
+// cuBLAS GEMMs round their inputs to 10-bit mantissas (the ABI's
+// allow_tf32), as the eager reference's matmuls do under the same switch.
+// Both are measured from the exact result (the reference in f64 on the same
+// weights and input) over 3 solver steps, training and evaluation, output
+// and one-step gradients, norm-wise. The compiled layer rounds fewer
+// products than the eager one (its fused per-token products stay f32), so
+// its error must be within 3x the eager TF32 error, or within the f32
+// tolerance 1e-5 where the eager error is smaller still. And the switch must
+// reach cuBLAS: at B·T = 2048 rows the compiled output with TF32 differs
+// from the one without (an exact f32 GEMM and a TF32 one agree only where
+// every input is a TF32 number). On the CPU the switch must change nothing.
+TEST_P(CompiledModels, TF32IsAsAccurateAsTheReferenceInTF32) {
+  const std::string name = GetParam();
+  const torch::Device device = testDevice();
+  std::shared_ptr<const ModelLibrary> library = loadModelLibrary(path);
+  const Manifest &manifest = library->manifest();
+  const LayerInfo &layer = referenceLayerOf(manifest);
+  const uint64_t seed = testSeed();
+  std::cout << "[   seed   ] " << name << ": " << seed
+            << " (FP_TEST_SEED=" << seed << " reproduces)" << std::endl;
+  std::vector<std::string> names = {"input"};
+  for (const ParamInfo &param : layer.params)
+    names.push_back(param.name);
+
+  torch::manual_seed(seed);
+  std::shared_ptr<ref::BlockMixer> exact =
+      ref::makeBlockMixer(referenceConfigFor(manifest, "", torch::kFloat64));
+  exact->to(device);
+  CompiledLayer compiled(library, layer.name, seed, torch::kFloat32);
+  {
+    CompiledLayer probe(library, layer.name, seed, torch::kFloat64);
+    importReferenceWeights(*exact, probe);
+    torch::NoGradGuard noGrad;
+    for (size_t i = 0; i < probe.orderedParameters().size(); ++i)
+      compiled.orderedParameters()[i].copy_(probe.orderedParameters()[i]);
+  }
+  compiled.to(device);
+  SolveMode fewSteps;
+  fewSteps.fixedSteps = 3;
+  setSolveMode(*exact, compiled, fewSteps);
+  std::shared_ptr<ref::BlockMixer> eager =
+      copyReference(manifest, *exact, torch::kFloat32);
+  const torch::Tensor x = torch::randn({3, 7, layer.dModel}).to(device);
+  const torch::Tensor w = torch::randn_like(x);
+  const torch::Tensor wide =
+      device.is_cuda() ? torch::randn({64, 32, layer.dModel}).to(device) : x;
+
+  // The switch reaches cuBLAS on CUDA; on the CPU it changes nothing.
+  auto outputs = [&](bool allow) {
+    TF32Switch tf32(allow);
+    torch::NoGradGuard noGrad;
+    compiled.eval();
+    return compiled.forward(wide);
+  };
+  const torch::Tensor withTF32 = outputs(true), without = outputs(false);
+  if (!device.is_cuda()) {
+    EXPECT_TRUE(torch::equal(withTF32, without))
+        << "allow_tf32 changed a CPU call's output";
+    return;
+  }
+  EXPECT_FALSE(torch::equal(withTF32, without))
+      << "the output with allow_tf32 equals the one without: the switch did "
+         "not reach cuBLAS";
+
+  for (bool training : {true, false}) {
+    const std::string what = name + (training ? " train" : " eval");
+    SCOPED_TRACE(what + ", seed " + std::to_string(seed));
+    for (torch::nn::Module *module :
+         {static_cast<torch::nn::Module *>(exact.get()),
+          static_cast<torch::nn::Module *>(eager.get()),
+          static_cast<torch::nn::Module *>(&compiled)}) {
+      module->train(training);
+      for (torch::Tensor &param : module->parameters())
+        param.mutable_grad() = torch::Tensor();
+    }
+    const torch::Tensor x64 = x.to(torch::kFloat64);
+    const torch::Tensor w64 = w.to(torch::kFloat64);
+    torch::Tensor exactOut;
+    {
+      torch::NoGradGuard noGrad;
+      exactOut = exact->forward(x64);
+    }
+    std::vector<torch::Tensor> exactGrads =
+        referenceGradients(*exact, layer, x64, w64);
+    TF32Switch tf32(true);
+    torch::Tensor compiledOut, eagerOut;
+    {
+      torch::NoGradGuard noGrad;
+      compiledOut = compiled.forward(x);
+      eagerOut = eager->forward(x);
+    }
+    std::vector<torch::Tensor> eagerGrads =
+        referenceGradients(*eager, layer, x, w);
+    std::vector<torch::Tensor> compiledGrads =
+        compiledGradients(compiled, x, w);
+    auto expectWithin =
+        [&](const std::string &quantity, const torch::Tensor &value,
+            const torch::Tensor &eagerValue, const torch::Tensor &truth) {
+          const double error = normwiseError(value, truth);
+          const double eagerError = normwiseError(eagerValue, truth);
+          EXPECT_LE(error, std::max(3 * eagerError, 1e-5))
+              << quantity << ": the compiled TF32 error " << error
+              << " exceeds 3x the eager TF32 error " << eagerError;
+          return std::make_pair(error, eagerError);
+        };
+    auto [outputError, eagerOutputError] =
+        expectWithin("the output", compiledOut, eagerOut, exactOut);
+    double worst = 0, worstEager = 0;
+    std::string worstName;
+    for (size_t i = 0; i < names.size(); ++i) {
+      ASSERT_TRUE(compiledGrads[i].defined()) << "no gradient for " << names[i];
+      if (i > 0 && layer.params[i - 1].frozen)
+        continue;
+      auto [error, eagerError] =
+          expectWithin("the gradient of " + names[i], compiledGrads[i],
+                       eagerGrads[i], exactGrads[i]);
+      if (error > worst) {
+        worst = error;
+        worstEager = eagerError;
+        worstName = names[i];
+      }
+    }
+    std::cout << "[   tf32   ] " << what << ", 3 steps: output error compiled "
+              << outputError << ", eager " << eagerOutputError << "; "
+              << names.size() << " gradients, worst compiled " << worst << " ("
+              << worstName << "; eager " << worstEager << ")" << std::endl;
   }
 }
 

@@ -232,6 +232,10 @@ def main():
                  "got '1e12,0'")
     expect_error(binary, ["--model", "x.so", "--cost-only", "--steps", "-1"],
                  2, "--steps must be at least 0, got -1")
+    for extra in ([], ["--device", "cuda", "--dtype", "bf16"],
+                  ["--device", "cuda", "--dtype", "f64"]):
+        expect_error(binary, ["--model", "x.so", "--tf32"] + extra, 2,
+                     "--tf32 goes with --device cuda and --dtype f32")
 
     missing = os.path.join(os.path.dirname(fixture), "no_such_model.so")
     expect_error(binary, ["--model", missing], 1,

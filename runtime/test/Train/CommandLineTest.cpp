@@ -145,6 +145,10 @@ TEST(CommandLineTest, BadValuesNameTheFlag) {
       {{"--decay", "none"}, "--decay: unknown value 'none'"},
       {{"--kronecker-norm", "col"}, "--kronecker-norm: unknown value 'col'"},
       {{"--device", "gpu"}, "--device: unknown value 'gpu'"},
+      {{"--tf32", "yes"}, "--tf32: unknown value 'yes'; expected on or off"},
+      {{"--tf32", "on"},
+       "--tf32 on lets f32 matrix products on CUDA use TF32 tensor cores; "
+       "this run trains on cpu (use --device cuda, or leave --tf32 off)"},
       {{"--model", "reference:gru"}, "--model reference:gru: unknown model"},
       {{"--model", "build/missing.so"}, "--model: cannot load model library '"},
       {{"--epochs", "2"}, "--epochs and --steps-per-epoch go together"},
@@ -401,6 +405,23 @@ TEST(ResumeTrainConfigTest, OnlyStepsMayChange) {
         resumeTrainConfig(parse({"--resume", "x", "--steps", "0"}), stored);
       }),
       HasSubstr("--steps must be at least 1"));
+}
+
+TEST(ResumeTrainConfigTest, TF32MayChangeOnCuda) {
+  // The switch changes the rounding of f32 GEMMs on CUDA, not the run's
+  // configuration: it may be turned on or off on --resume, where the run
+  // trains on CUDA.
+  TrainConfig stored =
+      fresh({"--task", "a5", "--out", "x", "--device", "cuda"});
+  EXPECT_FALSE(stored.tf32);
+  EXPECT_TRUE(
+      resumeTrainConfig(parse({"--resume", "x", "--tf32", "on"}), stored).tf32);
+  TrainConfig onCpu = fresh({"--task", "a5", "--out", "x"});
+  EXPECT_THAT(
+      usageMessage([&] {
+        resumeTrainConfig(parse({"--resume", "x", "--tf32", "on"}), onCpu);
+      }),
+      HasSubstr("this run trains on cpu"));
 }
 
 TEST(OutputDirectoryTest, OnlyMissingOrEmptyDirectoriesAreFresh) {

@@ -249,7 +249,7 @@ def main():
     check(config["task"]["eval_lengths"] == [10, 20, 30],
           "config.json: eval lengths")
     check(config["optimizer"]["name"] == "adamw", "config.json: optimizer")
-    check(config["runtime"] == {"device": "cpu", "threads": 1,
+    check(config["runtime"] == {"device": "cpu", "tf32": False, "threads": 1,
                                 "world_size": 1, "dist_timeout": 300,
                                 "dist_backend": "auto",
                                 "bucket_mib": 25,

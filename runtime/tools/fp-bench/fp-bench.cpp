@@ -37,6 +37,7 @@
 #include "fp/Runtime/Reference/Primitives.h"
 #include "fp/Runtime/ReferenceImport.h"
 
+#include <ATen/Context.h>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
@@ -98,6 +99,11 @@ options:
                       eager reference runs under autocast; both are also
                       compared with the eager reference in f32 (and an f32
                       run on CUDA with it in f64)
+  --tf32              with --device cuda and --dtype f32: both sides' GEMMs
+                      may use TF32 tensor cores (PyTorch's
+                      torch.backends.cuda.matmul.allow_tf32, the ABI's
+                      allow_tf32), the matrix-product ceiling too; the
+                      comparison with f64 shows what it costs
   --mode eval|train   solver rule: evaluation (every sample converges, cap
                       max_iter_eval) or training (quantile, max_iter_train,
                       and the training step is timed too) (default eval)
@@ -131,6 +137,7 @@ struct Options {
   int64_t batch = 64;
   int64_t seqLen = 17;
   torch::Dtype dtype = torch::kFloat32;
+  bool tf32 = false;
   bool training = false;
   int64_t repeats = 5;
   int64_t warmup = 1;
@@ -271,6 +278,10 @@ Options parseOptions(const std::vector<std::string> &args) {
       options.costOnly = true;
       continue;
     }
+    if (arg == "--tf32") {
+      options.tf32 = true;
+      continue;
+    }
     if (arg.rfind("--", 0) != 0)
       throw UsageError(fmt::format(
           "unexpected argument '{}'; every option is a --flag (see --help)",
@@ -300,6 +311,9 @@ Options parseOptions(const std::vector<std::string> &args) {
   if (!options.costOnly && (options.steps >= 0 || options.bytesPerSecond > 0))
     throw UsageError("--steps and --ceilings go with --cost-only (a run "
                      "measures both)");
+  if (options.tf32 && (!options.cuda || options.dtype != torch::kFloat32))
+    throw UsageError("--tf32 goes with --device cuda and --dtype f32 (TF32 "
+                     "rounds f32 GEMMs on CUDA; it changes nothing else)");
   if (options.bytesPerSecond > 0 && options.steps < 0)
     throw UsageError("--ceilings needs --steps (the solver steps of the call "
                      "to bound)");
@@ -836,6 +850,12 @@ int run(const Options &options) {
     return printCostOnly(options);
   if (options.threads > 0)
     setThreads(options.threads);
+  // Read by the eager side's matmuls, the ceilings' GEMM and every compiled
+  // call (CompiledLayer passes it as allow_tf32).
+  at::globalContext().setAllowTF32CuBLAS(options.tf32);
+  if (options.tf32)
+    fmt::print("note: --tf32: f32 GEMMs of both sides may use TF32 tensor "
+               "cores\n");
   if (options.cuda && !torch::cuda::is_available())
     throw std::runtime_error(
         "--device cuda: this LibTorch has no CUDA support or sees no CUDA "

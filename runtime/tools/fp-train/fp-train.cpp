@@ -30,6 +30,7 @@
 
 #include "Launcher.h"
 
+#include <ATen/Context.h>
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -154,6 +155,9 @@ int run(const std::vector<std::string> &args) {
       if (job.rank == 0)
         checkFreshOutputDirectory(directory);
     }
+    // PyTorch's switch, which the reference models' matmuls and every
+    // compiled call read (CompiledLayer passes it as allow_tf32).
+    at::globalContext().setAllowTF32CuBLAS(config.tf32);
     // The Trainer checks that the batch splits over the processes. A job
     // of one process opens a group only where a backend is named.
     if (job.distributed() || config.distBackend != "auto") {

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /// The ABI version this header describes.
-#define FP_MODEL_ABI_VERSION 5u
+#define FP_MODEL_ABI_VERSION 6u
 
 /// Library-level symbols every model.so exports.
 #define FP_SYMBOL_ABI_VERSION "fp_model_abi_version"
@@ -112,10 +112,16 @@ typedef struct fp_forward_args {
   uint32_t struct_size; /* sizeof(fp_forward_args), checked by the library */
   fp_target target;
   fp_dtype dtype;
-  void *stream;     /* cudaStream_t on FP_TARGET_CUDA, else NULL */
-  int64_t batch;    /* B */
-  int64_t seq_len;  /* T */
-  int32_t training; /* nonzero: training-mode solver rule and caps */
+  int32_t allow_tf32; /* nonzero: on FP_TARGET_CUDA in f32, the call's
+                         GEMMs (cuBLAS: linear maps, weight gradients) may
+                         run on TF32 tensor cores (inputs rounded to 10-bit
+                         mantissas, sums in f32), as PyTorch's
+                         torch.backends.cuda.matmul.allow_tf32; other
+                         targets and dtypes ignore it */
+  void *stream;       /* cudaStream_t on FP_TARGET_CUDA, else NULL */
+  int64_t batch;      /* B */
+  int64_t seq_len;    /* T */
+  int32_t training;   /* nonzero: training-mode solver rule and caps */
   int32_t num_params;
   const void *const *params;
   const void *input; /* B x T x D */
@@ -137,6 +143,7 @@ typedef struct fp_backward_args {
   uint32_t struct_size; /* sizeof(fp_backward_args) */
   fp_target target;
   fp_dtype dtype;
+  int32_t allow_tf32; /* as in fp_forward_args */
   void *stream;
   int64_t batch;
   int64_t seq_len;
@@ -165,10 +172,11 @@ typedef struct fp_chunk_args {
   uint32_t struct_size; /* sizeof(fp_chunk_args), checked by the library */
   fp_target target;
   fp_dtype dtype;
-  void *stream;     /* cudaStream_t on FP_TARGET_CUDA, else NULL */
-  int64_t batch;    /* B */
-  int64_t seq_len;  /* T: tokens in the chunk, >= 1 */
-  int32_t training; /* nonzero: training-mode solver rule and caps */
+  int32_t allow_tf32; /* as in fp_forward_args */
+  void *stream;       /* cudaStream_t on FP_TARGET_CUDA, else NULL */
+  int64_t batch;      /* B */
+  int64_t seq_len;    /* T: tokens in the chunk, >= 1 */
+  int32_t training;   /* nonzero: training-mode solver rule and caps */
   int32_t num_params;
   const void *const *params;
   const void *input; /* B x T x D */

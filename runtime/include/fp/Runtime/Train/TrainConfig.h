@@ -90,6 +90,11 @@ struct TrainConfig {
   bool autocastBf16 = false;
   /// "cpu", "cuda" or "cuda:<index>".
   std::string device = "cpu";
+  /// f32 GEMMs on CUDA may use TF32 tensor cores: `--tf32 on` sets
+  /// PyTorch's switch (torch.backends.cuda.matmul.allow_tf32), which the
+  /// reference models' matmuls and every compiled call read
+  /// (docs/performance.md, "TF32").
+  bool tf32 = false;
   /// LibTorch intra-op threads; 0: LibTorch's default.
   int64_t threads = 0;
   /// Processes the run trains in (docs/training.md, "Several processes"):

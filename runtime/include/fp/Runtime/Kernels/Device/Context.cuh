@@ -86,13 +86,22 @@ inline void checkBlas(cublasStatus_t status, const char *what) {
                       cublasGetStatusString(status));
 }
 
-/// The stream of the innermost live Scope of this thread, its device, and
-/// the cuBLAS handle bound to the stream (null until a kernel needs it).
+/// The stream of the innermost live Scope of this thread, its device,
+/// whether its f32 GEMMs may use TF32 tensor cores, and the cuBLAS handle
+/// bound to the stream and that math mode (null until a kernel needs it).
 struct Context {
   cudaStream_t stream = nullptr;
   int device = 0;
+  bool tf32 = false;
   cublasHandle_t blas = nullptr;
 };
+
+/// cuBLAS's math mode for single-precision routines: TF32 tensor cores
+/// (inputs rounded to 10-bit mantissas, sums in f32), or exact f32. Double
+/// routines and cublasGemmEx with an explicit compute type ignore it.
+inline cublasMath_t mathMode(bool tf32) {
+  return tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+}
 
 inline thread_local Context current;
 
@@ -126,11 +135,14 @@ inline thread_local BlasHandles blasHandles;
 
 inline cudaStream_t stream() { return current.stream; }
 
-/// The cuBLAS handle of the current device, bound to the current stream.
+/// The cuBLAS handle of the current device, bound to the current stream and
+/// math mode.
 inline cublasHandle_t blas() {
   if (!current.blas) {
     cublasHandle_t handle = blasHandles.get(current.device);
     checkBlas(cublasSetStream(handle, current.stream), "cublasSetStream");
+    checkBlas(cublasSetMathMode(handle, mathMode(current.tf32)),
+              "cublasSetMathMode");
     current.blas = handle;
   }
   return current.blas;
@@ -140,22 +152,29 @@ inline cublasHandle_t blas() {
 
 /// Makes `stream` (a cudaStream_t; null is the legacy default stream) and
 /// the current device the context of every kernel this thread launches
-/// until the Scope ends. Scopes nest; the outer context, including the
-/// stream its cuBLAS handle was bound to, comes back when an inner one ends.
+/// until the Scope ends, with f32 GEMMs on TF32 tensor cores where
+/// `allowTF32` (a model call's `allow_tf32`). Scopes nest; one without
+/// `allowTF32` keeps the enclosing one's choice (none: exact f32). The
+/// outer context, including the stream and math mode its cuBLAS handle was
+/// bound to, comes back when an inner one ends.
 class Scope {
 public:
-  explicit Scope(void *stream) : saved(detail::current) {
+  explicit Scope(void *stream) : Scope(stream, detail::current.tf32) {}
+  Scope(void *stream, bool allowTF32) : saved(detail::current) {
     int device = 0;
     detail::check(cudaGetDevice(&device), "Scope");
     detail::current.stream = static_cast<cudaStream_t>(stream);
     detail::current.device = device;
+    detail::current.tf32 = allowTF32;
     detail::current.blas = nullptr;
   }
   Scope(const Scope &) = delete;
   Scope &operator=(const Scope &) = delete;
   ~Scope() {
     if (saved.blas &&
-        cublasSetStream(saved.blas, saved.stream) != CUBLAS_STATUS_SUCCESS)
+        (cublasSetStream(saved.blas, saved.stream) != CUBLAS_STATUS_SUCCESS ||
+         cublasSetMathMode(saved.blas, detail::mathMode(saved.tf32)) !=
+             CUBLAS_STATUS_SUCCESS))
       saved.blas = nullptr; // bind again on next use
     detail::current = saved;
   }

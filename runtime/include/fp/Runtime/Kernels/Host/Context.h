@@ -40,7 +40,10 @@ namespace fp::host {
 /// kernels' Scope makes the call's stream current.
 class Scope {
 public:
-  explicit Scope(void *stream) { (void)stream; }
+  explicit Scope(void *stream, bool allowTF32 = false) {
+    (void)stream;
+    (void)allowTF32; // host GEMMs are exact f32
+  }
 };
 
 /// Kernels are not inlined into the generated forward: a layer calls
