@@ -115,7 +115,11 @@ source_digest() {
 # the default's Aᵀ; s_householder1_unstaged reads the inputs' rows where
 # they lie (fpc --no-stage-inputs) rather than from copies made a token
 # ahead. The *_host_exp ones compute e^x on the device with the host's
-# polynomial (fpc --no-cuda-expf) rather than CUDA's expf.
+# polynomial (fpc --no-cuda-expf) rather than CUDA's expf. The e_* ones
+# are config E: evaluation of a small batch solved to the tolerance (B 8,
+# T 65: A5 at four times a training length of 16; D 512), where launches
+# and host syncs rather than bytes bound a step; only their forward runs,
+# with the solver's loop as a CUDA graph and queued from the host.
 bench_configs() {
   cat <<'EOF'
 s_householder1|models/fp_mamba_householder1.fp|--set d_model=512|--batch 512 --seq-len 17
@@ -130,6 +134,8 @@ s_householder1_unstaged|models/fp_mamba_householder1.fp|--set d_model=512 --no-s
 s_householder1_split|models/fp_mamba_householder1.fp|--set d_model=512 --no-fuse-scans|--batch 512 --seq-len 17
 s_householder1_host_exp|models/fp_mamba_householder1.fp|--set d_model=512 --no-cuda-expf|--batch 512 --seq-len 17
 lm_host_exp|models/fp_mamba_lm.fp|--set n_layers=1 --no-cuda-expf|--batch 16 --seq-len 2048
+e_kronecker|models/fp_mamba_kronecker.fp|--set d_model=512|--batch 8 --seq-len 65
+e_householder1|models/fp_mamba_householder1.fp|--set d_model=512|--batch 8 --seq-len 65
 EOF
 }
 
@@ -401,6 +407,21 @@ stage_bench() {
       continue
     fi
     config_started=$SECONDS
+    if [[ "$name" == e_* ]]; then
+      local graphs
+      for graphs in 1 0; do
+        echo "== $name, eval, FP_CUDA_GRAPHS=$graphs: fp-bench --model $name.so $args" >>"$log"
+        # shellcheck disable=SC2086 # $args holds separate words
+        FP_CUDA_GRAPHS=$graphs "$root/build-gpu/bin/fp-bench" \
+          --model "$bundle/bench/$name.so" --device cuda --mode eval \
+          --repeats "$repeats" --kernels 12 $args >>"$log" 2>&1 || code=$?
+        echo >>"$log"
+      done
+      python3 "$root/tools/bench-summary.py" "$log" >"$out/bench-summary.md" ||
+        true
+      echo "gpu-check: benchmarked $name, $((SECONDS - config_started)) s"
+      continue
+    fi
     for mode in eval train; do
       echo "== $name, $mode: fp-bench --model $name.so $args" >>"$log"
       # shellcheck disable=SC2086 # $args holds separate words
