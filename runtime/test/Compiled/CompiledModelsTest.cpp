@@ -53,8 +53,9 @@
 #include "fp/Runtime/Reference/Autocast.h"
 #include "fp/Runtime/ReferenceImport.h"
 
-#include <ATen/Context.h>
 #include <gtest/gtest.h>
+
+#include <ATen/Context.h>
 
 #include <algorithm>
 #include <cstdlib>
