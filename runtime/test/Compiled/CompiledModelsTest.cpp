@@ -208,8 +208,25 @@ protected:
         << path << " is missing; build the target FpTestModels";
   }
 
+  /// The test's seed (TestSeed.h), printed with the model's name.
+  uint64_t announcedSeed() const {
+    const uint64_t seed = testSeed();
+    std::cout << "[   seed   ] " << GetParam() << ": " << seed
+              << " (FP_TEST_SEED=" << seed << " reproduces)" << std::endl;
+    return seed;
+  }
+
   std::string path; ///< The model's library.
 };
+
+/// The names of the gradients of referenceGradients, in its order: the
+/// input's, then every parameter's.
+std::vector<std::string> gradientNames(const LayerInfo &layer) {
+  std::vector<std::string> names = {"input"};
+  for (const ParamInfo &param : layer.params)
+    names.push_back(param.name);
+  return names;
+}
 
 TEST_P(CompiledModels, ForwardMatchesTheReference) {
   const std::string name = GetParam();
@@ -240,9 +257,7 @@ TEST_P(CompiledModels, ForwardMatchesTheReference) {
       ADD_FAILURE() << "the table's solver differs from the library's: "
                     << difference;
 
-  const uint64_t seed = testSeed();
-  std::cout << "[   seed   ] " << name << ": " << seed
-            << " (FP_TEST_SEED=" << seed << " reproduces)" << std::endl;
+  const uint64_t seed = announcedSeed();
   RecordProperty("seed", std::to_string(seed));
 
   // Reference weights and input drawn once in f64 and rounded to f32
@@ -526,6 +541,19 @@ std::shared_ptr<ref::BlockMixer> copyReference(const Manifest &manifest,
   return copy;
 }
 
+/// Gives `compiled` (an f32 layer of `library`) the weights of `exact`, a
+/// reference in f64, rounded once: imported into an f64 layer of the
+/// library, then copied.
+void importF64Weights(ref::BlockMixer &exact,
+                      const std::shared_ptr<const ModelLibrary> &library,
+                      uint64_t seed, CompiledLayer &compiled) {
+  CompiledLayer probe(library, compiled.info().name, seed, torch::kFloat64);
+  importReferenceWeights(exact, probe);
+  torch::NoGradGuard noGrad;
+  for (size_t i = 0; i < probe.orderedParameters().size(); ++i)
+    compiled.orderedParameters()[i].copy_(probe.orderedParameters()[i]);
+}
+
 /// The gradients of ⟨w, compiled(x)⟩ for the input and every parameter of
 /// the layer, in the order of referenceGradients.
 std::vector<torch::Tensor> compiledGradients(CompiledLayer &compiled,
@@ -613,12 +641,8 @@ TEST_P(CompiledModels, OneStepGradientsMatchTheReference) {
     if (!differences.empty())
       return;
   }
-  const uint64_t seed = testSeed();
-  std::cout << "[   seed   ] " << name << ": " << seed
-            << " (FP_TEST_SEED=" << seed << " reproduces)" << std::endl;
-  std::vector<std::string> names = {"input"};
-  for (const ParamInfo &param : layer.params)
-    names.push_back(param.name);
+  const uint64_t seed = announcedSeed();
+  const std::vector<std::string> names = gradientNames(layer);
 
   SolveMode fewSteps;
   fewSteps.fixedSteps = 3;
@@ -819,12 +843,8 @@ TEST_P(CompiledModels, Bf16IsAsAccurateAsTheReferenceInBf16) {
     GTEST_SKIP() << path << " was compiled without bf16 (fpc --dtypes)";
   const LayerInfo &layer = referenceLayerOf(manifest);
   const torch::Device device = testDevice();
-  const uint64_t seed = testSeed();
-  std::cout << "[   seed   ] " << name << ": " << seed
-            << " (FP_TEST_SEED=" << seed << " reproduces)" << std::endl;
-  std::vector<std::string> names = {"input"};
-  for (const ParamInfo &param : layer.params)
-    names.push_back(param.name);
+  const uint64_t seed = announcedSeed();
+  const std::vector<std::string> names = gradientNames(layer);
 
   // The exact reference, its weights rounded to bf16; the others copy it.
   torch::manual_seed(seed);
@@ -841,13 +861,7 @@ TEST_P(CompiledModels, Bf16IsAsAccurateAsTheReferenceInBf16) {
   }
   exact->to(device);
   CompiledLayer compiled(library, layer.name, seed, torch::kFloat32);
-  {
-    CompiledLayer probe(library, layer.name, seed, torch::kFloat64);
-    importReferenceWeights(*exact, probe);
-    torch::NoGradGuard noGrad;
-    for (size_t i = 0; i < probe.orderedParameters().size(); ++i)
-      compiled.orderedParameters()[i].copy_(probe.orderedParameters()[i]);
-  }
+  importF64Weights(*exact, library, seed, compiled);
   compiled.computeDtype = torch::kBFloat16;
   compiled.to(device);
   SolveMode fewSteps;
@@ -1018,25 +1032,15 @@ TEST_P(CompiledModels, TF32IsAsAccurateAsTheReferenceInTF32) {
   std::shared_ptr<const ModelLibrary> library = loadModelLibrary(path);
   const Manifest &manifest = library->manifest();
   const LayerInfo &layer = referenceLayerOf(manifest);
-  const uint64_t seed = testSeed();
-  std::cout << "[   seed   ] " << name << ": " << seed
-            << " (FP_TEST_SEED=" << seed << " reproduces)" << std::endl;
-  std::vector<std::string> names = {"input"};
-  for (const ParamInfo &param : layer.params)
-    names.push_back(param.name);
+  const uint64_t seed = announcedSeed();
+  const std::vector<std::string> names = gradientNames(layer);
 
   torch::manual_seed(seed);
   std::shared_ptr<ref::BlockMixer> exact =
       ref::makeBlockMixer(referenceConfigFor(manifest, "", torch::kFloat64));
   exact->to(device);
   CompiledLayer compiled(library, layer.name, seed, torch::kFloat32);
-  {
-    CompiledLayer probe(library, layer.name, seed, torch::kFloat64);
-    importReferenceWeights(*exact, probe);
-    torch::NoGradGuard noGrad;
-    for (size_t i = 0; i < probe.orderedParameters().size(); ++i)
-      compiled.orderedParameters()[i].copy_(probe.orderedParameters()[i]);
-  }
+  importF64Weights(*exact, library, seed, compiled);
   compiled.to(device);
   SolveMode fewSteps;
   fewSteps.fixedSteps = 3;
