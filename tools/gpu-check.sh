@@ -23,7 +23,10 @@
 #                                   (Nsight Compute on the fused kernels),
 #                                   train-lm (the 12-layer LM trained in
 #                                   bf16, compiled and eager), python (the
-#                                   fpc package on CUDA)
+#                                   fpc package on CUDA), distributed-cuda
+#                                   (process groups on CUDA), first (the
+#                                   open issues' checks sized to one call
+#                                   of a short lease, stage_first)
 #                                   or all (the default:
 #                                   test-cuda, bench, test-cpu), logs under
 #                                   $OUT (else build-gpu/out)
@@ -640,6 +643,69 @@ stage_train_lm() {
     >"$out/train-lm-summary.md" && cat "$out/train-lm-summary.md"
 }
 
+# The process groups on CUDA (DistributedTest: a bare `cuda` taking the
+# local rank's device, NCCL's group of one where the build has NCCL).
+stage_distributed_cuda() {
+  stage_build FpTrainTests || return 0
+  local log="$out/distributed.log" code=0 started=$SECONDS
+  "$root/build-gpu/runtime/test/Train/FpTrainTests" \
+    --gtest_filter='Distributed.*' >"$log" 2>&1 || code=$?
+  verdict "process groups (cuda)" $code "$log" "$started"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED)|^\[  FAILED" "$log" | tail -12 || true
+}
+
+# The open issues' GPU checks in one call that fits a short device lease:
+# the steps below in this order, each begun only while what is left of
+# FP_FIRST_BUDGET seconds (default 540) covers its usual length on an
+# H200, with the benchmarks' comparison runs left out (FP_BENCH_EXTRAS=0)
+# and two LM training steps a run. The steps left out are listed last, each
+# with the call that runs it.
+stage_first() {
+  local budget="${FP_FIRST_BUDGET:-540}" begun=$SECONDS entry step need
+  local skipped=()
+  stage_build FpDeviceSolverTests FpCompiledModelTests FpTrainTests \
+    fp-bench fp-train || return 0
+  # step|seconds: the test stages, then the benchmarks and runs by the
+  # weight of what they measure.
+  local plan=(
+    "test-cuda|150"
+    "distributed-cuda|20"
+    "bench s_householder1|70"
+    "python|40"
+    "bench e_kronecker e_householder1|40"
+    "bench lm|240"
+    "train-lm|200"
+  )
+  for entry in "${plan[@]}"; do
+    step=${entry%|*}
+    need=${entry##*|}
+    if ((SECONDS - begun + need > budget)); then
+      skipped+=("$step")
+      continue
+    fi
+    case "$step" in
+    test-cuda) stage_test_cuda ;;
+    distributed-cuda) stage_distributed_cuda ;;
+    python) stage_python ;;
+    train-lm)
+      if [[ -f "$bundle/lm/fp_mamba_lm.so" ]]; then
+        FP_LM_STEPS="${FP_LM_STEPS:-2}" stage_train_lm
+      else
+        echo "gpu-check: train-lm: the bundle has no lm/fp_mamba_lm.so"
+      fi
+      ;;
+    bench\ *)
+      # shellcheck disable=SC2086 # the configurations are separate words
+      FP_BENCH_EXTRAS=0 stage_bench ${step#bench }
+      ;;
+    esac
+  done
+  echo "gpu-check: first: $((SECONDS - begun)) s of a $budget s budget"
+  for step in "${skipped[@]}"; do
+    echo "gpu-check: first: left out $step (tools/gpu-check.sh run $step)"
+  done
+}
+
 run() {
   local stage=${1:-all}
   [[ $# -eq 0 ]] || shift
@@ -683,13 +749,15 @@ run() {
   profile) stage_profile "$@" ;;
   train-lm) stage_train_lm ;;
   python) stage_python ;;
+  distributed-cuda) stage_distributed_cuda ;;
+  first) stage_first ;;
   all)
     stage_test_cuda
     stage_bench
     stage_test_cpu
     ;;
   *) die "unknown stage '$stage'; one of build, test, test-cpu, test-cuda," \
-    "bench, profile, train-lm, python, all" ;;
+    "bench, profile, train-lm, python, distributed-cuda, first, all" ;;
   esac
   return "$status"
 }
