@@ -90,6 +90,30 @@ LaunchOutcome run(bool perSample, int64_t batch, int64_t length, int64_t width,
 
 } // namespace
 
+std::vector<bool> scopeTF32Modes() {
+  auto tf32 = [] {
+    cublasMath_t mode = CUBLAS_DEFAULT_MATH;
+    if (cublasGetMathMode(fp::cuda::detail::blas(), &mode) !=
+        CUBLAS_STATUS_SUCCESS)
+      throw fp::cuda::DeviceError("cublasGetMathMode failed");
+    return mode == CUBLAS_TF32_TENSOR_OP_MATH;
+  };
+  std::vector<bool> modes;
+  fp::cuda::Scope outer(nullptr, /*allowTF32=*/true);
+  modes.push_back(tf32());
+  {
+    fp::cuda::Scope inherits(nullptr);
+    modes.push_back(tf32());
+  }
+  modes.push_back(tf32());
+  {
+    fp::cuda::Scope exact(nullptr, /*allowTF32=*/false);
+    modes.push_back(tf32());
+  }
+  modes.push_back(tf32());
+  return modes;
+}
+
 LaunchOutcome runScratchKernel(bool f64, bool perSample, int64_t batch,
                                int64_t length, int64_t width, int64_t scratch,
                                const std::vector<double> &in) {

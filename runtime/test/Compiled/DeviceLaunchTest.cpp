@@ -9,7 +9,9 @@
 // with a block reduction (LaunchCheck.h) at scratch sizes on both sides of
 // each limit, in f32 and f64, one block per token and one per sample, and
 // checks every token's sum and where its scratch was. The inputs are small
-// integers, so every sum is exact in either type and in any order.
+// integers, so every sum is exact in either type and in any order. And
+// fp::cuda::Scope gives its cuBLAS handle the call's math mode (TF32 or
+// exact f32), nested scopes included.
 //
 // Runs where a CUDA device is present; built where LibTorch has CUDA.
 //
@@ -76,6 +78,15 @@ TEST_P(ScratchLaunch, EveryTokenSumsItsWholeScratch) {
         << "scratch of " << c.scratch << " values in "
         << (c.inShared ? "shared" : "global") << " memory expected";
   }
+}
+
+// A call's allow_tf32 reaches cuBLAS through fp::cuda::Scope, nested
+// scopes keep or change it, and the outer handle's mode comes back.
+TEST(ScopeMathMode, FollowsTheInnermostScope) {
+  if (!haveCudaDevice())
+    GTEST_SKIP() << "no CUDA device";
+  EXPECT_EQ(scopeTF32Modes(),
+            (std::vector<bool>{true, true, true, false, true}));
 }
 
 // Sizes in bytes: 48 KiB less the reductions' static partials (2 × 32

@@ -35,6 +35,13 @@ LaunchOutcome runScratchKernel(bool f64, bool perSample, int64_t batch,
                                int64_t length, int64_t width, int64_t scratch,
                                const std::vector<double> &in);
 
+/// Whether the cuBLAS handle of fp::cuda's current context uses TF32 tensor
+/// cores, read with cublasGetMathMode in nested Scopes: an outer Scope with
+/// TF32 allowed, an inner one without `allowTF32` (which keeps the outer
+/// choice), an inner one that forbids it, then the outer one again after
+/// each inner one has ended.
+std::vector<bool> scopeTF32Modes();
+
 } // namespace fp::rt::test
 
 #endif // FP_RUNTIME_TEST_COMPILED_LAUNCHCHECK_H
