@@ -16,6 +16,7 @@
 #
 #===------------------------------------------------------------------------===#
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -118,3 +119,15 @@ def copy_file(source: str, name: str) -> str:
     target = os.path.join(work_dir("copies"), name)
     shutil.copyfile(source, target)
     return target
+
+
+@contextlib.contextmanager
+def allow_tf32(allow: bool):
+    """PyTorch's TF32 switch for cuBLAS (the one a call passes as
+    allow_tf32) set to `allow` for the block, and restored after it."""
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = allow
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved

@@ -82,17 +82,13 @@ class OnCuda(unittest.TestCase):
                          seed=support.SEED).cuda().eval()
         g = torch.Generator().manual_seed(support.SEED)
         x = torch.randn(64, 32, layer.info.d_model, generator=g).cuda()
-        saved = torch.backends.cuda.matmul.allow_tf32
-        try:
-            with torch.no_grad():
-                torch.backends.cuda.matmul.allow_tf32 = False
+        with torch.no_grad():
+            with support.allow_tf32(False):
                 exact = layer(x)
-                torch.backends.cuda.matmul.allow_tf32 = True
+            with support.allow_tf32(True):
                 rounded = layer(x)
-                torch.backends.cuda.matmul.allow_tf32 = False
+            with support.allow_tf32(False):
                 again = layer(x)
-        finally:
-            torch.backends.cuda.matmul.allow_tf32 = saved
         self.assertFalse(torch.equal(rounded, exact))
         self.assertTrue(torch.equal(again, exact))
 

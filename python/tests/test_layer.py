@@ -103,15 +103,11 @@ class MatchesTheRuntime(unittest.TestCase):
         layer = fpc.load(library("fp_mamba_kronecker"), seed=support.SEED)
         x = torch.randn(2, 5, 8,
                         generator=torch.Generator().manual_seed(support.SEED))
-        saved = torch.backends.cuda.matmul.allow_tf32
-        try:
-            with torch.no_grad():
-                torch.backends.cuda.matmul.allow_tf32 = True
+        with torch.no_grad():
+            with support.allow_tf32(True):
                 on = layer(x)
-                torch.backends.cuda.matmul.allow_tf32 = False
+            with support.allow_tf32(False):
                 off = layer(x)
-        finally:
-            torch.backends.cuda.matmul.allow_tf32 = saved
         self.assertTrue(torch.equal(on, off))
 
     def test_chunked_forward_continues_the_sequence(self):

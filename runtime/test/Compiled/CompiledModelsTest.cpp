@@ -60,6 +60,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -541,6 +542,17 @@ std::shared_ptr<ref::BlockMixer> copyReference(const Manifest &manifest,
   return copy;
 }
 
+/// Puts every module in training or evaluation mode and clears its
+/// parameters' gradients, before the sides of a comparison run.
+void startStep(bool training,
+               std::initializer_list<torch::nn::Module *> modules) {
+  for (torch::nn::Module *module : modules) {
+    module->train(training);
+    for (torch::Tensor &param : module->parameters())
+      param.mutable_grad() = torch::Tensor();
+  }
+}
+
 /// Gives `compiled` (an f32 layer of `library`) the weights of `exact`, a
 /// reference in f64, rounded once: imported into an f64 layer of the
 /// library, then copied.
@@ -878,15 +890,8 @@ TEST_P(CompiledModels, Bf16IsAsAccurateAsTheReferenceInBf16) {
   for (bool training : {true, false}) {
     const std::string what = name + (training ? " train" : " eval");
     SCOPED_TRACE(what + ", seed " + std::to_string(seed));
-    for (torch::nn::Module *module :
-         {static_cast<torch::nn::Module *>(exact.get()),
-          static_cast<torch::nn::Module *>(autocast.get()),
-          static_cast<torch::nn::Module *>(storage.get()),
-          static_cast<torch::nn::Module *>(&compiled)}) {
-      module->train(training);
-      for (torch::Tensor &param : module->parameters())
-        param.mutable_grad() = torch::Tensor();
-    }
+    startStep(training,
+              {exact.get(), autocast.get(), storage.get(), &compiled});
     // Outputs, without gradients.
     torch::Tensor exactOut, compiledOut, autocastOut, storageOut;
     {
@@ -1072,14 +1077,7 @@ TEST_P(CompiledModels, TF32IsAsAccurateAsTheReferenceInTF32) {
   for (bool training : {true, false}) {
     const std::string what = name + (training ? " train" : " eval");
     SCOPED_TRACE(what + ", seed " + std::to_string(seed));
-    for (torch::nn::Module *module :
-         {static_cast<torch::nn::Module *>(exact.get()),
-          static_cast<torch::nn::Module *>(eager.get()),
-          static_cast<torch::nn::Module *>(&compiled)}) {
-      module->train(training);
-      for (torch::Tensor &param : module->parameters())
-        param.mutable_grad() = torch::Tensor();
-    }
+    startStep(training, {exact.get(), eager.get(), &compiled});
     const torch::Tensor x64 = x.to(torch::kFloat64);
     const torch::Tensor w64 = w.to(torch::kFloat64);
     torch::Tensor exactOut;
