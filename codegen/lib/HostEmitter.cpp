@@ -299,6 +299,7 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
   w.text("#include <cmath>");
   w.text("#include <limits>");
 
+  KernelDefinitions definitions;
   for (auto [index, plan] : llvm::enumerate(library->plans)) {
     std::string layer = identifier(plan.layer.getSymName());
     const LayerPlan *split = cuda && !library->splitPlans.empty()
@@ -329,19 +330,20 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
           emitSolverSettings(w, *chunk);
         w.text("namespace kernels = fp::host;");
         w.blank();
-        LayerEmitter emitter(w, plan);
+        LayerEmitter emitter(w, plan, definitions, "layer_" + layer);
         if (failed(emitter.emitFunction(forwardSignature("forward"))))
           return failure();
         w.blank();
         if (backward) {
-          LayerEmitter backwardEmitter(w, *backward);
+          LayerEmitter backwardEmitter(w, *backward, definitions,
+                                       "layer_" + layer);
           if (failed(
                   backwardEmitter.emitFunction(backwardSignature("backward"))))
             return failure();
           w.blank();
         }
         if (chunk) {
-          LayerEmitter chunkEmitter(w, *chunk);
+          LayerEmitter chunkEmitter(w, *chunk, definitions, "layer_" + layer);
           if (failed(chunkEmitter.emitFunction(chunkSignature("forwardChunk"))))
             return failure();
           w.blank();
@@ -487,13 +489,17 @@ SmallVector<std::string> mlir::fp::codegen::cudaParts(const LibraryInfo &info) {
 }
 
 /// The namespace layer_<layer>::<ns> of the CUDA unit: a layer's forward
-/// (and backward), and with `chunks` its sampleChunks. The explicit
+/// (and backward), with `chunks` its sampleChunks, and with `chunked` its
+/// chunked forward (the fused schedule's alone: a chunk call takes no other
+/// schedule). The explicit
 /// instantiations close the namespace, one block per element type, each
 /// compiled only in its type's part of the unit (cudaParts).
 static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
-                                     StringRef ns, bool chunks,
-                                     const LibraryInfo &info) {
+                                     StringRef ns, bool chunks, bool chunked,
+                                     const LibraryInfo &info,
+                                     KernelDefinitions &definitions) {
   std::string layer = identifier(plan.layer.getSymName());
+  std::string scope = "layer_" + layer + "::" + ns.str();
   auto block =
       w.blockWithTrailer((" // namespace layer_" + layer + "::" + ns).str(),
                          "namespace layer_{0}::{1}", layer, ns);
@@ -505,7 +511,7 @@ static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
   w.blank();
   // The instantiation of each function for a C++ element type.
   SmallVector<std::function<std::string(StringRef)>> instantiations;
-  LayerEmitter emitter(w, plan);
+  LayerEmitter emitter(w, plan, definitions, scope);
   if (failed(emitter.emitFunction(forwardSignature("forward"))))
     return failure();
   w.blank();
@@ -521,7 +527,7 @@ static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
   }
   if (const LayerPlan *backward = plan.backward.get()) {
     emitSolverSettings(w, *backward);
-    LayerEmitter backwardEmitter(w, *backward);
+    LayerEmitter backwardEmitter(w, *backward, definitions, scope);
     if (failed(backwardEmitter.emitFunction(backwardSignature("backward"))))
       return failure();
     w.blank();
@@ -529,9 +535,9 @@ static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
       return backwardSignature(("backward<" + type + ">").str());
     });
   }
-  if (const LayerPlan *chunk = plan.chunk.get()) {
+  if (const LayerPlan *chunk = plan.chunk.get(); chunk && chunked) {
     emitSolverSettings(w, *chunk);
-    LayerEmitter chunkEmitter(w, *chunk);
+    LayerEmitter chunkEmitter(w, *chunk, definitions, scope);
     if (failed(chunkEmitter.emitFunction(chunkSignature("forwardChunk"))))
       return failure();
     w.blank();
@@ -590,16 +596,19 @@ LogicalResult mlir::fp::codegen::emitDeviceSource(ModuleOp module,
     w.line("#define {0}", part);
   w.text("#endif");
 
+  KernelDefinitions definitions;
   for (auto [index, plan] : llvm::enumerate(library->plans)) {
     const bool split = !library->splitPlans.empty();
     w.blank();
     emitLayerRule(w, plan.layer.getSymName());
-    if (failed(emitDeviceLayer(w, plan, "cuda", split, info)))
+    if (failed(emitDeviceLayer(w, plan, "cuda", split, /*chunked=*/true, info,
+                               definitions)))
       return failure();
     if (split) {
       w.blank();
       if (failed(emitDeviceLayer(w, library->splitPlans[index], "cuda_split",
-                                 false, info)))
+                                 /*chunks=*/false, /*chunked=*/false, info,
+                                 definitions)))
         return failure();
     }
   }

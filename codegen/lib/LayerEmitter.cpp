@@ -70,17 +70,45 @@ void LayerEmitter::emitSampleChunks() {
   w.text("return chunks;");
 }
 
+/// The function object of `kernel`, named `name`, or, where the unit
+/// already defines one with the same text, an alias of that one.
+LogicalResult LayerEmitter::emitKernel(KernelOp kernel, StringRef name) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  CodeWriter functor(os);
+  FailureOr<KernelLaunch> launch = emitKernelFunctor(functor, kernel, name);
+  if (failed(launch))
+    return failure();
+  kernels[kernel] = std::move(*launch);
+
+  // The definition without its name, which it holds once.
+  std::string declaration = ("struct " + name + " {").str();
+  size_t at = text.find(declaration);
+  assert(at != std::string::npos && "a function object names itself");
+  std::string key = text;
+  key.replace(at, declaration.size(), "struct {");
+
+  if (const std::string *defined = definitions.find(key)) {
+    // The kernel's comment line, then the alias.
+    w.text(StringRef(text).split('\n').first);
+    w.line("// The same function object as {0}.", *defined);
+    w.text("template <typename Real>");
+    w.line("using {0} = {1}<Real>;", name, *defined);
+    return success();
+  }
+  definitions.add(key, "::" + scope + "::" + name.str());
+  w.lines(text);
+  return success();
+}
+
 LogicalResult LayerEmitter::emitFunction(StringRef signature) {
   // The kernels' function objects first, at namespace scope.
   const char *stem = plan.isBackward ? "BackwardKernel"
                      : plan.isChunk  ? "ChunkKernel"
                                      : "Kernel";
   WalkResult walk = plan.layer.walk([&](KernelOp kernel) {
-    FailureOr<KernelLaunch> launch =
-        emitKernelFunctor(w, kernel, stem + std::to_string(kernels.size()));
-    if (failed(launch))
+    if (failed(emitKernel(kernel, stem + std::to_string(kernels.size()))))
       return WalkResult::interrupt();
-    kernels[kernel] = std::move(*launch);
     w.blank();
     return WalkResult::advance();
   });

@@ -21,13 +21,40 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace mlir::fp::codegen {
+
+/// The kernels' function objects one translation unit defines, by their
+/// text. Kernels that would be written alike are one function object,
+/// compiled once: the forward's step after the solve repeats its loop's
+/// kernel, the chunked forward and the split schedule repeat many of the
+/// fused schedule's kernels, and the split schedule's backward is mostly
+/// the fused one's.
+class KernelDefinitions {
+public:
+  /// The qualified name of the function object defined as `text` (its
+  /// definition without its name), or null.
+  const std::string *find(StringRef text) const {
+    auto it = byText.find(text);
+    return it == byText.end() ? nullptr : &it->second;
+  }
+  void add(StringRef text, std::string qualifiedName) {
+    byText.try_emplace(text, std::move(qualifiedName));
+  }
+
+private:
+  llvm::StringMap<std::string> byText;
+};
 
 /// Emits the forward, or the derived backward, of one layer.
 class LayerEmitter {
 public:
-  LayerEmitter(CodeWriter &w, const LayerPlan &plan) : w(w), plan(plan) {}
+  /// `scope` is the namespace the function is emitted in ("layer_x::cuda"),
+  /// where `definitions` records the kernels it defines.
+  LayerEmitter(CodeWriter &w, const LayerPlan &plan,
+               KernelDefinitions &definitions, StringRef scope)
+      : w(w), plan(plan), definitions(definitions), scope(scope) {}
 
   /// Emits `template <typename Real> <signature> { ... }`.
   LogicalResult emitFunction(StringRef signature);
@@ -41,6 +68,8 @@ public:
 private:
   CodeWriter &w;
   const LayerPlan &plan;
+  KernelDefinitions &definitions;
+  std::string scope;
   /// Expressions for index values (B, T or a number).
   llvm::DenseMap<Value, std::string> indices;
   /// Expressions for scalar float values.
@@ -62,6 +91,7 @@ private:
   }
   std::string shapeLiteral(const Shape &s) const;
 
+  LogicalResult emitKernel(KernelOp kernel, StringRef name);
   LogicalResult emitBlock(Block &block);
   LogicalResult emitOp(Operation *op);
   // The printers of emitOp, one per op kind.

@@ -26,6 +26,8 @@ public:
   /// Writes one line verbatim.
   void text(llvm::StringRef line) { os << line << "\n"; }
   void blank() { os << "\n"; }
+  /// Writes lines made by another CodeWriter, indented as this one's.
+  void lines(llvm::StringRef text) { os << text; }
 
   /// A block: `header {` now, `}` + `trailer` when the scope ends.
   class Block {
