@@ -208,7 +208,10 @@ const std::vector<FlagInfo> &trainFlags() {
       {"out", "DIR", "required for a fresh run",
        "run directory; must be new or empty", "Run"},
       {"resume", "DIR", "none",
-       "continue the run in DIR exactly; only --steps may change", "Run"},
+       "continue the run in DIR; only --steps, --progress, --tf32 and the "
+       "process flags (--dist-*, --bucket-mib, --overlap-allreduce) may "
+       "change",
+       "Run"},
       {"log-every", "N", "10", "log a metrics line every N steps", "Run"},
       {"eval-every", "N", "100",
        "validate at the training length every N steps; 0: never", "Run"},
@@ -894,7 +897,8 @@ TrainConfig resumeTrainConfig(const CommandLine &commandLine,
     std::string given =
         value.empty() ? "--" + name : fmt::format("--{} {}", name, value);
     usage(fmt::format("{} conflicts with the run being resumed (it has {} = "
-                      "{}); only --steps may change on --resume",
+                      "{}); only --steps, --progress, --tf32 and the process "
+                      "flags may change on --resume",
                       given, field, old));
   }
   validateTrainConfig(config);

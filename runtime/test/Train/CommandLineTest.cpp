@@ -377,7 +377,8 @@ TEST(ResumeTrainConfigTest, OnlyStepsMayChange) {
         resumeTrainConfig(parse({"--resume", "x", "--lr", "0.01"}), stored);
       }),
       "--lr 0.01 conflicts with the run being resumed (it has "
-      "optimizer.lr = 0.001); only --steps may change on --resume");
+      "optimizer.lr = 0.001); only --steps, --progress, --tf32 and the "
+      "process flags may change on --resume");
   EXPECT_THAT(
       usageMessage([&] {
         resumeTrainConfig(parse({"--resume", "x", "--short-conv"}), stored);
