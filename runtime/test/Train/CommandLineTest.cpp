@@ -355,7 +355,7 @@ TEST(MakeTrainConfigTest, EpochsAndWarmupScaling) {
 // Resumed configurations
 //===----------------------------------------------------------------------===//
 
-TEST(ResumeTrainConfigTest, OnlyStepsMayChange) {
+TEST(ResumeTrainConfigTest, RefusesFlagsThatChangeWhatTheRunComputes) {
   TrainConfig stored = fresh({"--task", "a5", "--out", "x", "--lr", "0.001",
                               "--model", "lstm", "--gamma-cap"});
   TrainConfig longer = resumeTrainConfig(
