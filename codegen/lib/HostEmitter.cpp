@@ -308,8 +308,9 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
     w.blank();
     emitLayerRule(w, plan.layer.getSymName());
     {
-      auto ns = w.blockWithTrailer(" // namespace layer_" + layer,
-                                   "namespace layer_{0}", layer);
+      std::string scope = "layer_" + layer;
+      auto ns =
+          w.blockWithTrailer(" // namespace " + scope, "namespace {0}", scope);
       w.blank();
       emitBufferSpecs(w, "kBuffers", plan.slots);
       if (!plan.saved.empty())
@@ -330,20 +331,19 @@ LogicalResult mlir::fp::codegen::emitHostSource(ModuleOp module,
           emitSolverSettings(w, *chunk);
         w.text("namespace kernels = fp::host;");
         w.blank();
-        LayerEmitter emitter(w, plan, definitions, "layer_" + layer);
+        LayerEmitter emitter(w, plan, definitions, scope);
         if (failed(emitter.emitFunction(forwardSignature("forward"))))
           return failure();
         w.blank();
         if (backward) {
-          LayerEmitter backwardEmitter(w, *backward, definitions,
-                                       "layer_" + layer);
+          LayerEmitter backwardEmitter(w, *backward, definitions, scope);
           if (failed(
                   backwardEmitter.emitFunction(backwardSignature("backward"))))
             return failure();
           w.blank();
         }
         if (chunk) {
-          LayerEmitter chunkEmitter(w, *chunk, definitions, "layer_" + layer);
+          LayerEmitter chunkEmitter(w, *chunk, definitions, scope);
           if (failed(chunkEmitter.emitFunction(chunkSignature("forwardChunk"))))
             return failure();
           w.blank();
@@ -501,8 +501,7 @@ static LogicalResult emitDeviceLayer(CodeWriter &w, const LayerPlan &plan,
   std::string layer = identifier(plan.layer.getSymName());
   std::string scope = "layer_" + layer + "::" + ns.str();
   auto block =
-      w.blockWithTrailer((" // namespace layer_" + layer + "::" + ns).str(),
-                         "namespace layer_{0}::{1}", layer, ns);
+      w.blockWithTrailer(" // namespace " + scope, "namespace {0}", scope);
   w.blank();
   if (!plan.saved.empty())
     emitBufferSpecs(w, "kSaved", plan.saved);
