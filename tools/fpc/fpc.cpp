@@ -366,7 +366,10 @@ Command deviceCompileCommand(StringRef nvcc, StringRef source, StringRef part,
   Command command{"nvcc", nvcc.str(), {nvcc.str()}};
   auto &args = command.args;
   for (StringRef arg :
-       {"-std=c++17", "-O3", "--expt-relaxed-constexpr",
+       {// nvcc's -O is the level of the unit's host side (the launch code),
+        // the host unit's; cicc and ptxas optimise the device code fully
+        // whatever it says.
+        "-std=c++17", "-O2", "--expt-relaxed-constexpr",
         // Two roundings for a · b + c, as on the host.
         "-fmad=false", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-w"})
     args.push_back(arg.str());
