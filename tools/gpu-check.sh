@@ -24,7 +24,9 @@
 #                                   train-lm (the 12-layer LM trained in
 #                                   bf16, compiled and eager), python (the
 #                                   fpc package on CUDA), distributed-cuda
-#                                   (process groups on CUDA), first (the
+#                                   (process groups on CUDA), compile
+#                                   (one model's fpc compiles on the
+#                                   machine's CPUs), first (the
 #                                   open issues' checks sized to one call
 #                                   of a short lease, stage_first)
 #                                   or all (the default:
@@ -190,6 +192,30 @@ prepare() {
   done < <(bench_configs)
   find "$bundle/models" "$bundle/models-split" "$bundle/bench" "$bundle/lm" \
     -name '*.so' -exec strip --strip-unneeded {} +
+  # For the compile stage: one model's host and CUDA units and fpc's
+  # commands compiling them (from `fpc -v`, run with a stand-in nvcc that
+  # writes empty objects), their paths and programs as placeholders.
+  local unit="${FP_COMPILE_MODEL:-fp_mamba_kronecker}"
+  echo "gpu-check: writing $unit's units and compile commands"
+  mkdir -p "$bundle/compile"
+  "$fpc" "$root/models/$unit.fp" "${flags[@]}" --emit=host \
+    -o "$bundle/compile/unit.cpp"
+  "$fpc" "$root/models/$unit.fp" "${flags[@]}" --emit=cuda \
+    -o "$bundle/compile/unit.cu"
+  local stand_in="$bundle/compile/nvcc"
+  printf '#!/bin/sh\nwhile [ "$1" != -o ]; do shift; done\n%s\n' \
+    ': | cc -x c -c - -o "$2"' >"$stand_in"
+  chmod +x "$stand_in"
+  NVCC="$stand_in" "$fpc" "$root/models/$unit.fp" "${flags[@]}" --cpus=1 \
+    --no-cache -v -o "$bundle/compile/unused.so" 2>&1 |
+    sed -nE -e '/ -shared /d' -e 's/^fpc: ([^ ]+ .* -c .*)$/\1/p' |
+    sed -E -e "s#^$stand_in #@NVCC@ #" -e '/^@NVCC@/!s#^[^ ]+ #@CXX@ #' \
+      -e "s#-I$root/runtime/include#-I@INCLUDE@#" \
+      -e 's#-c [^ ]+\.cpp #-c @HOST@ #' -e 's#-c [^ ]+\.cu #-c @CUDA@ #' \
+      -e 's#-o [^ ]+\.o$#-o @OBJECT@#' >"$bundle/compile/commands.txt"
+  rm -f "$bundle/compile/unused.so" "$stand_in"
+  grep -q '^@NVCC@ ' "$bundle/compile/commands.txt" ||
+    die "no nvcc command in fpc -v's output for $unit"
 
   # Shared libraries the model libraries need beyond glibc, the C++
   # runtime and CUDA's own (which the GPU machine has).
@@ -654,6 +680,58 @@ stage_distributed_cuda() {
   grep -E "^\[  (PASSED|FAILED|SKIPPED)|^\[  FAILED" "$log" | tail -12 || true
 }
 
+# fpc's compiles of one model's units (prepare's FP_COMPILE_MODEL, default
+# fp_mamba_kronecker, --backward --target=all), all at once as fpc runs
+# them, on this machine's CPUs: ptxas on one thread, and on the CPUs the
+# compilers leave as fpc gives them (nproc over the compilers, or
+# FP_COMPILE_THREADS), alternated twice. What fpc's --cpus policy gains
+# where CPUs outnumber compilers.
+stage_compile() {
+  local dir="$bundle/compile" log="$out/compile.log" code=0
+  local started=$SECONDS
+  [[ -f "$dir/commands.txt" ]] ||
+    die "the bundle has no compile/commands.txt; prepare it again"
+  local nvcc="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
+  [[ -x "$nvcc" ]] || nvcc=nvcc
+  local compilers threads work
+  compilers=$(wc -l <"$dir/commands.txt")
+  threads=${FP_COMPILE_THREADS:-$(($(nproc) / compilers))}
+  local variants=(1)
+  ((threads < 2)) || variants+=("$threads")
+  work=$(mktemp -d)
+  {
+    echo "$(nproc) CPUs, $compilers compilers; ptxas threads: ${variants[*]}"
+    local round variant begun line pids pid
+    for round in 1 2; do
+      for variant in "${variants[@]}"; do
+        begun=$(date +%s.%N)
+        pids=()
+        while read -r line; do
+          line=${line//@CXX@/c++}
+          line=${line//@INCLUDE@/$root/runtime/include}
+          line=${line//@HOST@/$dir/unit.cpp}
+          line=${line//@CUDA@/$dir/unit.cu}
+          line=${line//@OBJECT@/$work/${#pids[@]}.o}
+          if [[ $line == @NVCC@* ]]; then
+            line="$nvcc${line#@NVCC@}"
+            ((variant < 2)) || line+=" -Xptxas=--split-compile=$variant"
+          fi
+          # shellcheck disable=SC2086 # the command's words
+          $line &
+          pids+=($!)
+        done <"$dir/commands.txt"
+        for pid in "${pids[@]}"; do wait "$pid" || code=1; done
+        awk -v r="$round" -v v="$variant" -v b="$begun" \
+          -v e="$(date +%s.%N)" 'BEGIN {
+            printf "round %d, ptxas on %d thread(s): %.1f s\n", r, v, e - b }'
+      done
+    done
+  } >"$log" 2>&1
+  rm -rf "$work"
+  verdict "compile ($compilers compilers at once)" $code "$log" "$started"
+  tail -5 "$log"
+}
+
 # The open issues' GPU checks in one call that fits a short device lease:
 # the steps below in this order, each begun only while what is left of
 # FP_FIRST_BUDGET seconds (default 540) covers its usual length on an
@@ -675,6 +753,7 @@ stage_first() {
     "bench e_kronecker e_householder1|40"
     "bench lm|240"
     "train-lm|200"
+    "compile|120"
   )
   for entry in "${plan[@]}"; do
     step=${entry%|*}
@@ -687,6 +766,7 @@ stage_first() {
     test-cuda) stage_test_cuda ;;
     distributed-cuda) stage_distributed_cuda ;;
     python) stage_python ;;
+    compile) stage_compile ;;
     train-lm)
       if [[ -f "$bundle/lm/fp_mamba_lm.so" ]]; then
         FP_LM_STEPS="${FP_LM_STEPS:-2}" stage_train_lm
@@ -750,6 +830,7 @@ run() {
   train-lm) stage_train_lm ;;
   python) stage_python ;;
   distributed-cuda) stage_distributed_cuda ;;
+  compile) stage_compile ;;
   first) stage_first ;;
   all)
     stage_test_cuda
@@ -757,7 +838,8 @@ run() {
     stage_test_cpu
     ;;
   *) die "unknown stage '$stage'; one of build, test, test-cpu, test-cuda," \
-    "bench, profile, train-lm, python, distributed-cuda, first, all" ;;
+    "bench, profile, train-lm, python, distributed-cuda, compile, first," \
+    "all" ;;
   esac
   return "$status"
 }
@@ -774,7 +856,7 @@ run)
 *)
   echo "usage: tools/gpu-check.sh prepare [CONFIG...] |" \
     "run [build [TARGET...]|test|test-cpu|test-cuda|bench [CONFIG...]|profile" \
-    "[CONFIG...]|train-lm|python|all]" >&2
+    "[CONFIG...]|train-lm|python|distributed-cuda|compile|first|all]" >&2
   exit 2
   ;;
 esac

@@ -34,6 +34,7 @@
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Host.h"
@@ -95,6 +96,12 @@ cl::list<std::string> cudaArchs(
              "capabilities (e.g. 80,90; default: those of the GPUs "
              "nvidia-smi lists, else 90)"),
     cl::value_desc("sm"), cl::CommaSeparated, cl::cat(fpcCategory));
+cl::opt<unsigned>
+    cpus("cpus",
+         cl::desc("CPUs the compilers may use (default: every CPU fpc may run "
+                  "on); the host compiler and nvcc's parts run at once, and "
+                  "ptxas assembles each part's kernels on the CPUs they leave"),
+         cl::value_desc("n"), cl::cat(fpcCategory));
 cl::list<std::string> dtypeList(
     "dtypes",
     cl::desc("Element types a call of the library may use (default: "
@@ -358,21 +365,30 @@ struct Command {
   std::vector<std::string> args; ///< args[0] is the program
 };
 
+/// The optimisation level of everything the host compiler compiles: the host
+/// unit, and the CUDA parts' host side (their launch code), which holds the
+/// same forward text for the CPU.
+constexpr const char *kHostOptLevel = "-O2";
+
 /// The part of the CUDA unit that `part` (one of codegen::cudaParts) selects,
 /// or the whole unit where `part` is empty → an object file, for every
-/// architecture asked for.
+/// architecture asked for, ptxas assembling its kernels on `ptxasThreads`.
 Command deviceCompileCommand(StringRef nvcc, StringRef source, StringRef part,
-                             StringRef object) {
+                             StringRef object, unsigned ptxasThreads) {
   Command command{"nvcc", nvcc.str(), {nvcc.str()}};
   auto &args = command.args;
+  // nvcc's -O is the level of the part's host side alone; cicc and ptxas
+  // optimise the device code fully whatever it says.
   for (StringRef arg :
-       {// nvcc's -O is the level of the unit's host side (the launch code),
-        // the host unit's; cicc and ptxas optimise the device code fully
-        // whatever it says.
-        "-std=c++17", "-O2", "--expt-relaxed-constexpr",
+       {"-std=c++17", kHostOptLevel, "--expt-relaxed-constexpr",
         // Two roundings for a · b + c, as on the host.
         "-fmad=false", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-w"})
     args.push_back(arg.str());
+  // ptxas compiles each kernel alone, so its threads leave every kernel's
+  // machine code as it is (unlike nvcc's own --split-compile, which splits
+  // cicc's optimisation and changes the PTX).
+  if (ptxasThreads > 1)
+    args.push_back("-Xptxas=--split-compile=" + std::to_string(ptxasThreads));
   // nvcc compiles for several architectures in parallel.
   if (cudaArchs.size() > 1) {
     args.emplace_back("--threads");
@@ -397,7 +413,7 @@ Command hostCompileCommand(StringRef compiler, StringRef source,
                            StringRef object) {
   Command command{"the host compiler", compiler.str(), {compiler.str()}};
   auto &args = command.args;
-  for (StringRef arg : {"-std=c++17", "-O2"})
+  for (StringRef arg : {"-std=c++17", kHostOptLevel})
     args.push_back(arg.str());
   args.push_back("-march=" + hostArch);
   for (StringRef arg : {"-fPIC", "-fvisibility=hidden", "-fopenmp",
@@ -446,26 +462,54 @@ std::optional<std::string> findProgram(StringRef name) {
   return *program;
 }
 
+/// What the program `name` (found as given or on the PATH) writes to stdout
+/// when run with `args`; none where it cannot be found, fails or takes over
+/// `seconds`.
+std::optional<std::string> outputOf(StringRef name, ArrayRef<StringRef> args,
+                                    unsigned seconds) {
+  std::optional<std::string> program = findProgram(name);
+  Temporary listing;
+  if (!program || listing.create("txt"))
+    return std::nullopt;
+  SmallVector<StringRef> argv = {*program};
+  argv.append(args.begin(), args.end());
+  std::optional<StringRef> redirects[] = {std::nullopt, listing.get(),
+                                          StringRef("/dev/null")};
+  if (llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, redirects,
+                                seconds) != 0)
+    return std::nullopt;
+  auto text = llvm::MemoryBuffer::getFile(listing.get());
+  if (!text)
+    return std::nullopt;
+  return (*text)->getBuffer().str();
+}
+
+/// The threads each ptxas may assemble kernels on when `compilers` compilers
+/// run at once: the CPUs they leave, shared, where the ptxas beside `nvcc`
+/// (the one it runs) can use several (--split-compile; older ones cannot);
+/// else 1. Threads beyond the CPUs would only add work: on two CPUs shared
+/// by four compilers they did not shorten builds.
+unsigned ptxasThreads(StringRef nvcc, unsigned compilers) {
+  unsigned share = cpus / compilers;
+  if (share < 2)
+    return 1;
+  SmallString<256> ptxas(llvm::sys::path::parent_path(nvcc));
+  llvm::sys::path::append(ptxas, "ptxas");
+  std::optional<std::string> help = outputOf(ptxas, {"--help"}, 10);
+  return help && StringRef(*help).contains("--split-compile") ? share : 1;
+}
+
 /// The compute capabilities of the GPUs nvidia-smi lists ("90" for 9.0),
 /// each once, in its order; none where there is no nvidia-smi, it fails or
 /// it takes over 10 s.
 std::vector<std::string> localCudaArchs() {
-  std::optional<std::string> smi = findProgram("nvidia-smi");
-  Temporary listing;
-  if (!smi || listing.create("txt"))
-    return {};
-  StringRef args[] = {*smi, "--query-gpu=compute_cap", "--format=csv,noheader"};
-  std::optional<StringRef> redirects[] = {std::nullopt, listing.get(),
-                                          StringRef("/dev/null")};
-  if (llvm::sys::ExecuteAndWait(*smi, args, std::nullopt, redirects,
-                                /*SecondsToWait=*/10) != 0)
-    return {};
-  auto text = llvm::MemoryBuffer::getFile(listing.get());
-  if (!text)
+  std::optional<std::string> listing = outputOf(
+      "nvidia-smi", {"--query-gpu=compute_cap", "--format=csv,noheader"}, 10);
+  if (!listing)
     return {};
   std::vector<std::string> archs;
   SmallVector<StringRef> lines;
-  (*text)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+  StringRef(*listing).split(lines, '\n', -1, /*KeepEmpty=*/false);
   for (StringRef line : lines) {
     std::string arch;
     for (char c : line.trim())
@@ -617,6 +661,10 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
                   "'; install the CUDA toolkit, set NVCC or CUDA_HOME, or "
                   "build for --target=cpu");
   }
+  // The host compiler and, for each architecture, nvcc's parts.
+  const unsigned compilers = 1 + deviceParts.size() * cudaArchs.size();
+  const unsigned threads =
+      nvccProgram ? ptxasThreads(*nvccProgram, compilers) : 1;
 
   // The cache key covers the generated code, the commands and the kernels
   // they include.
@@ -633,7 +681,9 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
   if (nvccProgram)
     for (const std::string &part : deviceParts)
       for (const std::string &arg :
-           deviceCompileCommand(*nvccProgram, "", part, "").args)
+           // ptxas's threads do not change what it writes: a library is
+           // cached for every count.
+           deviceCompileCommand(*nvccProgram, "", part, "", 1).args)
         hash.update(arg);
   // -march=native means this CPU: a cache shared by machines must not hand
   // one's library to another.
@@ -726,8 +776,8 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
       if (std::error_code ec = object.create("o"))
         return fail("cannot create a temporary file: " + ec.message());
       objectPaths.push_back(object.get().str());
-      compiles.push_back(
-          deviceCompileCommand(*nvccProgram, device.get(), part, object.get()));
+      compiles.push_back(deviceCompileCommand(*nvccProgram, device.get(), part,
+                                              object.get(), threads));
     }
   }
   if (int status = runAll(compiles))
@@ -788,6 +838,10 @@ int main(int argc, char **argv) {
       return fail("--cuda-arch expects compute capabilities such as 80,90, "
                   "got '" +
                   arch + "'");
+  if (cpus.getNumOccurrences() == 0)
+    cpus = llvm::hardware_concurrency().compute_thread_count();
+  else if (cpus == 0)
+    return fail("--cpus expects a positive number of CPUs");
   for (const std::string &dtype : dtypeList)
     if (!llvm::is_contained(fp::codegen::knownDTypes(), dtype))
       return fail("--dtypes expects element types among f32, f64 and bf16, "
