@@ -661,10 +661,6 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
                   "'; install the CUDA toolkit, set NVCC or CUDA_HOME, or "
                   "build for --target=cpu");
   }
-  // The host compiler and, for each architecture, nvcc's parts.
-  const unsigned compilers = 1 + deviceParts.size() * cudaArchs.size();
-  const unsigned threads =
-      nvccProgram ? ptxasThreads(*nvccProgram, compilers) : 1;
 
   // The cache key covers the generated code, the commands and the kernels
   // they include.
@@ -768,6 +764,10 @@ int buildLibrary(StringRef hostSource, StringRef deviceSource,
       return fail("cannot create a temporary file: " + ec.message());
     if (failed(writeFile(device.get(), deviceSource)))
       return 1;
+    // The host compiler and, for each architecture, nvcc's parts; asked
+    // only when compiling, not for a cached library.
+    const unsigned compilers = 1 + deviceParts.size() * cudaArchs.size();
+    const unsigned threads = ptxasThreads(*nvccProgram, compilers);
     if (verbose)
       llvm::errs() << "fpc: compiling the CUDA unit in " << deviceParts.size()
                    << " parts for sm_" << llvm::join(cudaArchs, ", sm_")
