@@ -4,8 +4,9 @@
 # every randomised test (FP_TEST_SEED overrides it). The exhaustive checks
 # (`REQUIRES: soak` in lit, label `soak` in ctest) are left to
 # scripts/soak.sh (docs/testing.md). Installs missing dependencies and builds
-# first. Prints each runner's counts and a total; exits non-zero on any
-# failure.
+# first. ctest runs as many tests at once as there are CPUs (FP_TEST_JOBS
+# overrides it). Prints each runner's counts and a total; exits non-zero on
+# any failure.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FP_BUILD_DIR:-$root/build}
@@ -34,7 +35,8 @@ fi
 
 echo "== ctest"
 ctest_log=$(mktemp)
-ctest --test-dir "$build" -LE soak --output-on-failure 2>&1 | tee "$ctest_log"
+jobs=${FP_TEST_JOBS:-$(nproc)}
+ctest --test-dir "$build" -LE soak -j "$jobs" --output-on-failure 2>&1 | tee "$ctest_log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 ctest_total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$ctest_log" | tail -1)
 ctest_failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$ctest_log" | tail -1)
