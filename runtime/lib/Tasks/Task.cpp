@@ -43,6 +43,7 @@ void rejectDataOptions(const std::string &task, const TaskOptions &options) {
                       : options.vocabSize != 0          ? "vocabSize"
                       : options.tokenBytes != 0         ? "tokenBytes"
                       : !options.documentSeparator.empty() ? "documentSeparator"
+                      : !options.tokenizer.empty()         ? "tokenizer"
                       : options.trainTokens != 0           ? "trainTokens"
                       : options.validationTokens != 0      ? "validationTokens"
                                                            : nullptr;

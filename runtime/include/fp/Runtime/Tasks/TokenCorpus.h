@@ -7,8 +7,9 @@
 //     layout of nanoGPT's train.bin / val.bin) or after llm.c's header of 256
 //     int32 values (magic 20240520, version 1: uint16 ids; magic 20240801,
 //     version 7: uint32 ids; then the token count). The file is memory-mapped.
-//   * UTF-8 (or any) text, tokenised at load by the byte-level tokenizer:
-//     ids 0-255 are bytes, 256 is EOS. Documents (the whole file, or the
+//   * UTF-8 (or any) text, tokenised at load by the byte-level tokenizer
+//     (ids 0-255 are bytes, 256 is EOS) or by GPT-2's BPE from files the
+//     user supplies (BpeTokenizer.h). Documents (the whole file, or the
 //     parts between separator lines) are joined as `EOS text EOS`, as the
 //     reference wraps every document (docs/spec.md §7.5).
 //
@@ -20,6 +21,8 @@
 
 #ifndef FP_RUNTIME_TASKS_TOKENCORPUS_H
 #define FP_RUNTIME_TASKS_TOKENCORPUS_H
+
+#include "fp/Runtime/Tasks/BpeTokenizer.h"
 
 #include <torch/torch.h>
 
@@ -55,9 +58,11 @@ struct CorpusOptions {
   /// Bytes per id of a bare token file: 2 (uint16) or 4 (uint32). A file with
   /// llm.c's header says its own.
   int tokenBytes = 2;
-  /// The vocabulary of a token file: every id must be below it. Text always
-  /// has kByteVocabSize.
+  /// The vocabulary of a token file: every id must be below it. Text has
+  /// its tokenizer's.
   int64_t vocabSize = 0;
+  /// Text: GPT-2's BPE; none: the byte-level tokenizer.
+  std::shared_ptr<const BpeTokenizer> tokenizer;
   /// Text only: a line holding exactly this string ends a document (for
   /// example "%" in fortune files); empty: the whole file is one document.
   std::string documentSeparator;
@@ -80,14 +85,15 @@ public:
   int64_t size() const { return count; }
   int64_t vocabSize() const { return vocab; }
   /// What was read, for logs: "token file (llm.c header, uint16)",
-  /// "text, byte-level (3 documents)".
+  /// "text, byte-level (3 documents)", "text, GPT-2 BPE of 'dir' (3
+  /// documents)".
   const std::string &description() const { return what; }
   /// The file read (the first, for several text files), and the name of all
   /// of them for messages: "'a.txt'" or "'a.txt' and 2 more files".
   const std::filesystem::path &path() const { return file; }
   const std::string &name() const { return shownName; }
   /// Whether the ids are bytes (text read by the byte-level tokenizer).
-  bool byteLevel() const { return isText; }
+  bool byteLevel() const { return isByteLevel; }
 
   /// The id at `index` (0 <= index < size()).
   int64_t at(int64_t index) const;
@@ -107,7 +113,7 @@ private:
 
   std::filesystem::path file;
   std::string shownName;
-  bool isText = false;
+  bool isByteLevel = false;
   std::string what;
   int64_t vocab = 0, count = 0;
   int width = 2;
