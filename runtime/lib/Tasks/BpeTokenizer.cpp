@@ -14,17 +14,19 @@
 
 #include "fp/Runtime/Tasks/TokenCorpus.h"
 
+#include "DataFiles.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
 namespace fp::rt {
+
+using detail::quoted;
+using detail::readWholeFile;
 
 namespace {
 
@@ -134,22 +136,6 @@ const ByteAlphabet &alphabet() {
   return instance;
 }
 
-std::string quoted(const std::filesystem::path &path) {
-  return "'" + path.string() + "'";
-}
-
-std::string readFile(const std::filesystem::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw DataError(
-        fmt::format("{}: cannot open: {}", quoted(path), std::strerror(errno)));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad())
-    throw DataError(fmt::format("{}: cannot read", quoted(path)));
-  return std::move(buffer).str();
-}
-
 /// A vocabulary key as the bytes it stands for; false when a character is
 /// not in GPT-2's alphabet.
 bool keyBytes(std::string_view key, std::string &bytes) {
@@ -210,7 +196,7 @@ void BpeTokenizer::readVocabulary() {
   const std::string where = quoted(vocabFile);
   nlohmann::json vocabulary;
   try {
-    vocabulary = nlohmann::json::parse(readFile(vocabFile));
+    vocabulary = nlohmann::json::parse(readWholeFile(vocabFile));
   } catch (const nlohmann::json::exception &e) {
     throw DataError(fmt::format("{}: not JSON: {}", where, e.what()));
   }
@@ -259,7 +245,7 @@ void BpeTokenizer::readVocabulary() {
 
 void BpeTokenizer::readMerges() {
   const std::string where = quoted(mergeFile);
-  std::istringstream in(readFile(mergeFile));
+  std::istringstream in(readWholeFile(mergeFile));
   std::string line, leftBytes, rightBytes;
   int64_t number = 0;
   while (std::getline(in, line)) {

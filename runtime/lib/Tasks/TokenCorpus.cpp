@@ -10,6 +10,7 @@
 
 #include "fp/Runtime/Tasks/TokenCorpus.h"
 
+#include "DataFiles.h"
 #include "Random.h"
 
 #include <fmt/format.h>
@@ -27,6 +28,8 @@
 
 namespace fp::rt {
 
+using detail::quoted;
+
 namespace {
 
 /// llm.c's token file header: 256 little-endian int32 values.
@@ -40,10 +43,6 @@ int32_t readInt32(const unsigned char *bytes) {
   return int32_t(value);
 }
 
-std::string quoted(const std::filesystem::path &path) {
-  return "'" + path.string() + "'";
-}
-
 void requireRegularFile(const std::filesystem::path &path) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error))
@@ -54,6 +53,22 @@ void requireRegularFile(const std::filesystem::path &path) {
 }
 
 } // namespace
+
+std::string detail::quoted(const std::filesystem::path &path) {
+  return "'" + path.string() + "'";
+}
+
+std::string detail::readWholeFile(const std::filesystem::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw DataError(
+        fmt::format("{}: cannot open: {}", quoted(path), std::strerror(errno)));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad())
+    throw DataError(fmt::format("{}: cannot read", quoted(path)));
+  return std::move(buffer).str();
+}
 
 std::shared_ptr<const TokenCorpus>
 TokenCorpus::open(const std::filesystem::path &path,
@@ -188,15 +203,7 @@ void TokenCorpus::readTokenFile(const CorpusOptions &options) {
 
 int64_t TokenCorpus::readText(const std::filesystem::path &path,
                               const CorpusOptions &options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw DataError(
-        fmt::format("{}: cannot open: {}", quoted(path), std::strerror(errno)));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad())
-    throw DataError(fmt::format("{}: cannot read", quoted(path)));
-  const std::string text = std::move(buffer).str();
+  const std::string text = detail::readWholeFile(path);
 
   // Documents: the whole text, or the parts between separator lines.
   int64_t documents = 0;
