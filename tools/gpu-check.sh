@@ -340,8 +340,8 @@ stage_build() {
 stage_test_cpu() {
   stage_build || return 0
   local log="$out/ctest.log" code=0 started=$SECONDS
-  # Gpt2Bpe runs the npm package gpt-3-encoder under Node.js, neither of
-  # which the GPU machine has.
+  # Gpt2Bpe runs the npm package gpt-3-encoder under Node.js; the bundle
+  # carries neither.
   FP_TEST_MODELS_DIR="$bundle/models" \
     ctest --test-dir "$root/build-gpu" -j 8 --output-on-failure \
     -LE runtime-cuda -E Gpt2Bpe >"$log" 2>&1 || code=$?

@@ -1,5 +1,4 @@
-//===- BpeTokenizer.cpp - GPT-2's byte-level BPE from user files -*- C++
-//-*-===//
+//===- BpeTokenizer.cpp - GPT-2's byte-level BPE from files -----*- C++ -*-===//
 //
 // The vocabulary's keys are byte strings in GPT-2's printable alphabet: bytes
 // '!'..'~', 0xA1..0xAC and 0xAE..0xFF stand for themselves as code points,
@@ -224,10 +223,10 @@ void BpeTokenizer::readVocabulary() {
     if (!tokens[size_t(id)].empty())
       throw DataError(
           fmt::format("{}: id {} is given to two tokens", where, id));
+    tokens[size_t(id)] = bytes;
     if (key == "<|endoftext|>")
       eosId = id;
-    tokens[size_t(id)] = bytes;
-    if (key != "<|endoftext|>")
+    else
       idOfBytes.emplace(bytes, id);
   }
   for (int b = 0; b < 256; ++b) {
