@@ -22,11 +22,11 @@
 #include "fp/Runtime/Reference/LanguageModel.h"
 #include "fp/Runtime/Tasks/TokenCorpus.h"
 #include "fp/Runtime/Train/CommandLine.h"
+#include "fp/Runtime/Train/ToolArguments.h"
 #include "fp/Runtime/Train/Trainer.h"
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -90,47 +90,27 @@ struct Options {
   throw UsageError(message);
 }
 
-int64_t integer(const std::string &flag, const std::string &text,
-                int64_t smallest) {
-  int64_t value = 0;
-  auto [end, error] =
-      std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size())
-    usage(fmt::format("--{} expects an integer, got '{}'", flag, text));
-  if (value < smallest)
-    usage(
-        fmt::format("--{} must be at least {}, got {}", flag, smallest, value));
-  return value;
-}
-
 Options parse(const std::vector<std::string> &args, bool &help) {
   Options options;
   bool haveRun = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &arg = args[i];
-    if (arg == "-h" || arg == "--help") {
+  ToolArguments arguments(args);
+  while (arguments.next()) {
+    if (arguments.isHelp()) {
       help = true;
       return options;
     }
-    if (arg.rfind("--", 0) != 0) {
+    const std::string &flag = arguments.flag();
+    if (flag.empty()) {
       if (haveRun)
         usage(fmt::format("unexpected argument '{}'; give one run directory",
-                          arg));
-      options.run = arg;
+                          arguments.argument()));
+      options.run = arguments.argument();
       haveRun = true;
-      continue;
-    }
-    std::string flag = arg.substr(2);
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size())
-        usage(fmt::format("--{} needs a value", flag));
-      return args[++i];
-    };
-    if (flag == "prompt") {
-      options.prompt = value();
+    } else if (flag == "prompt") {
+      options.prompt = arguments.value();
       options.promptGiven = true;
     } else if (flag == "prompt-file") {
-      std::string path = value();
+      std::string path = arguments.value();
       std::ifstream in(path, std::ios::binary);
       if (!in)
         usage(fmt::format("--prompt-file '{}': cannot read it", path));
@@ -139,38 +119,33 @@ Options parse(const std::vector<std::string> &args, bool &help) {
       options.prompt = text.str();
       options.promptGiven = true;
     } else if (flag == "prompt-ids") {
-      std::string text = value();
+      std::string text = arguments.value();
       size_t start = 0;
       while (start <= text.size()) {
         size_t comma = std::min(text.find(',', start), text.size());
-        options.promptIds.push_back(
-            integer(flag, text.substr(start, comma - start), 0));
+        options.promptIds.push_back(ToolArguments::parseInteger(
+            flag, text.substr(start, comma - start), 0));
         start = comma + 1;
       }
     } else if (flag == "tokens") {
-      options.tokens = integer(flag, value(), 1);
+      options.tokens = arguments.integer(1);
     } else if (flag == "temperature") {
-      std::string text = value();
-      char *end = nullptr;
-      options.temperature = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !(options.temperature >= 0) ||
-          !std::isfinite(options.temperature))
-        usage(
-            fmt::format("--temperature expects a number >= 0, got '{}'", text));
+      options.temperature =
+          arguments.number([](double x) { return x >= 0; }, ">= 0");
     } else if (flag == "top-k") {
-      options.topK = integer(flag, value(), 0);
+      options.topK = arguments.integer(0);
     } else if (flag == "seed") {
-      options.seed = uint64_t(integer(flag, value(), 0));
+      options.seed = uint64_t(arguments.integer(0));
     } else if (flag == "device") {
-      options.device = value();
+      options.device = arguments.value();
     } else if (flag == "threads") {
-      options.threads = integer(flag, value(), 0);
+      options.threads = arguments.integer(0);
     } else if (flag == "chunked") {
       options.chunked = true;
     } else if (flag == "ignore-eos") {
       options.ignoreEos = true;
     } else if (flag == "tokenizer") {
-      options.tokenizer = value();
+      options.tokenizer = arguments.value();
       if (options.tokenizer.empty())
         usage("--tokenizer: an empty path");
     } else {
@@ -390,17 +365,5 @@ int run(const std::vector<std::string> &args) {
 
 int main(int argc, char **argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  try {
-    return run(args);
-  } catch (const UsageError &error) {
-    fmt::print(stderr, "fp-generate: error: {}\n", error.what());
-    return 2;
-  } catch (const c10::Error &error) {
-    fmt::print(stderr, "fp-generate: error: {}\n",
-               error.what_without_backtrace());
-    return 1;
-  } catch (const std::exception &error) {
-    fmt::print(stderr, "fp-generate: error: {}\n", error.what());
-    return 1;
-  }
+  return runTool("fp-generate", [&] { return run(args); });
 }
