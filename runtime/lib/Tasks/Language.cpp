@@ -17,6 +17,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
+#include <tuple>
 
 using namespace fp::rt;
 using namespace fp::rt::detail;
@@ -25,7 +27,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int64_t kDefaultContext = 256;
-constexpr double kDefaultValidationFraction = 0.05;
 
 [[noreturn]] void fail(const std::string &message) {
   throw std::invalid_argument("task 'lm': " + message);
@@ -70,13 +71,63 @@ openCorpus(const std::vector<fs::path> &paths, const CorpusOptions &options) {
   return TokenCorpus::open(paths.front(), options);
 }
 
-LanguageData openData(const TaskOptions &options, const CorpusOptions &corpus) {
+/// `corpus` with what a token directory's meta.json says of its ids: the
+/// vocabulary and the id width where the command gives none, byte-level ids.
+/// Throws DataError where the command contradicts it.
+CorpusOptions withDirectoryMeta(const TaskOptions &options,
+                                CorpusOptions corpus,
+                                const TokenDirectoryMeta &meta,
+                                const fs::path &metaFile) {
+  using Tokenizer = TokenDirectoryMeta::Tokenizer;
+  const std::string file = "'" + metaFile.string() + "'";
+  if (options.vocabSize == 0)
+    corpus.vocabSize = meta.vocabSize;
+  else if (options.vocabSize < meta.vocabSize)
+    throw DataError(fmt::format(
+        "{}: the ids' vocabulary has {} ids, more than --vocab-size {}", file,
+        meta.vocabSize, options.vocabSize));
+  if (options.tokenBytes == 0)
+    corpus.tokenBytes = meta.tokenBytes;
+  else if (options.tokenBytes != meta.tokenBytes)
+    throw DataError(fmt::format("{}: the ids are {} bytes each, not "
+                                "--token-bytes {}",
+                                file, meta.tokenBytes, options.tokenBytes));
+  if (const BpeTokenizer *bpe = corpus.tokenizer.get()) {
+    if (meta.tokenizer == Tokenizer::ByteLevel)
+      throw DataError(fmt::format("{}: the ids are byte-level; --tokenizer "
+                                  "does not apply",
+                                  file));
+    if (bpe->vocabSize() > corpus.vocabSize)
+      throw DataError(fmt::format(
+          "{}: the ids' vocabulary has {} ids, fewer than the tokenizer {} "
+          "({} ids): they were made by another tokenizer",
+          file, corpus.vocabSize, options.tokenizer, bpe->vocabSize()));
+  }
+  corpus.byteIds = meta.tokenizer == Tokenizer::ByteLevel;
+  return corpus;
+}
+
+/// Throws DataError when `split` does not hold the ids `meta.json` recorded
+/// for it (`recorded` < 0: none recorded).
+void requireRecordedCount(const CorpusSplit &split, int64_t recorded,
+                          const fs::path &metaFile) {
+  if (recorded >= 0 && recorded != split.size())
+    throw DataError(fmt::format(
+        "{}: holds {} tokens, but '{}' records {}; the directory changed "
+        "since it was written",
+        split.corpus->name(), split.size(), metaFile.string(), recorded));
+}
+
+LanguageData openData(const TaskOptions &options, const CorpusOptions &given) {
   std::vector<fs::path> paths(options.dataPaths.begin(),
                               options.dataPaths.end());
   std::string validationPath = options.validationPath;
+  CorpusOptions corpus = given;
 
-  // nanoGPT's layout: DIR/train.bin and DIR/val.bin.
+  // nanoGPT's layout: DIR/train.bin and DIR/val.bin, and perhaps meta.json.
   std::error_code error;
+  std::optional<TokenDirectoryMeta> meta;
+  fs::path metaFile;
   if (paths.size() == 1 && fs::is_directory(paths.front(), error)) {
     fs::path directory = paths.front();
     if (!fs::exists(directory / "train.bin", error))
@@ -91,6 +142,10 @@ LanguageData openData(const TaskOptions &options, const CorpusOptions &corpus) {
             directory.string()));
       validationPath = (directory / "val.bin").string();
     }
+    metaFile = directory / TokenDirectoryMeta::kFileName;
+    meta = TokenDirectoryMeta::read(directory);
+    if (meta)
+      corpus = withDirectoryMeta(options, corpus, *meta, metaFile);
   }
 
   LanguageData data;
@@ -107,24 +162,21 @@ LanguageData openData(const TaskOptions &options, const CorpusOptions &corpus) {
     data.validation = CorpusSplit::whole(validation);
     data.validation.name = "the validation data " + validation->name();
     data.train.name = "the training data " + trainCorpus->name();
+    if (meta) {
+      requireRecordedCount(CorpusSplit::whole(trainCorpus), meta->trainTokens,
+                           metaFile);
+      if (options.validationPath.empty())
+        requireRecordedCount(CorpusSplit::whole(validation),
+                             meta->validationTokens, metaFile);
+    }
     return data;
   }
 
   // Hold out the end of the training data.
-  const double fraction = options.validationFraction != 0
-                              ? options.validationFraction
-                              : kDefaultValidationFraction;
-  const int64_t total = trainCorpus->size();
-  const auto held = std::min<int64_t>(
-      total, std::llround(std::ceil(fraction * double(total))));
-  data.train.end = total - held;
-  data.validation =
-      CorpusSplit{trainCorpus, total - held, total,
-                  fmt::format("the validation split of {} (its "
-                              "last {:g} %)",
-                              trainCorpus->name(), 100 * fraction)};
-  data.train.name =
-      fmt::format("the training split of {}", trainCorpus->name());
+  std::tie(data.train, data.validation) =
+      CorpusSplit::holdOut(trainCorpus, options.validationFraction != 0
+                                            ? options.validationFraction
+                                            : kDefaultValidationFraction);
   return data;
 }
 

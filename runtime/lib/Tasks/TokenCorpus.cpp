@@ -14,8 +14,10 @@
 #include "Random.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -113,13 +115,17 @@ TokenCorpus::openText(const std::vector<std::filesystem::path> &paths,
   int64_t documents = 0;
   for (const std::filesystem::path &path : paths) {
     requireRegularFile(path);
+    const size_t before = corpus->owned.size();
     int64_t read = corpus->readText(path, options);
     if (read == 0)
       throw DataError(fmt::format("{}: holds no text", quoted(path)));
     documents += read;
+    if (options.onTextFile)
+      options.onTextFile(path, read, int64_t(corpus->owned.size() - before));
   }
   corpus->ids = reinterpret_cast<const unsigned char *>(corpus->owned.data());
   corpus->count = int64_t(corpus->owned.size());
+  corpus->documentCount = documents;
   corpus->what = fmt::format(
       "text, {} ({} document{}{})",
       bpe ? fmt::format("GPT-2 BPE of {}", quoted(bpe->directory()))
@@ -191,6 +197,11 @@ void TokenCorpus::readTokenFile(const CorpusOptions &options) {
     throw DataError(
         fmt::format("{}: {} bytes is not a whole number of {}-byte tokens",
                     quoted(file), mappingBytes - offset, width));
+  if (options.byteIds && vocab != kByteVocabSize)
+    throw DataError(fmt::format("{}: byte-level ids have a vocabulary of {}, "
+                                "not {}",
+                                quoted(file), kByteVocabSize, vocab));
+  isByteLevel = options.byteIds;
   ids = bytes ? bytes + offset : nullptr;
   count = int64_t((mappingBytes - offset) / size_t(width));
   for (int64_t i = 0; i < count; ++i)
@@ -198,7 +209,8 @@ void TokenCorpus::readTokenFile(const CorpusOptions &options) {
       throw DataError(fmt::format(
           "{}: token {} (at index {}) is not below the vocabulary size {}",
           quoted(file), at(i), i, vocab));
-  what = fmt::format("token file ({}, uint{})", layout, 8 * width);
+  what = fmt::format("token file ({}, uint{}{})", layout, 8 * width,
+                     isByteLevel ? ", byte-level ids" : "");
 }
 
 int64_t TokenCorpus::readText(const std::filesystem::path &path,
@@ -272,7 +284,7 @@ torch::Tensor TokenCorpus::slice(int64_t begin, int64_t length) const {
 }
 
 //===----------------------------------------------------------------------===//
-// BlockSampler
+// CorpusSplit
 //===----------------------------------------------------------------------===//
 
 CorpusSplit CorpusSplit::whole(std::shared_ptr<const TokenCorpus> corpus) {
@@ -282,6 +294,139 @@ CorpusSplit CorpusSplit::whole(std::shared_ptr<const TokenCorpus> corpus) {
   split.corpus = std::move(corpus);
   return split;
 }
+
+std::pair<CorpusSplit, CorpusSplit>
+CorpusSplit::holdOut(const std::shared_ptr<const TokenCorpus> &corpus,
+                     double fraction) {
+  if (!(fraction > 0 && fraction < 1))
+    throw std::invalid_argument(fmt::format(
+        "the validation fraction must be in (0, 1), got {}", fraction));
+  const int64_t total = corpus->size();
+  const auto held = std::min<int64_t>(
+      total, std::llround(std::ceil(fraction * double(total))));
+  CorpusSplit train{corpus, 0, total - held,
+                    fmt::format("the training split of {}", corpus->name())};
+  CorpusSplit validation{corpus, total - held, total,
+                         fmt::format("the validation split of {} (its last "
+                                     "{:g} %)",
+                                     corpus->name(), 100 * fraction)};
+  return {std::move(train), std::move(validation)};
+}
+
+//===----------------------------------------------------------------------===//
+// TokenDirectoryMeta
+//===----------------------------------------------------------------------===//
+
+const char *TokenDirectoryMeta::name(Tokenizer tokenizer) {
+  switch (tokenizer) {
+  case Tokenizer::ByteLevel:
+    return "byte-level";
+  case Tokenizer::Gpt2Bpe:
+    return "gpt2-bpe";
+  case Tokenizer::Unknown:
+    break;
+  }
+  return "unknown";
+}
+
+std::optional<TokenDirectoryMeta>
+TokenDirectoryMeta::read(const std::filesystem::path &directory) {
+  const std::filesystem::path path = directory / kFileName;
+  std::error_code error;
+  if (!std::filesystem::exists(path, error))
+    return std::nullopt;
+  nlohmann::json json = nlohmann::json::parse(detail::readWholeFile(path),
+                                              nullptr, /*allow_exceptions=*/
+                                              false);
+  if (json.is_discarded() || !json.is_object())
+    throw DataError(fmt::format("{}: not a JSON object", quoted(path)));
+  auto problem = [&](const char *key, const char *expected) -> DataError {
+    return DataError(
+        fmt::format("{}: \"{}\" must be {}", quoted(path), key, expected));
+  };
+  // An integer field at least `smallest`; `fallback` when absent.
+  auto integer = [&](const char *key, int64_t smallest,
+                     int64_t fallback) -> int64_t {
+    auto it = json.find(key);
+    if (it == json.end())
+      return fallback;
+    if (!it->is_number_integer() || it->get<int64_t>() < smallest)
+      throw problem(key, smallest == 1 ? "a positive integer"
+                                       : "a non-negative integer");
+    return it->get<int64_t>();
+  };
+  auto text = [&](const char *key) -> std::string {
+    auto it = json.find(key);
+    if (it == json.end())
+      return {};
+    if (!it->is_string())
+      throw problem(key, "a string");
+    return it->get<std::string>();
+  };
+
+  TokenDirectoryMeta meta;
+  if (!json.contains("vocab_size"))
+    throw DataError(fmt::format(
+        "{}: has no \"vocab_size\" (the number of ids the tokenizer has)",
+        quoted(path)));
+  meta.vocabSize = integer("vocab_size", 1, 0);
+  const int64_t width = integer("token_bytes", 1, 2);
+  if (width != 2 && width != 4)
+    throw problem("token_bytes", "2 or 4");
+  meta.tokenBytes = int(width);
+  const std::string tokenizer = text("tokenizer");
+  if (tokenizer == name(Tokenizer::ByteLevel))
+    meta.tokenizer = Tokenizer::ByteLevel;
+  else if (tokenizer == name(Tokenizer::Gpt2Bpe))
+    meta.tokenizer = Tokenizer::Gpt2Bpe;
+  else if (!tokenizer.empty() && tokenizer != name(Tokenizer::Unknown))
+    throw problem("tokenizer", "\"byte-level\", \"gpt2-bpe\" or \"unknown\"");
+  if (meta.tokenizer == Tokenizer::ByteLevel &&
+      meta.vocabSize != kByteVocabSize)
+    throw DataError(fmt::format("{}: byte-level ids have a vocabulary of {}, "
+                                "but \"vocab_size\" is {}",
+                                quoted(path), kByteVocabSize, meta.vocabSize));
+  meta.trainTokens = integer("train_tokens", 0, -1);
+  meta.validationTokens = integer("val_tokens", 0, -1);
+  meta.documents = integer("documents", 0, -1);
+  meta.tokenizerDirectory = text("tokenizer_dir");
+  meta.documentSeparator = text("doc_sep");
+  if (auto it = json.find("sources"); it != json.end()) {
+    if (!it->is_array())
+      throw problem("sources", "a list of file names");
+    for (const nlohmann::json &source : *it) {
+      if (!source.is_string())
+        throw problem("sources", "a list of file names");
+      meta.sources.push_back(source.get<std::string>());
+    }
+  }
+  return meta;
+}
+
+std::string TokenDirectoryMeta::toJson() const {
+  nlohmann::ordered_json json;
+  json["vocab_size"] = vocabSize;
+  json["token_bytes"] = tokenBytes;
+  json["layout"] = "bare little-endian ids (nanoGPT's train.bin, val.bin)";
+  json["tokenizer"] = name(tokenizer);
+  if (!tokenizerDirectory.empty())
+    json["tokenizer_dir"] = tokenizerDirectory;
+  if (trainTokens >= 0)
+    json["train_tokens"] = trainTokens;
+  if (validationTokens >= 0)
+    json["val_tokens"] = validationTokens;
+  if (documents >= 0)
+    json["documents"] = documents;
+  if (!sources.empty())
+    json["sources"] = sources;
+  if (!documentSeparator.empty())
+    json["doc_sep"] = documentSeparator;
+  return json.dump(2) + "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// BlockSampler
+//===----------------------------------------------------------------------===//
 
 BlockSampler::BlockSampler(CorpusSplit split, int64_t context)
     : range(std::move(split)), contextLength(context) {

