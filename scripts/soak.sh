@@ -5,7 +5,8 @@
 #      `REQUIRES: soak` (FP_SOAK=1) and ctest tests labelled `soak` (their
 #      model libraries built first: target FpSoakModels);
 #   2. ROUNDS times (default 3) every randomised test on fresh seeds
-#      (FP_TEST_SEED=random): the lit suite and ctest, soak tests excluded.
+#      (FP_TEST_SEED=random): the lit suite and ctest (a test per CPU, as
+#      scripts/test.sh runs it), soak tests excluded.
 #
 # Each failure prints the seed it ran with; FP_TEST_SEED=<seed> replays it.
 # Usage: scripts/soak.sh [ROUNDS]. Prints a summary line per step and exits
@@ -24,6 +25,9 @@ if ninja -C "$build" -t query FpSoakModels >/dev/null 2>&1; then
   ninja -C "$build" FpSoakModels || { echo "soak: build failed" >&2; exit 1; }
 fi
 lit=$(grep -m1 '^FP_LIT:' "$build/CMakeCache.txt" | cut -d= -f2)
+# The rounds run ctest as scripts/test.sh does, a test per CPU (FP_TEST_JOBS
+# overrides it); the exhaustive tests, each long and large, one at a time.
+jobs=${FP_TEST_JOBS:-$(nproc)}
 logs=$(mktemp -d)
 summary=()
 status=0
@@ -58,7 +62,7 @@ fi
 for round in $(seq 1 "$rounds"); do
   run "round$round-lit" env FP_TEST_SEED=random "$lit" -sv "$build/test"
   run "round$round-ctest" env FP_TEST_SEED=random \
-    ctest --test-dir "$build" -LE soak --output-on-failure
+    ctest --test-dir "$build" -LE soak -j "$jobs" --output-on-failure
 done
 
 echo "== soak: summary"

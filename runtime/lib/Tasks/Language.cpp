@@ -146,6 +146,15 @@ LanguageData openData(const TaskOptions &options, const CorpusOptions &given) {
     meta = TokenDirectoryMeta::read(directory);
     if (meta)
       corpus = withDirectoryMeta(options, corpus, *meta, metaFile);
+    else if (corpus.vocabSize == 0)
+      throw DataError(fmt::format(
+          "'{}': the vocabulary of its ids is unknown: give --vocab-size "
+          "(or --tokenizer), or write {} holding {{\"vocab_size\": N}}{}",
+          directory.string(), TokenDirectoryMeta::kFileName,
+          fs::exists(directory / "meta.pkl", error)
+              ? " (its meta.pkl, nanoGPT's, is a Python pickle, which "
+                "fp-train does not read)"
+              : ""));
   }
 
   LanguageData data;

@@ -380,7 +380,7 @@ TokenDirectoryMeta::read(const std::filesystem::path &directory) {
   else if (tokenizer == name(Tokenizer::Gpt2Bpe))
     meta.tokenizer = Tokenizer::Gpt2Bpe;
   else if (!tokenizer.empty() && tokenizer != name(Tokenizer::Unknown))
-    throw problem("tokenizer", "\"byte-level\", \"gpt2-bpe\" or \"unknown\"");
+    throw problem("tokenizer", R"("byte-level", "gpt2-bpe" or "unknown")");
   if (meta.tokenizer == Tokenizer::ByteLevel &&
       meta.vocabSize != kByteVocabSize)
     throw DataError(fmt::format("{}: byte-level ids have a vocabulary of {}, "

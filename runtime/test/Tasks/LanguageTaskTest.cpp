@@ -28,6 +28,7 @@
 using namespace fp::rt;
 using fp::rt::test::testSeed;
 using testing::HasSubstr;
+using testing::Not;
 namespace fs = std::filesystem;
 
 namespace {
@@ -280,6 +281,16 @@ TEST(LanguageTask, BadMetaJsonIsRefusedNamingTheFileAndTheProblem) {
               {"byte-level ids have a vocabulary of 257"});
   expectError(R"({"vocab_size": 257, "sources": "a.txt"})", options,
               {"\"sources\" must be a list of file names"});
+  // No meta.json and no --vocab-size.
+  fs::remove(dir.path / "meta.json");
+  std::string unknown = lmError(options);
+  EXPECT_THAT(unknown, HasSubstr(dir.path.string()));
+  EXPECT_THAT(unknown, HasSubstr("the vocabulary of its ids is unknown: give "
+                                 "--vocab-size"));
+  EXPECT_THAT(unknown, Not(HasSubstr("meta.pkl")));
+  dir.file("meta.pkl", "\x80\x04");
+  EXPECT_THAT(lmError(options),
+              HasSubstr("its meta.pkl, nanoGPT's, is a Python pickle"));
   // The directory changed since meta.json was written.
   expectError(R"({"vocab_size": 257, "train_tokens": 999})", options,
               {"train.bin'", "holds 1000 tokens, but", "records 999",
