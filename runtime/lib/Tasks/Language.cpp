@@ -80,6 +80,11 @@ CorpusOptions withDirectoryMeta(const TaskOptions &options,
                                 const fs::path &metaFile) {
   using Tokenizer = TokenDirectoryMeta::Tokenizer;
   const std::string file = "'" + metaFile.string() + "'";
+  if (meta.tokenizer == Tokenizer::ByteLevel && options.vocabSize != 0 &&
+      options.vocabSize != kByteVocabSize)
+    throw DataError(fmt::format("{}: the ids are byte-level, of vocabulary {}; "
+                                "--vocab-size {} does not apply",
+                                file, kByteVocabSize, options.vocabSize));
   if (options.vocabSize == 0)
     corpus.vocabSize = meta.vocabSize;
   else if (options.vocabSize < meta.vocabSize)

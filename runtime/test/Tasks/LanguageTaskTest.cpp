@@ -302,6 +302,11 @@ TEST(LanguageTask, BadMetaJsonIsRefusedNamingTheFileAndTheProblem) {
   smaller.vocabSize = 100;
   expectError(R"({"vocab_size": 257})", smaller,
               {"vocabulary has 257 ids, more than --vocab-size 100"});
+  TaskOptions padded = options;
+  padded.vocabSize = 300;
+  expectError(R"({"vocab_size": 257, "tokenizer": "byte-level"})", padded,
+              {"the ids are byte-level, of vocabulary 257; --vocab-size 300 "
+               "does not apply"});
   TaskOptions wider = options;
   wider.tokenBytes = 4;
   expectError(R"({"vocab_size": 257})", wider,
