@@ -194,15 +194,21 @@ LanguageData openData(const TaskOptions &options, const CorpusOptions &given) {
   return data;
 }
 
-/// Bytes per token of `split` as `tokenizer` decodes it, EOS counting as
-/// one byte (as in byte-level text).
-double bytesPerToken(const CorpusSplit &split, const BpeTokenizer &tokenizer) {
-  double bytes = 0;
-  for (int64_t i = split.begin; i < split.end; ++i) {
-    int64_t id = split.corpus->at(i);
-    bytes += id == tokenizer.eos() ? 1.0 : double(tokenizer.bytes(id).size());
-  }
-  return split.size() > 0 ? bytes / double(split.size()) : 0.0;
+/// The bytes each id stands for, EOS one byte (Scores::bytes): ones for
+/// byte-level ids, the tokenizer's tokens' lengths, or undefined where the
+/// ids' text is unknown.
+torch::Tensor bytesOfIds(const TokenCorpus &corpus,
+                         const BpeTokenizer *tokenizer) {
+  if (corpus.byteLevel())
+    return torch::ones({corpus.vocabSize()}, torch::kFloat64);
+  if (!tokenizer)
+    return {};
+  torch::Tensor bytes = torch::zeros({corpus.vocabSize()}, torch::kFloat64);
+  auto *data = bytes.data_ptr<double>();
+  for (int64_t id = 0; id < tokenizer->vocabSize(); ++id)
+    data[id] =
+        id == tokenizer->eos() ? 1.0 : double(tokenizer->bytes(id).size());
+  return bytes;
 }
 
 /// Throws DataError when a resumed run's data no longer has the token
@@ -221,10 +227,7 @@ public:
                const BpeTokenizer *tokenizer)
       : TaskBase("lm", resolved), train(data.train, resolved.contextLength),
         validation(data.validation, resolved.contextLength),
-        validationBytesPerToken(
-            data.train.corpus->byteLevel() ? 1.0
-            : tokenizer ? ::bytesPerToken(data.validation, *tokenizer)
-                        : 0.0),
+        bytesOfId(bytesOfIds(*data.train.corpus, tokenizer)),
         vocab(data.train.corpus->vocabSize()) {
     std::string trainWhat = data.train.corpus->description();
     described = fmt::format("{}: {} tokens ({} blocks of {} + 1) for "
@@ -236,9 +239,20 @@ public:
   int64_t vocabSize() const override { return vocab; }
   TaskDefaults defaults() const override { return languageModelRecipe(); }
   bool isLanguageModel() const override { return true; }
-  /// Byte-level text: 1; with a tokenizer: the validation split's bytes
-  /// per token; else unknown (0).
-  double bytesPerToken() const override { return validationBytesPerToken; }
+  /// The common scores, and the bytes of text the targets stand for where
+  /// they are known.
+  Scores score(const torch::Tensor &logits, const Batch &batch) const override {
+    Scores scores = Task::score(logits, batch);
+    if (bytesOfId.defined()) {
+      torch::Tensor targets = batch.targets.cpu();
+      scores.bytes =
+          bytesOfId
+              .index_select(0, targets.masked_select(targets.ne(kIgnoreIndex)))
+              .sum()
+              .item<double>();
+    }
+    return scores;
+  }
   std::string dataDescription() const override { return described; }
 
   Batch trainBatch(int64_t batchSize, uint64_t seed,
@@ -277,7 +291,8 @@ public:
 
 private:
   BlockSampler train, validation;
-  double validationBytesPerToken;
+  /// [vocabulary] the bytes each id stands for; undefined where unknown.
+  torch::Tensor bytesOfId;
   int64_t vocab;
   std::string described;
 };

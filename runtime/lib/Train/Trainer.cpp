@@ -66,17 +66,23 @@ std::string nonFiniteNote(const LengthScores &scores) {
                      scores.nonFinite, scores.scores.sequences);
 }
 
+/// Bits per byte of a language-model task's scores: their cross-entropy
+/// over the bytes their targets stand for; 0 where those are unknown.
+double bitsPerByte(const Scores &scores) {
+  if (scores.bytes <= 0 || scores.tokens <= 0)
+    return 0;
+  return scores.loss / std::log(2.0) / (scores.bytes / double(scores.tokens));
+}
+
 /// Perplexity and bits per byte of a language-model task's scores (the
-/// latter null when the task's bytes per token are unknown).
+/// latter null where the targets' bytes are unknown).
 void addLanguageMetrics(nlohmann::ordered_json &record, const Task &task,
                         const Scores &scores) {
   if (!task.isLanguageModel())
     return;
   record["perplexity"] = number(std::exp(scores.loss));
-  const double bytes = task.bytesPerToken();
-  record["bits_per_byte"] = bytes > 0
-                                ? number(scores.loss / std::log(2.0) / bytes)
-                                : nlohmann::ordered_json();
+  const double bits = bitsPerByte(scores);
+  record["bits_per_byte"] = bits > 0 ? number(bits) : nlohmann::ordered_json();
 }
 
 /// Accuracy per group of a task with groups (catbabi: per bAbI task), as
@@ -105,9 +111,8 @@ std::string scoreSummary(const Task &task, const Scores &scores) {
         scores.loss, scores.tokenAccuracy, scores.sequenceAccuracy);
   std::string line = fmt::format("loss {:.4f}, perplexity {:.3f}", scores.loss,
                                  std::exp(scores.loss));
-  if (task.bytesPerToken() > 0)
-    line += fmt::format(", {:.4f} bits per byte",
-                        scores.loss / std::log(2.0) / task.bytesPerToken());
+  if (const double bits = bitsPerByte(scores); bits > 0)
+    line += fmt::format(", {:.4f} bits per byte", bits);
   return line;
 }
 
@@ -664,6 +669,7 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
   LengthScores result;
   result.length = length;
   double lossSum = 0, tokenHits = 0, sequenceHits = 0, extraSum = 0;
+  double bytesSum = 0;
   double itersSum = 0;
   int64_t finiteRows = 0;
   bool fixedPoint = false;
@@ -691,6 +697,7 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
     tokenHits += scores.tokenAccuracy * scores.tokens;
     sequenceHits += scores.sequenceAccuracy * scores.sequences;
     extraSum += scores.extra * scores.sequences;
+    bytesSum += scores.bytes;
     result.scores.tokens += scores.tokens;
     result.scores.sequences += scores.sequences;
     groupSums.resize(2 * scores.groupTokens.size());
@@ -718,10 +725,12 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
                                 double(result.scores.sequences),
                                 itersSum,
                                 double(result.nonFinite),
-                                double(finiteRows)};
+                                double(finiteRows),
+                                bytesSum};
+    const auto firstGroup = std::ptrdiff_t(sums.size());
     sums.insert(sums.end(), groupSums.begin(), groupSums.end());
     options.collectives->allReduceSum(sums);
-    std::copy(sums.begin() + 9, sums.end(), groupSums.begin());
+    std::copy(sums.begin() + firstGroup, sums.end(), groupSums.begin());
     std::vector<double> most = {double(result.itersMax),
                                 fixedPoint ? 1.0 : 0.0};
     options.collectives->allReduceMax(most);
@@ -734,6 +743,7 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
     itersSum = sums[6];
     result.nonFinite = static_cast<int64_t>(sums[7]);
     finiteRows = static_cast<int64_t>(sums[8]);
+    bytesSum = sums[9];
     result.itersMax = static_cast<int64_t>(most[0]);
     fixedPoint = most[1] != 0;
   }
@@ -744,6 +754,7 @@ LengthScores Trainer::scoreInChunks(const Batch &batch, int64_t length) {
   total.sequenceAccuracy =
       total.sequences ? sequenceHits / total.sequences : nan;
   total.extra = total.sequences ? extraSum / total.sequences : nan;
+  total.bytes = bytesSum;
   if (groups > 0 && groupSums.size() == 2 * groups)
     for (size_t g = 0; g < groups; ++g) {
       total.groupTokens.push_back(static_cast<int64_t>(groupSums[g]));

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fp/Runtime/Tasks/BpeTokenizer.h"
+#include "fp/Runtime/Tasks/Task.h"
 #include "fp/Runtime/Tasks/TokenCorpus.h"
 
 #include "RealText.h"
@@ -277,6 +278,37 @@ TEST(BpeTokenizer, TokenisesTextIntoACorpus) {
     ids.push_back(corpus->at(i));
   EXPECT_THAT(ids, ElementsAre(eos, 257, ' ', 'c', 'a', 't', '\n', eos, eos,
                                257, '\n', eos));
+}
+
+// Bits per byte count the bytes the scored targets stand for, EOS one.
+TEST(BpeTokenizer, LanguageScoresCountTheTargetsBytes) {
+  TokenizerDir dir("scores");
+  writeSmall(dir, {"th", "the"}, {{"t", "h"}, {"th", "e"}});
+  dir.write("a.txt",
+            "the cat\n%\nthat theme\n%\nthe the the the\n%\nthe end the\n");
+  TaskOptions options;
+  options.dataPaths = {(dir.path / "a.txt").string()};
+  options.documentSeparator = "%";
+  options.tokenizer = dir.path.string();
+  options.contextLength = 3;
+  options.validationFraction = 0.5;
+  auto task = makeTask("lm", options);
+  Batch batch = task->validationBatch(8, 0);
+  // "the" (id 257) is 3 bytes, "th" (256) 2, EOS (258) 1, a byte's id 1.
+  double expected = 0;
+  int64_t wide = 0;
+  torch::Tensor targets = batch.targets.contiguous();
+  const int64_t *ids = targets.data_ptr<int64_t>();
+  for (int64_t i = 0; i < targets.numel(); ++i) {
+    expected += ids[i] == 257 ? 3 : ids[i] == 256 ? 2 : 1;
+    wide += ids[i] == 257;
+  }
+  ASSERT_GT(wide, 0) << "the batch holds no 'the'";
+  torch::Tensor logits = torch::zeros(
+      {batch.targets.size(0), batch.targets.size(1), task->vocabSize()});
+  Scores scores = task->score(logits, batch);
+  EXPECT_EQ(scores.bytes, expected);
+  EXPECT_EQ(scores.tokens, batch.targets.numel());
 }
 
 // Text is held in 16-bit ids: a larger vocabulary is refused, named.

@@ -87,6 +87,15 @@ std::string lmError(const TaskOptions &options) {
   return "(made)";
 }
 
+/// The scores of `task`'s validation batch on uniform logits: bytes and
+/// tokens are what bits per byte is made of.
+Scores validationScores(const Task &task) {
+  Batch batch = task.validationBatch(8, testSeed());
+  torch::Tensor logits = torch::zeros(
+      {batch.targets.size(0), batch.targets.size(1), task.vocabSize()});
+  return task.score(logits, batch);
+}
+
 } // namespace
 
 TEST(LanguageTask, TextBlocksAreShiftedCutsAndTheEndIsHeldOut) {
@@ -99,7 +108,10 @@ TEST(LanguageTask, TextBlocksAreShiftedCutsAndTheEndIsHeldOut) {
   }());
   EXPECT_EQ(task->vocabSize(), kByteVocabSize);
   EXPECT_TRUE(task->isLanguageModel());
-  EXPECT_EQ(task->bytesPerToken(), 1.0);
+  // Byte-level text: a byte per target, EOS included.
+  Scores scores = validationScores(*task);
+  EXPECT_GT(scores.tokens, 0);
+  EXPECT_EQ(scores.bytes, double(scores.tokens));
   EXPECT_EQ(task->evalLengths(), std::vector<int64_t>{context});
 
   // 5 % held out at the end, rounded up.
@@ -181,7 +193,7 @@ TEST(LanguageTask, DataDirectoryUsesValBin) {
   options.contextLength = 9;
   auto task = makeTask("lm", options);
   EXPECT_EQ(task->vocabSize(), 300);
-  EXPECT_EQ(task->bytesPerToken(), 0.0); // unknown for token files
+  EXPECT_EQ(validationScores(*task).bytes, 0.0); // unknown for token files
   EXPECT_EQ(task->options().trainTokens, 1000);
   EXPECT_EQ(task->options().validationTokens, 100);
   Batch validation = task->validationBatch(1000, testSeed());
@@ -222,7 +234,8 @@ TEST(LanguageTask, MetaJsonGivesTheVocabularyAndByteLevelIds) {
   options.contextLength = 16;
   auto fromDirectory = makeTask("lm", options);
   EXPECT_EQ(fromDirectory->vocabSize(), kByteVocabSize);
-  EXPECT_EQ(fromDirectory->bytesPerToken(), 1.0);
+  Scores scores = validationScores(*fromDirectory);
+  EXPECT_EQ(scores.bytes, double(scores.tokens));
   EXPECT_EQ(fromDirectory->options().trainTokens,
             fromText->options().trainTokens);
   EXPECT_EQ(fromDirectory->options().validationTokens,
@@ -244,7 +257,7 @@ TEST(LanguageTask, MetaJsonGivesTheVocabularyAndByteLevelIds) {
   dir.file("meta.json", R"({"vocab_size": 300})");
   auto plain = makeTask("lm", options);
   EXPECT_EQ(plain->vocabSize(), 300);
-  EXPECT_EQ(plain->bytesPerToken(), 0.0);
+  EXPECT_EQ(validationScores(*plain).bytes, 0.0);
   // --vocab-size above the recorded vocabulary pads it.
   options.vocabSize = 400;
   EXPECT_EQ(makeTask("lm", options)->vocabSize(), 400);

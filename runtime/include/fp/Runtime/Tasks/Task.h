@@ -64,6 +64,11 @@ struct Scores {
   /// group, indexed as Task::groupNames(); empty otherwise.
   std::vector<int64_t> groupTokens = {};
   std::vector<int64_t> groupHits = {};
+  /// Language modelling: the bytes of text the supervised targets stand for
+  /// (EOS one byte), for bits per byte = loss / ln 2 / (bytes / tokens); 0
+  /// where unknown (token files without their tokenizer) and for the other
+  /// tasks.
+  double bytes = 0;
 };
 
 /// Which parameters the optimiser decays (docs/spec.md §7).
@@ -221,10 +226,6 @@ public:
   /// Language modelling: validation and evaluation also report perplexity
   /// exp(loss) and the tokens trained on.
   virtual bool isLanguageModel() const { return false; }
-  /// Bytes of text per token, for bits per byte = loss / ln 2 / it; 0 when
-  /// unknown (token files). The byte-level tokenizer's is 1 (EOS counts as
-  /// one byte).
-  virtual double bytesPerToken() const { return 0; }
   /// Groups whose accuracy is reported apart (Batch::groups indexes
   /// them): catbabi's twenty bAbI tasks. Empty for the other tasks.
   virtual std::vector<std::string> groupNames() const { return {}; }
