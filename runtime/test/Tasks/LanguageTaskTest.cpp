@@ -280,20 +280,20 @@ TEST(LanguageTask, BadMetaJsonIsRefusedNamingTheFileAndTheProblem) {
       EXPECT_THAT(message, HasSubstr(part)) << meta;
   };
   expectError("[1, 2]", options, {"not a JSON object"});
-  expectError("{\"vocab_size\": 3", options, {"not a JSON object"});
-  expectError("{}", options, {"has no \"vocab_size\""});
+  expectError(R"({"vocab_size": 3)", options, {"not a JSON object"});
+  expectError("{}", options, {R"(has no "vocab_size")"});
   expectError(R"({"vocab_size": -5})", options,
-              {"\"vocab_size\" must be a positive integer"});
+              {R"("vocab_size" must be a positive integer)"});
   expectError(R"({"vocab_size": "257"})", options,
-              {"\"vocab_size\" must be a positive integer"});
+              {R"("vocab_size" must be a positive integer)"});
   expectError(R"({"vocab_size": 257, "token_bytes": 3})", options,
-              {"\"token_bytes\" must be 2 or 4"});
+              {R"("token_bytes" must be 2 or 4)"});
   expectError(R"({"vocab_size": 257, "tokenizer": "sentencepiece"})", options,
-              {"\"tokenizer\" must be \"byte-level\", \"gpt2-bpe\""});
+              {R"("tokenizer" must be "byte-level", "gpt2-bpe")"});
   expectError(R"({"vocab_size": 300, "tokenizer": "byte-level"})", options,
               {"byte-level ids have a vocabulary of 257"});
   expectError(R"({"vocab_size": 257, "sources": "a.txt"})", options,
-              {"\"sources\" must be a list of file names"});
+              {R"("sources" must be a list of file names)"});
   // No meta.json and no --vocab-size.
   fs::remove(dir.path / "meta.json");
   std::string unknown = lmError(options);
