@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DataFiles.h"
 #include "TaskImpl.h"
 
 #include "fp/Runtime/Tasks/TokenCorpus.h"
@@ -79,7 +80,7 @@ CorpusOptions withDirectoryMeta(const TaskOptions &options,
                                 const TokenDirectoryMeta &meta,
                                 const fs::path &metaFile) {
   using Tokenizer = TokenDirectoryMeta::Tokenizer;
-  const std::string file = "'" + metaFile.string() + "'";
+  const std::string file = quoted(metaFile);
   if (meta.tokenizer == Tokenizer::ByteLevel && options.vocabSize != 0 &&
       options.vocabSize != kByteVocabSize)
     throw DataError(fmt::format("{}: the ids are byte-level, of vocabulary {}; "
@@ -118,9 +119,9 @@ void requireRecordedCount(const CorpusSplit &split, int64_t recorded,
                           const fs::path &metaFile) {
   if (recorded >= 0 && recorded != split.size())
     throw DataError(fmt::format(
-        "{}: holds {} tokens, but '{}' records {}; the directory changed "
+        "{}: holds {} tokens, but {} records {}; the directory changed "
         "since it was written",
-        split.corpus->name(), split.size(), metaFile.string(), recorded));
+        split.corpus->name(), split.size(), quoted(metaFile), recorded));
 }
 
 LanguageData openData(const TaskOptions &options, const CorpusOptions &given) {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fp/Runtime/Train/CommandLine.h"
+#include "fp/Runtime/Train/ToolArguments.h"
 
 #include "fp/Runtime/CompiledLayer.h"
 #include "fp/Runtime/Reference/Layers.h"
@@ -609,14 +610,10 @@ void applyFlag(TrainConfig &config, const std::string &name,
     task.alphabetSize = integer();
   } else if (name == "data") {
     task.dataPaths.clear();
-    size_t start = 0;
-    while (start <= value.size()) {
-      size_t comma = std::min(value.find(',', start), value.size());
-      std::string path = value.substr(start, comma - start);
+    for (const std::string &path : splitAtCommas(value)) {
       if (path.empty())
         usage(fmt::format("--data '{}': an empty path", value));
       task.dataPaths.push_back(absolutePath(path));
-      start = comma + 1;
     }
   } else if (name == "val-data") {
     if (value.empty())

@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -59,6 +60,17 @@ double ToolArguments::number(const std::function<bool(double)> &accept,
     throw UsageError(fmt::format("--{} expects a number {}, got '{}'", name,
                                  expected, text));
   return parsed;
+}
+
+std::vector<std::string> fp::rt::splitAtCommas(const std::string &text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = std::min(text.find(',', start), text.size());
+    parts.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return parts;
 }
 
 int fp::rt::runTool(const char *name, const std::function<int()> &body) {

@@ -119,14 +119,8 @@ Options parse(const std::vector<std::string> &args, bool &help) {
       options.prompt = text.str();
       options.promptGiven = true;
     } else if (flag == "prompt-ids") {
-      std::string text = arguments.value();
-      size_t start = 0;
-      while (start <= text.size()) {
-        size_t comma = std::min(text.find(',', start), text.size());
-        options.promptIds.push_back(ToolArguments::parseInteger(
-            flag, text.substr(start, comma - start), 0));
-        start = comma + 1;
-      }
+      for (const std::string &id : splitAtCommas(arguments.value()))
+        options.promptIds.push_back(ToolArguments::parseInteger(flag, id, 0));
     } else if (flag == "tokens") {
       options.tokens = arguments.integer(1);
     } else if (flag == "temperature") {

@@ -76,13 +76,10 @@ struct Options {
 std::vector<fs::path> commaSeparated(const std::string &flag,
                                      const std::string &text) {
   std::vector<fs::path> paths;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = std::min(text.find(',', start), text.size());
-    if (comma == start)
+  for (const std::string &path : splitAtCommas(text)) {
+    if (path.empty())
       usage(fmt::format("--{}: an empty file name in '{}'", flag, text));
-    paths.emplace_back(text.substr(start, comma - start));
-    start = comma + 1;
+    paths.emplace_back(path);
   }
   return paths;
 }
@@ -166,15 +163,13 @@ void prepareOutput(const Options &options, const OutputFiles &files) {
                                          files.meta.string(), error.message()));
 }
 
-/// Ids [begin, end) of `corpus` as a bare little-endian uint16 file.
-void writeIds(const fs::path &path, const TokenCorpus &corpus, int64_t begin,
-              int64_t end) {
-  std::string bytes;
-  bytes.resize(size_t(end - begin) * 2);
-  for (int64_t i = begin; i < end; ++i) {
-    const auto id = uint32_t(corpus.at(i));
-    bytes[size_t(i - begin) * 2] = char(id & 0xff);
-    bytes[size_t(i - begin) * 2 + 1] = char(id >> 8);
+/// The ids of `split` as a bare little-endian uint16 file.
+void writeIds(const fs::path &path, const CorpusSplit &split) {
+  std::string bytes(size_t(split.size()) * 2, '\0');
+  for (int64_t i = 0; i < split.size(); ++i) {
+    const auto id = uint32_t(split.corpus->at(split.begin + i));
+    bytes[size_t(i) * 2] = char(id & 0xff);
+    bytes[size_t(i) * 2 + 1] = char(id >> 8);
   }
   writeFileAtomically(path, bytes);
 }
@@ -232,9 +227,8 @@ int run(const std::vector<std::string> &args) {
                                 text->name(), validation.size()));
 
   prepareOutput(options, files);
-  writeIds(files.train, *train.corpus, train.begin, train.end);
-  writeIds(files.validation, *validation.corpus, validation.begin,
-           validation.end);
+  writeIds(files.train, train);
+  writeIds(files.validation, validation);
   TokenDirectoryMeta meta;
   meta.vocabSize = text->vocabSize();
   meta.tokenBytes = 2;

@@ -58,6 +58,10 @@ private:
   std::string name;
 };
 
+/// The parts of a flag's value between commas, empty ones kept ("a,,b":
+/// "a", "", "b"; "": one empty part), for the caller to check.
+std::vector<std::string> splitAtCommas(const std::string &text);
+
 /// Runs `body` as the main function of tool `name`: its exit status, or,
 /// after "NAME: error: MESSAGE" on stderr, 2 for a UsageError or DataError
 /// and 1 for any other exception.
