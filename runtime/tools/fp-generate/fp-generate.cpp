@@ -177,8 +177,10 @@ int run(const std::vector<std::string> &args) {
     return 0;
   }
   TrainConfig config;
+  std::string idsTokenizer;
   try {
     config = readRunConfig(options.run);
+    idsTokenizer = readRunIdsTokenizer(options.run);
   } catch (const std::runtime_error &error) {
     usage(error.what());
   }
@@ -186,8 +188,21 @@ int run(const std::vector<std::string> &args) {
     usage(fmt::format("{} trained task '{}'; fp-generate needs a language "
                       "model (fp-train --task lm)",
                       options.run.string(), config.task));
+  // What the run's ids are: config.json says ("ids"); a run written before
+  // it did is byte-level where it read text (no --vocab-size) with no
+  // tokenizer.
+  const bool byteLevel =
+      idsTokenizer.empty()
+          ? options.tokenizer.empty() && config.taskOptions.tokenizer.empty() &&
+                config.taskOptions.vocabSize == 0 &&
+                config.model.vocabSize == kByteVocabSize
+          : idsTokenizer == TokenDirectoryMeta::name(
+                                TokenDirectoryMeta::Tokenizer::ByteLevel);
+  if (byteLevel && !options.tokenizer.empty())
+    usage("this run's ids are byte-level (text in and out); --tokenizer "
+          "does not apply");
   // The run's tokenizer: GPT-2's BPE where the run or the command names
-  // one, else bytes for a run on text, else none (ids in and out).
+  // one, else bytes for byte-level ids, else none (ids in and out).
   std::shared_ptr<const BpeTokenizer> bpe;
   const fs::path bpeDirectory = !options.tokenizer.empty()
                                     ? options.tokenizer
@@ -204,12 +219,14 @@ int run(const std::vector<std::string> &args) {
                         bpeDirectory.string(), bpe->vocabSize(),
                         config.model.vocabSize));
   }
-  const bool byteLevel = !bpe && config.taskOptions.vocabSize == 0 &&
-                         config.model.vocabSize == kByteVocabSize;
   if (options.promptGiven && !byteLevel && !bpe)
-    usage("this run read token files, whose tokenizer fp-generate does not "
-          "have; give the prompt with --prompt-ids, or the tokenizer's files "
-          "with --tokenizer");
+    usage(idsTokenizer == TokenDirectoryMeta::name(
+                              TokenDirectoryMeta::Tokenizer::Gpt2Bpe)
+              ? "this run's ids are GPT-2's BPE; give its files with "
+                "--tokenizer, or the prompt with --prompt-ids"
+              : "this run read token files, whose tokenizer fp-generate does "
+                "not have; give the prompt with --prompt-ids, or the "
+                "tokenizer's files with --tokenizer");
   for (int64_t id : options.promptIds)
     if (id >= config.model.vocabSize)
       usage(fmt::format("--prompt-ids: {} is not below the vocabulary size {}",
@@ -273,25 +290,36 @@ int run(const std::vector<std::string> &args) {
     }
   }
 
-  // A byte-level document starts with EOS (docs/tasks.md).
+  // A token as it is printed: its text for byte-level or BPE ids (EOS a
+  // newline), else its id.
+  const int64_t eos = bpe ? bpe->eos() : kByteEos;
+  auto print = [&](int64_t id) {
+    if (!byteLevel && !bpe)
+      fmt::print("{} ", id);
+    else if (id == eos)
+      std::fputc('\n', stdout);
+    else if (bpe)
+      std::fwrite(bpe->bytes(id).data(), 1, bpe->bytes(id).size(), stdout);
+    else
+      std::fputc(int(id), stdout);
+  };
+
+  // A document starts with EOS (docs/tasks.md).
   std::vector<int64_t> ids = options.promptIds;
-  if (byteLevel) {
+  if (!ids.empty()) {
+    for (int64_t id : ids)
+      print(id);
+  } else if (byteLevel) {
     ids = {kByteEos};
     for (unsigned char byte : options.prompt)
       ids.push_back(byte);
     std::fwrite(options.prompt.data(), 1, options.prompt.size(), stdout);
-  } else if (bpe && ids.empty()) {
+  } else if (bpe) {
     ids = {bpe->eos()};
     bpe->encode(options.prompt, ids);
     std::fwrite(options.prompt.data(), 1, options.prompt.size(), stdout);
-  } else if (ids.empty()) {
-    usage("give the prompt's token ids with --prompt-ids");
-  } else if (bpe) {
-    for (int64_t id : ids)
-      std::fwrite(bpe->bytes(id).data(), 1, bpe->bytes(id).size(), stdout);
   } else {
-    for (int64_t id : ids)
-      fmt::print("{} ", id);
+    usage("give the prompt's token ids with --prompt-ids");
   }
   std::fflush(stdout);
 
@@ -321,22 +349,11 @@ int run(const std::vector<std::string> &args) {
     int64_t next = sample(last, options, generator);
     ids.push_back(next);
     pending = torch::tensor({next}, torch::kLong).unsqueeze(0);
-    if (byteLevel || bpe) {
-      if (next == (bpe ? bpe->eos() : kByteEos)) {
-        if (!options.ignoreEos) {
-          ++generated;
-          break;
-        }
-        std::fputc('\n', stdout);
-      } else if (bpe) {
-        const std::string &bytes = bpe->bytes(next);
-        std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-      } else {
-        std::fputc(int(next), stdout);
-      }
-    } else {
-      fmt::print("{} ", next);
+    if ((byteLevel || bpe) && next == eos && !options.ignoreEos) {
+      ++generated;
+      break;
     }
+    print(next);
     std::fflush(stdout);
   }
   std::fputc('\n', stdout);

@@ -231,6 +231,11 @@ public:
   virtual std::vector<std::string> groupNames() const { return {}; }
   /// What the task reads, for logs ("" for generated tasks).
   virtual std::string dataDescription() const { return {}; }
+  /// Language modelling: what the ids are, as a token directory's meta.json
+  /// names it: "byte-level" (bytes and EOS, so text in and out),
+  /// "gpt2-bpe", or "unknown" (ids whose tokenizer the task does not know).
+  /// Empty for the other tasks.
+  virtual std::string idsTokenizer() const { return {}; }
 };
 
 /// The language-model recipe of docs/spec.md §7.5 (AdamW betas 0.9/0.95,

@@ -254,6 +254,11 @@ void truncateMetrics(const std::filesystem::path &path, int64_t step);
 /// The configuration stored in a run directory's config.json. Throws
 /// std::runtime_error naming the file when it is missing or malformed.
 TrainConfig readRunConfig(const std::filesystem::path &directory);
+/// What a language-model run's ids are, as its config.json records them
+/// (Task::idsTokenizer()): "byte-level", "gpt2-bpe" or "unknown"; empty where
+/// config.json records none (a run written before the record, or another
+/// task). Throws as readRunConfig().
+std::string readRunIdsTokenizer(const std::filesystem::path &directory);
 
 /// Loads the model parameters of checkpoint.pt at `path` (written by a
 /// Trainer) into `model`, which must be built from the same configuration,
@@ -267,8 +272,8 @@ void writeFileAtomically(const std::filesystem::path &path,
                          const std::string &content);
 
 /// The JSON written to config.json: toJson(config) plus "fpc_version",
-/// "torch_version" and the task's "eval_lengths" (informational; ignored by
-/// trainConfigFromJson()).
+/// "torch_version", the task's "eval_lengths" and, for a language model, its
+/// "ids" (Task::idsTokenizer()) (ignored by trainConfigFromJson()).
 nlohmann::ordered_json configFileJson(const TrainConfig &config,
                                       const Task &task);
 
