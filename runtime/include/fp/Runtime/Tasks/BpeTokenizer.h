@@ -27,7 +27,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -47,8 +46,25 @@ public:
   /// encoded each on its own; together they are `text`.
   static std::vector<std::string_view> split(std::string_view text);
 
-  /// The ids of `text`, appended to `ids`.
-  void encode(std::string_view text, std::vector<int64_t> &ids) const;
+  /// Pieces encoded before, kept by one caller (a thread's): text repeats
+  /// its words. Emptied when it holds kLimit pieces, so it stays small.
+  class Cache {
+  public:
+    static constexpr size_t kLimit = size_t(1) << 18;
+
+  private:
+    friend class BpeTokenizer;
+    std::unordered_map<std::string, std::vector<int64_t>> pieces;
+  };
+
+  /// The ids of `text`, appended to `ids`; `cache` keeps its pieces' ids
+  /// for the next call.
+  void encode(std::string_view text, std::vector<int64_t> &ids,
+              Cache &cache) const;
+  void encode(std::string_view text, std::vector<int64_t> &ids) const {
+    Cache cache;
+    encode(text, ids, cache);
+  }
   std::vector<int64_t> encode(std::string_view text) const {
     std::vector<int64_t> ids;
     encode(text, ids);
@@ -73,7 +89,8 @@ private:
   void readVocabulary();
   void readMerges();
   /// The ids of one pre-tokenized piece, appended to `ids`.
-  void encodePiece(std::string_view piece, std::vector<int64_t> &ids) const;
+  void encodePiece(std::string_view piece, std::vector<int64_t> &ids,
+                   Cache &cache) const;
 
   std::filesystem::path dir, vocabFile, mergeFile;
   /// Each id's bytes; the vocabulary's keys are byte strings written in
@@ -90,9 +107,6 @@ private:
     int64_t rank, id;
   };
   std::unordered_map<uint64_t, Merge> mergeRanks;
-  /// Pieces encoded before; text repeats its words.
-  mutable std::mutex cacheMutex;
-  mutable std::unordered_map<std::string, std::vector<int64_t>> cache;
 };
 
 } // namespace fp::rt

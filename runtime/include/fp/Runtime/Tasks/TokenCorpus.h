@@ -12,9 +12,10 @@
 //     writes such directories from text.
 //   * UTF-8 (or any) text, tokenised at load by the byte-level tokenizer
 //     (ids 0-255 are bytes, 256 is EOS) or by GPT-2's BPE from files the
-//     user supplies (BpeTokenizer.h). Documents (the whole file, or the
-//     parts between separator lines) are joined as `EOS text EOS`, as the
-//     reference wraps every document (docs/spec.md §7.5).
+//     user supplies (BpeTokenizer.h). Documents (the whole file, the parts
+//     between separator lines, or JSON lines' "text": TextDocuments.h) are
+//     joined as `EOS text EOS`, as the reference wraps every document
+//     (docs/spec.md §7.5).
 //
 // Every problem is a DataError naming the file: a missing or unreadable
 // file, a size that is not a whole number of tokens, a header that does not
@@ -157,10 +158,13 @@ struct CorpusSplit {
   /// All of `corpus`, called by its file name.
   static CorpusSplit whole(std::shared_ptr<const TokenCorpus> corpus);
   /// `corpus` as a training split and a validation split, the last
-  /// ceil(fraction × size) ids (0 < fraction < 1): what fp-train holds out
-  /// when no validation file is given, and how fp-tokenize splits.
+  /// heldOut(size, fraction) ids: what fp-train holds out when no
+  /// validation file is given, and how fp-tokenize splits.
   static std::pair<CorpusSplit, CorpusSplit>
   holdOut(const std::shared_ptr<const TokenCorpus> &corpus, double fraction);
+  /// The ids held out of a stream of `total`: ceil(fraction × total), at most
+  /// `total` (0 < fraction < 1; throws std::invalid_argument otherwise).
+  static int64_t heldOut(int64_t total, double fraction);
   int64_t size() const { return end - begin; }
 };
 
